@@ -1,0 +1,50 @@
+# Two commands for a fresh machine with python3, make and git:
+#   make demo   set up and run the main job
+#   make test   set up and run every test (lint, types, schemas, pytest with coverage)
+# Everything installed lives in a cache outside the clone ($(CACHE)).
+
+PYTHON ?= python3
+CACHE ?= $(or $(TURN_HOOKS_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/turn-hooks
+VENV := $(CACHE)/venv
+BIN := $(VENV)/bin
+DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
+
+.PHONY: demo test setup lint typecheck schema bench
+
+$(BIN)/python:
+	mkdir -p $(CACHE)
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet hatchling editables
+	$(BIN)/python -m pip install --quiet --no-build-isolation -e '.[test,lint,type]'
+	rm -f $(VENV)/.deps-*
+	touch $(DEPS_STAMP)
+
+# The editable install is re-pointed at this clone every time, because the cached
+# venv outlives any one clone.
+setup: $(DEPS_STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+
+demo: setup
+	$(BIN)/python scripts/demo.py
+
+lint: setup
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+schema: setup
+	$(BIN)/turn-hooks schema --check --format markdown
+
+# pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
+test: lint typecheck schema
+	cd $(CURDIR) && $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
+	exit $$rc
+
+bench: setup
+	$(BIN)/python benchmarks/run.py

@@ -1,0 +1,50 @@
+"""Receipts for people (Markdown) and for machines (one compact JSON document)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def to_json(document: Any) -> str:
+    """One compact JSON document, non-ASCII kept."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(document: Any, *, title: str) -> str:
+    """A heading, a field table for scalars and a table per list of objects."""
+    lines = [f"## {title}", ""]
+    if isinstance(document, list):
+        document = {"items": document}
+    scalars = {k: v for k, v in document.items() if not isinstance(v, dict | list)}
+    nested = {k: v for k, v in document.items() if isinstance(v, dict | list)}
+    if scalars:
+        lines += ["| field | value |", "|---|---|"]
+        lines += [f"| {key} | {_cell(value)} |" for key, value in scalars.items()]
+        lines.append("")
+    for key, value in nested.items():
+        lines.append(f"### {key}")
+        lines.append("")
+        rows = value if isinstance(value, list) else [value]
+        if rows and all(isinstance(row, dict) for row in rows):
+            columns = list(dict.fromkeys(column for row in rows for column in row))
+            lines.append("| " + " | ".join(columns) + " |")
+            lines.append("|" + "---|" * len(columns))
+            for row in rows:
+                lines.append("| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |")
+        elif rows:
+            lines += [f"- {_cell(item)}" for item in rows]
+        else:
+            lines.append("(none)")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render(document: Any, *, fmt: str, title: str) -> str:
+    """Render ``document`` as ``json`` or ``markdown``."""
+    return to_json(document) + "\n" if fmt == "json" else to_markdown(document, title=title)

@@ -1,0 +1,273 @@
+"""The ``turn-hooks`` command.
+
+Hosts start this process on every Turn, so the module imports only the standard
+library at the top; each command imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+EXIT_INTERNAL = 1
+
+Handler = Callable[[argparse.Namespace], tuple[Any, str]]
+"""A command: returns (document, title) for rendering, or raises a TurnHooksError."""
+
+
+class UsageError(Exception):
+    """Bad command-line usage, reported as a JSON error object."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage and exits on bad arguments; we want one JSON error object.
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=("json", "markdown"),
+        default="json",
+        help="json: one compact document for machines; markdown: tables for people",
+    )
+
+
+def _read_json_input(source: str) -> Any:
+    from turn_hooks.errors import InvalidInputError
+
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError("the input file cannot be read", reason_code="input_unreadable") from exc
+    try:
+        return json.loads(text.strip())
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError("the input is not JSON", reason_code="input_not_json") from exc
+
+
+def _cmd_plugins(args: argparse.Namespace) -> tuple[Any, str]:
+    from turn_hooks import make_plugin_manager, plugin_info
+
+    pm = make_plugin_manager()
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_plugins_v0",
+        "plugins": plugin_info(pm),
+    }, "Loaded turn-hooks plugins"
+
+
+def _cmd_schema(args: argparse.Namespace) -> tuple[Any, str]:
+    from turn_hooks.schema import REGENERATE_COMMAND, SCHEMA_DIR, render_schemas, write_schemas
+
+    if args.check:
+        directory = Path(args.output) if args.output else SCHEMA_DIR
+        stale = [
+            name
+            for name, text in render_schemas().items()
+            if not (directory / name).is_file()
+            or (directory / name).read_text(encoding="utf-8") != text
+        ]
+        document = {
+            "ok": not stale,
+            "schema_version": "turn_hooks_schema_check_v0",
+            "stale": stale,
+            "regenerate": REGENERATE_COMMAND,
+        }
+        return document, "Schema freshness"
+    if args.output is None:
+        return {"ok": True, "schemas": {n: json.loads(t) for n, t in render_schemas().items()}}, (
+            "JSON Schemas"
+        )
+    written = write_schemas(Path(args.output))
+    return {"ok": True, "schema_version": "turn_hooks_schema_write_v0", "written": written}, (
+        "Schemas written"
+    )
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from sidecars import SidecarStore, sidecar_root
+
+    root = Path(args.root) if args.root else sidecar_root(Path.cwd())
+    return SidecarStore(root)
+
+
+def _cmd_sidecar_check(args: argparse.Namespace) -> tuple[Any, str]:
+    import dataclasses
+
+    store = _store(args)
+    if args.paths:
+        paths = [Path(p).absolute() for p in args.paths]
+    else:
+        paths = sorted(store.root.rglob("*.json")) if store.root.is_dir() else []
+    checks = [store.check(path, repair=args.repair) for path in paths]
+    rows = [dataclasses.asdict(c) for c in checks]
+    ok = all(c.status in {"ok", "repaired"} for c in checks)
+    return {
+        "ok": ok,
+        "schema_version": "turn_hooks_sidecar_check_v0",
+        "checked_count": len(checks),
+        "failed_count": sum(c.status not in {"ok", "repaired"} for c in checks),
+        "sidecars": rows,
+    }, "Sidecar check"
+
+
+def _cmd_sidecar_show(args: argparse.Namespace) -> tuple[Any, str]:
+    import hashlib
+
+    from sidecars import dumps
+    from turn_hooks.errors import InvalidInputError
+
+    store = _store(args)
+    path = Path(args.path).absolute()
+    document = store.read(path)
+    if document is None:
+        raise InvalidInputError("no sidecar at that path", reason_code="sidecar_missing")
+    name = "/".join(path.relative_to(store.root).parts)
+    if args.raw:
+        # The raw view is a private operator view: it can contain reflection text.
+        return document, f"Sidecar {name} (private)"
+    version = document.get("schema_version")
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_sidecar_summary_v0",
+        "name": name,
+        "sidecar_schema_version": version if isinstance(version, str) else None,
+        "status": document.get("status") if isinstance(document.get("status"), str) else None,
+        "keys": sorted(document),
+        "content_sha256": hashlib.sha256(dumps(document).encode("utf-8")).hexdigest(),
+    }, f"Sidecar {name}"
+
+
+def _cmd_dispatch_pre_turn(args: argparse.Namespace) -> tuple[Any, str]:
+    from turn_hooks import TurnContext, call_pre_turn, make_plugin_manager, project_contributions
+    from turn_hooks.schema import parse_model
+
+    turn = parse_model(TurnContext, _read_json_input(args.input))
+    outcome = call_pre_turn(make_plugin_manager(), turn)
+    projection = project_contributions(outcome.payload)
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_pre_turn_v0",
+        "turn_key": turn.turn_key,
+        "contributions": [c.to_json() for c in outcome.contributions],
+        "failures": [f.to_json() for f in outcome.failures],
+        "projection": projection.to_json(),
+    }, "PreTurn dispatch"
+
+
+def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
+    from turn_hooks import Settlement, TurnContext, call_post_settlement, make_plugin_manager
+    from turn_hooks.errors import InvalidInputError
+    from turn_hooks.schema import parse_model
+
+    document = _read_json_input(args.input)
+    if not isinstance(document, dict) or set(document) != {"turn", "settlement"}:
+        raise InvalidInputError(
+            'the input must be {"turn": ..., "settlement": ...}', reason_code="input_shape_invalid"
+        )
+    turn = parse_model(TurnContext, document["turn"])
+    settlement = parse_model(Settlement, document["settlement"])
+    receipt = call_post_settlement(make_plugin_manager(), turn, settlement)
+    return receipt, "PostSettlement receipt"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree; ``--help`` on any level explains it."""
+    parser = _Parser(
+        prog="turn-hooks",
+        description="Per-Turn hooks that give agent hosts a reward memory they can trust.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    plugins = commands.add_parser("plugins", help="list loaded plugins and their hooks")
+    _format_option(plugins)
+    plugins.set_defaults(handler=_cmd_plugins)
+
+    schema = commands.add_parser("schema", help="print, write or check the JSON Schemas")
+    schema.add_argument("--output", help="directory to write the schema files into")
+    schema.add_argument(
+        "--check", action="store_true", help="compare the files with the models; exit 2 if stale"
+    )
+    _format_option(schema)
+    schema.set_defaults(handler=_cmd_schema)
+
+    sidecar = commands.add_parser("sidecar", help="inspect and verify sidecar files")
+    sidecar_commands = sidecar.add_subparsers(dest="sidecar_command", required=True)
+    check = sidecar_commands.add_parser(
+        "check", help="verify mode 0600, ownership, JSON and lock of each sidecar"
+    )
+    check.add_argument("paths", nargs="*", help="sidecar files (default: every one below --root)")
+    check.add_argument("--repair", action="store_true", help="narrow a widened mode to 0600")
+    show = sidecar_commands.add_parser(
+        "show", help="summarise one sidecar (keys, status, digest; no content)"
+    )
+    show.add_argument("path", help="the sidecar file")
+    show.add_argument(
+        "--raw", action="store_true", help="print the content itself (private: may hold text)"
+    )
+    for sub, handler in ((check, _cmd_sidecar_check), (show, _cmd_sidecar_show)):
+        sub.add_argument("--root", help="sidecar root (default: ./.local/turn-hooks)")
+        _format_option(sub)
+        sub.set_defaults(handler=handler)
+
+    dispatch = commands.add_parser(
+        "dispatch", help="run the hooks for a Turn given as JSON (host-neutral)"
+    )
+    dispatch_commands = dispatch.add_subparsers(dest="dispatch_command", required=True)
+    pre = dispatch_commands.add_parser("pre-turn", help="input: a TurnContext JSON object")
+    post = dispatch_commands.add_parser(
+        "post-settlement", help='input: {"turn": TurnContext, "settlement": Settlement}'
+    )
+    for sub, handler in ((pre, _cmd_dispatch_pre_turn), (post, _cmd_dispatch_post_settlement)):
+        sub.add_argument("--input", default="-", help="JSON file, or - for stdin (default)")
+        _format_option(sub)
+        sub.set_defaults(handler=handler)
+    return parser
+
+
+def _error(reason_code: str, message: str, error: str) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "schema_version": "turn_hooks_error_v0",
+        "error": error,
+        "reason_code": reason_code,
+        "message": message,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; print its receipt or one JSON error object; return the exit code."""
+    from hosts._render import render, to_json
+
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(to_json(_error("usage_invalid", str(exc), "UsageError")))
+        return EXIT_INVALID
+    try:
+        from turn_hooks.errors import TurnHooksError
+
+        document, title = args.handler(args)
+    except TurnHooksError as exc:
+        print(to_json(exc.to_public()))
+        return EXIT_INVALID
+    except Exception as exc:  # the last line of defence: no traceback for a user
+        if os.environ.get("TURN_HOOKS_DEBUG") == "1":
+            raise
+        print(to_json(_error("internal_error", type(exc).__name__, "InternalError")))
+        return EXIT_INTERNAL
+    sys.stdout.write(render(document, fmt=args.format, title=title))
+    return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Private JSON sidecar files: mode 0600, locked, atomically replaced, never via links."""
+
+from sidecars.paths import SIDECAR_DIR, lock_path, path_token, sidecar_path, sidecar_root
+from sidecars.store import (
+    DEFAULT_LOCK_TIMEOUT,
+    DIR_MODE,
+    FILE_MODE,
+    SidecarCheck,
+    SidecarStore,
+    dumps,
+)
+
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "DIR_MODE",
+    "FILE_MODE",
+    "SIDECAR_DIR",
+    "SidecarCheck",
+    "SidecarStore",
+    "dumps",
+    "lock_path",
+    "path_token",
+    "sidecar_path",
+    "sidecar_root",
+]

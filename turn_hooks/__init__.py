@@ -1,0 +1,110 @@
+"""turn-hooks: the contract between agent host runtimes and Turn plugins.
+
+Plugin authors need :data:`hookimpl`, the models and the errors. Hosts need
+:func:`make_plugin_manager` and the ``call_*`` dispatchers. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turn_hooks._calling import (
+    RETRYABLE_STATUSES,
+    call_post_settlement,
+    call_post_writeback,
+    call_pre_turn,
+    project_contributions,
+)
+from turn_hooks._contribution import RESERVED_NAMES, basis_digest, measure_result_bytes
+from turn_hooks._manager import make_plugin_manager, plugin_info
+from turn_hooks._names import NAME
+from turn_hooks.errors import (
+    ContributionError,
+    InvalidInputError,
+    PluginContractError,
+    ProviderError,
+    ProviderRejected,
+    ProviderUnavailable,
+    RegistrationError,
+    SidecarCorrupt,
+    SidecarError,
+    SidecarLockTimeout,
+    SidecarPathError,
+    SidecarPermissionError,
+    SidecarWriteError,
+    TurnHooksError,
+)
+from turn_hooks.hookspecs import hookimpl, hookspec
+from turn_hooks.models import (
+    HOSTS,
+    MAX_RESULT_BYTES,
+    ContextRegistration,
+    ContextResult,
+    Contribution,
+    HookFailure,
+    HostProjection,
+    PostSettlementReceipt,
+    PreTurnOutcome,
+    Settlement,
+    SettlementEvidence,
+    SettlementRegistration,
+    TurnContext,
+    WritebackEvent,
+    WritebackOutcome,
+    WritebackRegistration,
+)
+
+__all__ = [
+    "HOSTS",
+    "MAX_RESULT_BYTES",
+    "NAME",
+    "RESERVED_NAMES",
+    "RETRYABLE_STATUSES",
+    "ContextRegistration",
+    "ContextResult",
+    "Contribution",
+    "ContributionError",
+    "HookFailure",
+    "HostProjection",
+    "InvalidInputError",
+    "PluginContractError",
+    "PostSettlementReceipt",
+    "PreTurnOutcome",
+    "ProviderError",
+    "ProviderRejected",
+    "ProviderUnavailable",
+    "RegistrationError",
+    "Settlement",
+    "SettlementEvidence",
+    "SettlementRegistration",
+    "SidecarCorrupt",
+    "SidecarError",
+    "SidecarLockTimeout",
+    "SidecarPathError",
+    "SidecarPermissionError",
+    "SidecarWriteError",
+    "TurnContext",
+    "TurnHooksError",
+    "WritebackEvent",
+    "WritebackOutcome",
+    "WritebackRegistration",
+    "basis_digest",
+    "call_post_settlement",
+    "call_post_writeback",
+    "call_pre_turn",
+    "hookimpl",
+    "hookspec",
+    "make_plugin_manager",
+    "measure_result_bytes",
+    "plugin_info",
+    "project_contributions",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Served lazily: importlib.metadata is slow to import and the hook path rarely needs it.
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("turn-hooks")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

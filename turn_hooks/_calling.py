@@ -1,0 +1,329 @@
+"""The dispatchers: how a host calls the hooks and what survives a failing plugin.
+
+pluggy calls implementations last-registered-first and stops at the first
+exception. Hosts need neither: the dispatchers here loop over the implementations
+themselves, in plugin-name order, with one ``try`` per implementation, so a failing
+plugin is isolated and the Turn always goes on (turn-lifecycle.md §1, §3, §7.1).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import pluggy
+
+from turn_hooks import _contribution as rules
+from turn_hooks.canonical import compact_json
+from turn_hooks.errors import PluginContractError, RegistrationError, TurnHooksError
+from turn_hooks.models import (
+    ContextRegistration,
+    Contribution,
+    HookFailure,
+    HostProjection,
+    PostSettlementReceipt,
+    PreTurnOutcome,
+    Settlement,
+    SettlementRegistration,
+    TurnContext,
+    WritebackEvent,
+    WritebackOutcome,
+    WritebackRegistration,
+)
+
+RETRYABLE_STATUSES = frozenset(
+    {"provider_unavailable", "committed_pending", "readback_unverified", "runtime_unavailable"}
+)
+"""Post-settlement statuses that a later dispatch calls the plugin again for."""
+
+CONTRIBUTIONS_KEY = "turn_context_contributions"
+FAILURES_KEY = "turn_context_hook_failures"
+
+
+def _ordered_impls(caller: Any) -> list[pluggy.HookImpl]:
+    return sorted(caller.get_hookimpls(), key=lambda impl: impl.plugin_name)
+
+
+def _registration(impl: pluggy.HookImpl, hook: str, kind: type[Any]) -> Any:
+    registrations = getattr(impl.plugin, "registrations", None)
+    registration = registrations.get(hook) if isinstance(registrations, Mapping) else None
+    if not isinstance(registration, kind):
+        raise RegistrationError(
+            f"plugin {impl.plugin_name!r} exposes no {kind.__name__} for {hook}",
+            reason_code="registration_missing",
+            plugin=impl.plugin_name,
+        )
+    return registration
+
+
+def _call(impl: pluggy.HookImpl, **available: Any) -> Any:
+    # pluggy passes only the arguments an implementation asked for (opt-in arguments).
+    return impl.function(**{name: available[name] for name in impl.argnames})
+
+
+def _reason_code(exc: Exception) -> str:
+    return exc.reason_code if isinstance(exc, TurnHooksError) else "hook_raised"
+
+
+def _hook_failure(hook_id: str, impl: pluggy.HookImpl, exc: Exception) -> HookFailure:
+    return HookFailure(hook_id=hook_id, reason_code=_reason_code(exc), plugin=impl.plugin_name)
+
+
+def call_pre_turn(pm: pluggy.PluginManager, turn: TurnContext) -> PreTurnOutcome:
+    """Run every ``pre_turn`` implementation and merge what validates.
+
+    Each plugin gets its own copy of the payload with earlier readbacks merged in.
+    A duplicate hook id, a claimed slot, an invalid registration or result, or an
+    exception is recorded as ``context_hook_failed``; nothing from that hook is kept.
+    """
+    payload = copy.deepcopy(turn.payload)
+    seen_hook_ids: set[str] = set()
+    claimed_slots: set[str] = set()
+    contributions: list[Contribution] = []
+    failures: list[HookFailure] = []
+    for impl in _ordered_impls(pm.hook.pre_turn):
+        hook_id = impl.plugin_name
+        try:
+            registration = _registration(impl, "pre_turn", ContextRegistration)
+            hook_id = registration.hook_id
+            if hook_id in seen_hook_ids or claimed_slots & set(registration.readback_slots):
+                raise PluginContractError(
+                    "hook id or readback slot already claimed", reason_code="registration_conflict"
+                )
+            seen_hook_ids.add(hook_id)
+            claimed_slots.update(registration.readback_slots)
+            rules.validate_registration(registration)
+            if any(slot in payload for slot in registration.readback_slots):
+                raise PluginContractError(
+                    "a readback slot already exists in the payload", reason_code="slot_occupied"
+                )
+            plugin_turn = dataclasses.replace(turn, payload=copy.deepcopy(payload))
+            result = _call(impl, turn=plugin_turn)
+            if result is None:
+                continue
+            normal = rules.validate_result(result, registration)
+            digest = rules.basis_digest(payload, registration, normal)
+        except Exception as exc:  # isolation is the contract: any failure stays local
+            failures.append(_hook_failure(hook_id, impl, exc))
+            continue
+        payload.update(normal["readback"])
+        if normal["context_fields"] or normal["instructions"] or normal["result_fields"]:
+            contributions.append(
+                Contribution(
+                    hook_id=hook_id,
+                    capability_id=registration.capability_id,
+                    readback_slots=list(registration.readback_slots),
+                    context_fields=normal["context_fields"],
+                    instructions=normal["instructions"],
+                    result_fields=normal["result_fields"],
+                    basis_digest=digest,
+                )
+            )
+    payload[CONTRIBUTIONS_KEY] = [item.to_json() for item in contributions]
+    payload[FAILURES_KEY] = [failure.to_payload() for failure in failures]
+    return PreTurnOutcome(
+        payload=payload, contributions=tuple(contributions), failures=tuple(failures)
+    )
+
+
+def _reproject(stored: object, payload: Mapping[str, Any]) -> Contribution:
+    if not isinstance(stored, Mapping):
+        raise PluginContractError("a stored contribution is not an object")
+    slots = stored.get("readback_slots")
+    registration = rules.validate_registration(
+        ContextRegistration(
+            hook_id=stored.get("hook_id"),  # type: ignore[arg-type]  # validated on the next line
+            capability_id=stored.get("capability_id"),  # type: ignore[arg-type]  # same
+            readback_slots=tuple(slots) if isinstance(slots, list) else (),
+        )
+    )
+    readback = {slot: payload.get(slot) for slot in registration.readback_slots}
+    normal = rules.validate_result(
+        {
+            "readback": readback,
+            "context_fields": stored.get("context_fields"),
+            "instructions": stored.get("instructions"),
+            "result_fields": stored.get("result_fields"),
+        },
+        registration,
+    )
+    digest = rules.basis_digest(payload, registration, normal)
+    if digest != stored.get("basis_digest"):
+        raise PluginContractError("basis digest changed", reason_code="basis_digest_mismatch")
+    return Contribution(
+        hook_id=registration.hook_id,
+        capability_id=registration.capability_id,
+        readback_slots=list(registration.readback_slots),
+        context_fields=normal["context_fields"],
+        instructions=normal["instructions"],
+        result_fields=normal["result_fields"],
+        basis_digest=digest,
+    )
+
+
+def project_contributions(payload: Mapping[str, Any]) -> HostProjection:
+    """Re-validate stored contributions against the current payload and flatten them.
+
+    A contribution whose recomputed ``basis_digest`` differs, or whose field names
+    collide with an earlier one, is dropped (never repaired from a cache).
+    """
+    stored = payload.get(CONTRIBUTIONS_KEY)
+    context_fields: dict[str, Any] = {}
+    instructions: list[str] = []
+    result_fields: dict[str, dict[str, Any]] = {}
+    dropped: list[str] = []
+    for item in stored if isinstance(stored, list) else []:
+        try:
+            contribution = _reproject(item, payload)
+        except TurnHooksError:
+            hook_id = item.get("hook_id") if isinstance(item, Mapping) else None
+            dropped.append(hook_id if isinstance(hook_id, str) else "")
+            continue
+        if set(contribution.context_fields) & set(context_fields) or set(
+            contribution.result_fields
+        ) & set(result_fields):
+            dropped.append(contribution.hook_id)
+            continue
+        context_fields.update(contribution.context_fields)
+        instructions.extend(contribution.instructions)
+        result_fields.update(contribution.result_fields)
+    return HostProjection(
+        context_fields=context_fields,
+        capability_context_fields=list(context_fields),
+        capability_instructions=instructions,
+        capability_result_fields=result_fields,
+        dropped_hook_ids=dropped,
+    )
+
+
+def _is_final(previous: Mapping[str, Any], hook_id: str, capability_id: str) -> bool:
+    results = previous.get("results")
+    capability_ids = previous.get("capability_ids")
+    if not isinstance(results, Mapping) or not isinstance(capability_ids, Mapping):
+        return False
+    stored = results.get(hook_id)
+    return (
+        isinstance(stored, Mapping)
+        and capability_ids.get(hook_id) == capability_id
+        and stored.get("status") not in RETRYABLE_STATUSES
+    )
+
+
+def _dispatch_post_settlement(
+    pm: pluggy.PluginManager, turn: TurnContext, settlement: Settlement
+) -> PostSettlementReceipt:
+    previous = settlement.evidence.previous_post_settlement or {}
+    results: dict[str, dict[str, Any]] = {}
+    capability_ids: dict[str, str] = {}
+    skipped: list[str] = []
+    for impl in _ordered_impls(pm.hook.post_settlement):
+        hook_id = impl.plugin_name
+        try:
+            registration = _registration(impl, "post_settlement", SettlementRegistration)
+            hook_id = registration.hook_id
+            capability_ids[hook_id] = registration.capability_id
+            if _is_final(previous, hook_id, registration.capability_id):
+                results[hook_id] = dict(previous["results"][hook_id])
+                skipped.append(hook_id)
+                continue
+            receipt = _call(impl, turn=turn, settlement=settlement)
+            if receipt is None:
+                continue
+            if not isinstance(receipt, Mapping) or not isinstance(receipt.get("status"), str):
+                raise PluginContractError(
+                    "post_settlement must return an object with a status",
+                    reason_code="receipt_invalid",
+                )
+            compact_json(dict(receipt))  # must be JSON; raises TypeError/ValueError otherwise
+            results[hook_id] = dict(receipt)
+        except Exception as exc:  # an effect adapter failure is retryable, never fatal
+            results[hook_id] = {
+                "status": "runtime_unavailable",
+                "reason_code": _reason_code(exc),
+                "fail_open": True,
+                "external_writes_performed": None,
+            }
+    writes = [receipt.get("external_writes_performed") for receipt in results.values()]
+    return PostSettlementReceipt(
+        status=(
+            "runtime_unavailable"
+            if any(receipt.get("status") in RETRYABLE_STATUSES for receipt in results.values())
+            else "observed"
+        ),
+        results=results,
+        capability_ids=capability_ids,
+        external_writes_performed=True if True in writes else None if None in writes else False,
+        skipped_hook_ids=skipped,
+    )
+
+
+OBSERVER_FAILED: dict[str, Any] = {
+    "ok": True,
+    "schema_version": "turn_post_settlement_observer_v0",
+    "status": "runtime_unavailable",
+    "reason_code": "post_settlement_observer_failed",
+    "fail_open": True,
+    "external_writes_performed": None,
+}
+"""The receipt a host stores when the dispatcher itself failed."""
+
+
+def call_post_settlement(
+    pm: pluggy.PluginManager, turn: TurnContext, settlement: Settlement
+) -> dict[str, Any]:
+    """Dispatch ``post_settlement`` once for a settled Turn; never raises.
+
+    A stored receipt that is already final (not retryable) is returned unchanged
+    without calling any plugin. A failure of the dispatcher itself becomes the
+    ``post_settlement_observer_failed`` receipt.
+    """
+    previous = settlement.evidence.previous_post_settlement
+    if isinstance(previous, Mapping) and previous.get("status") == "observed":
+        return dict(previous)
+    try:
+        return _dispatch_post_settlement(pm, turn, settlement).to_json()
+    except Exception:  # the Turn is already settled; a broken dispatcher must not undo it
+        return dict(OBSERVER_FAILED)
+
+
+def call_post_writeback(
+    pm: pluggy.PluginManager, turn: TurnContext, writeback: WritebackEvent
+) -> WritebackOutcome:
+    """Give every observer registered for the event kind a look; collect observations."""
+    observations: dict[str, dict[str, Any]] = {}
+    failures: list[HookFailure] = []
+    for impl in _ordered_impls(pm.hook.post_writeback):
+        hook_id = impl.plugin_name
+        try:
+            registration = _registration(impl, "post_writeback", WritebackRegistration)
+            hook_id = registration.hook_id
+            if registration.requested_write_scope:
+                raise RegistrationError("observers may not request a write scope")
+            if writeback.event_kind not in registration.event_kinds:
+                continue
+            event_bytes = len(compact_json(writeback.to_json()).encode("utf-8"))
+            if event_bytes > registration.max_input_bytes:
+                raise PluginContractError("event over input budget", reason_code="input_over_budget")
+            observation = _call(impl, turn=turn, writeback=writeback)
+            if observation is None:
+                continue
+            if not isinstance(observation, Mapping):
+                raise PluginContractError("an observation must be an object")
+            size = len(compact_json(dict(observation)).encode("utf-8"))
+            if size > registration.max_result_bytes:
+                raise PluginContractError(
+                    "observation over budget", reason_code="result_over_budget"
+                )
+            observations[hook_id] = dict(observation)
+        except Exception as exc:  # observers are advisory; isolate every failure
+            failures.append(
+                HookFailure(
+                    hook_id=hook_id,
+                    error_code="writeback_observer_failed",
+                    reason_code=_reason_code(exc),
+                    plugin=impl.plugin_name,
+                )
+            )
+    return WritebackOutcome(observations=observations, failures=tuple(failures))

@@ -1,0 +1,86 @@
+"""The plugin-manager factory and the public description of what it loaded."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import pluggy
+
+from turn_hooks import hookspecs
+from turn_hooks._names import ENV_DISABLE_PLUGINS, ENV_LOAD_PLUGINS, ENV_TRACE_PLUGINS, NAME
+
+
+def _names_from_env(variable: str) -> list[str]:
+    return [name.strip() for name in os.environ.get(variable, "").split(",") if name.strip()]
+
+
+def make_plugin_manager(*, autoload: bool = True) -> pluggy.PluginManager:
+    """Return a new plugin manager with the hookspecs added and plugins loaded.
+
+    With ``autoload`` the entry points of group ``turn_hooks`` are loaded, subject to
+    ``TURN_HOOKS_LOAD_PLUGINS`` (unset: all; empty: none; ``a,b``: only those entry
+    point names) and ``TURN_HOOKS_DISABLE_PLUGINS`` (names blocked first, so they are
+    never imported). ``TURN_HOOKS_TRACE_PLUGINS=1`` traces every hook call to stderr.
+    Nothing happens at import time; tests call this with ``autoload=False``.
+    """
+    pm = pluggy.PluginManager(NAME)
+    pm.add_hookspecs(hookspecs)
+    for name in _names_from_env(ENV_DISABLE_PLUGINS):
+        pm.set_blocked(name)
+    if autoload:
+        if ENV_LOAD_PLUGINS not in os.environ:
+            pm.load_setuptools_entrypoints(NAME)
+        else:
+            for name in _names_from_env(ENV_LOAD_PLUGINS):
+                pm.load_setuptools_entrypoints(NAME, name=name)
+    pm.check_pending()
+    if os.environ.get(ENV_TRACE_PLUGINS) == "1":
+        _enable_tracing(pm)
+    return pm
+
+
+def _enable_tracing(pm: pluggy.PluginManager) -> None:
+    def before(hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        names = ", ".join(impl.plugin_name for impl in hook_impls)
+        print(f"turn-hooks trace: {hook_name} -> [{names}]", file=sys.stderr)
+
+    def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        failed = outcome.exception is not None
+        print(f"turn-hooks trace: {hook_name} done (failed={failed})", file=sys.stderr)
+
+    pm.add_hookcall_monitoring(before, after)
+
+
+def plugin_info(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
+    """Describe each registered plugin: name, hooks, hook ids and distribution.
+
+    Sorted by plugin name, the order the dispatchers call plugins in.
+    """
+    distributions = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    described = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:  # a blocked name stays listed with no plugin object
+            continue
+        hooks = sorted(impl.name for impl in pm.get_hookcallers(plugin) or ())
+        registrations = getattr(plugin, "registrations", None)
+        hook_ids = {}
+        if isinstance(registrations, dict):
+            hook_ids = {
+                hook: getattr(reg, "hook_id", None)
+                for hook, reg in sorted(registrations.items())
+                if hook in hooks
+            }
+        dist = distributions.get(id(plugin))
+        described.append(
+            {
+                "name": name,
+                "hooks": hooks,
+                "hook_ids": hook_ids,
+                "distribution": (
+                    {"name": dist.project_name, "version": dist.version} if dist else None
+                ),
+            }
+        )
+    return sorted(described, key=lambda item: item["name"])

@@ -1,0 +1,108 @@
+"""The hooks a turn-hooks plugin can implement.
+
+Plugin authors write ``from turn_hooks import hookimpl`` and implement any subset of
+these hooks, accepting only the arguments they need (pluggy passes arguments by
+name, so a new argument added to a spec later never breaks an existing plugin).
+Every plugin object that implements a hook also exposes ``registrations``: a mapping
+from hook name to its registration model (:class:`~turn_hooks.models.ContextRegistration`,
+:class:`~turn_hooks.models.SettlementRegistration` or
+:class:`~turn_hooks.models.WritebackRegistration`), so the dispatcher can check
+identity and budget *before* it calls the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+from turn_hooks._names import NAME
+from turn_hooks.models import ContextResult, Settlement, TurnContext, WritebackEvent
+
+hookspec = pluggy.HookspecMarker(NAME)
+hookimpl = pluggy.HookimplMarker(NAME)
+
+
+@hookspec
+def pre_turn(turn: TurnContext) -> ContextResult | None:
+    """Contribute bounded context to a Turn before the host runs it.
+
+    Fires once per host Turn, after the host has admitted the prompt and before the
+    model request is built.
+
+    :param turn: The Turn as taken at its start. ``turn.payload`` is this plugin's
+        own copy of the host request under construction, with the readback of
+        earlier hooks merged in.
+
+    :return: A :class:`~turn_hooks.models.ContextResult` (or a mapping with the same
+        four keys) whose compact UTF-8 JSON fits the registration's
+        ``max_result_bytes`` (at most 65,536), or ``None`` to contribute nothing.
+
+    Results of all implementations are collected, in plugin-name order; an invalid
+    result or an exception isolates that plugin only (``context_hook_failed``).
+
+    **Must not** mutate ``turn``, write to any provider (reads only), block on
+    unbounded I/O, or raise for expected conditions such as a provider outage:
+    return a result that says so instead.
+
+    .. versionadded:: 0.1
+
+    **Use in hosts**: run on the host's turn-start event (Codex ``UserPromptSubmit``,
+    Claude Code ``UserPromptSubmit``, Gemini ``BeforeAgent``, DSH ``agent/pre-step``).
+    """
+
+
+@hookspec
+def post_settlement(turn: TurnContext, settlement: Settlement) -> dict[str, Any] | None:
+    """Apply the effects of a Turn the host has settled accountably.
+
+    Fires once per settled Turn, after the host recorded the settlement (writeback
+    read back, and quota spend where the host has a quota owner) and an independent
+    validator ran. This is the only hook that may write to a provider.
+
+    :param turn: The Turn the settlement belongs to.
+    :param settlement: The host result (holding ``reward_memory_reflection_json``)
+        and the accountable evidence, including any earlier dispatcher receipt.
+
+    :return: A public-safe effect receipt (a JSON object with at least ``status``),
+        or ``None`` when this plugin has nothing to do for the Turn.
+
+    Results of all implementations are collected into one aggregated receipt; an
+    implementation whose earlier receipt is final (not retryable) is not called again.
+
+    **Must not** mutate its arguments, write without accountable evidence, put raw
+    reflection text, paths or secrets in the receipt, or raise for expected
+    conditions: an exception is recorded as ``runtime_unavailable`` and retried later.
+
+    .. versionadded:: 0.1
+
+    **Use in hosts**: run after the host's successful-turn event (Codex ``Stop``,
+    Claude Code ``Stop``, Gemini ``AfterAgent``, app-server ``turn/completed`` with
+    status ``completed``, DSH ``turn/end`` with reason ``completed``), from the
+    settlement worker.
+    """
+
+
+@hookspec
+def post_writeback(turn: TurnContext, writeback: WritebackEvent) -> dict[str, Any] | None:
+    """Observe a committed settlement without changing anything.
+
+    Fires once per committed settlement spool entry, after ``post_settlement``.
+
+    :param turn: The Turn the settlement belongs to.
+    :param writeback: The committed settlement as the spool recorded it.
+
+    :return: An observation (a JSON object of at most the registration's
+        ``max_result_bytes``, 16,384 by default) or ``None``.
+
+    Results of all implementations whose registration lists the event kind are
+    collected; a failing observer is isolated and recorded.
+
+    **Must not** write anywhere (its ``requested_write_scope`` is always empty),
+    mutate its arguments, or block on unbounded I/O.
+
+    .. versionadded:: 0.1
+
+    **Use in hosts**: run by the settlement worker after the spool entry holding the
+    ``post_settlement`` receipt was written.
+    """
