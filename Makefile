@@ -7,7 +7,7 @@ PYTHON ?= python3
 CACHE ?= $(or $(TURN_HOOKS_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/turn-hooks
 VENV := $(CACHE)/venv
 BIN := $(VENV)/bin
-DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
+DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 
 .PHONY: demo test setup lint typecheck schema bench
 
@@ -15,10 +15,10 @@ $(BIN)/python:
 	mkdir -p $(CACHE)
 	$(PYTHON) -m venv $(VENV)
 
-$(DEPS_STAMP): pyproject.toml | $(BIN)/python
+$(DEPS_STAMP): pyproject.toml scripts/constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet hatchling editables
-	$(BIN)/python -m pip install --quiet --no-build-isolation -e '.[test,lint,type]'
+	$(BIN)/python -m pip install --quiet -c scripts/constraints.txt hatchling editables
+	$(BIN)/python -m pip install --quiet -c scripts/constraints.txt --no-build-isolation -e '.[test,lint,type]'
 	rm -f $(VENV)/.deps-*
 	touch $(DEPS_STAMP)
 

@@ -7,7 +7,7 @@ host enables reward memory, so loading it by default changes no real Turn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from turn_hooks import (
     ContextRegistration,
@@ -28,7 +28,7 @@ def _enabled(turn: TurnContext) -> bool:
 class ExampleEcho:
     """Echoes the Turn key into the context and acknowledges settlements."""
 
-    registrations = {
+    registrations: ClassVar[dict[str, Any]] = {
         "pre_turn": ContextRegistration(
             hook_id="example-echo.turn-context",
             capability_id="example-echo",

@@ -47,7 +47,9 @@ def _read_json_input(source: str) -> Any:
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError("the input file cannot be read", reason_code="input_unreadable") from exc
+        raise InvalidInputError(
+            "the input file cannot be read", reason_code="input_unreadable"
+        ) from exc
     try:
         return json.loads(text.strip())
     except json.JSONDecodeError as exc:
@@ -62,6 +64,7 @@ def _cmd_plugins(args: argparse.Namespace) -> tuple[Any, str]:
         "ok": True,
         "schema_version": "turn_hooks_plugins_v0",
         "plugins": plugin_info(pm),
+        "load_failures": pm.load_failures,
     }, "Loaded turn-hooks plugins"
 
 

@@ -64,7 +64,9 @@ def main() -> None:
         store = SidecarStore(Path(scratch) / ".local" / "turn-hooks")
         path = store.path("demo", "counter.json")
         for _ in range(3):
-            store.update(path, lambda doc: {"schema_version": "demo_v0", "n": (doc or {"n": 0})["n"] + 1})
+            store.update(
+                path, lambda doc: {"schema_version": "demo_v0", "n": (doc or {"n": 0})["n"] + 1}
+            )
         print(run("sidecar", "check", "--root", str(store.root), "--format", "markdown"))
 
 

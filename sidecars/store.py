@@ -90,8 +90,8 @@ class SidecarStore:
             current = current / part if part else current
             try:
                 info = os.lstat(current)
-            except FileNotFoundError:
-                return
+            except (FileNotFoundError, NotADirectoryError):
+                return  # nothing below can be a link; opening it fails with a typed error
             if stat.S_ISLNK(info.st_mode):
                 raise SidecarPathError(
                     "a sidecar path component is a symlink",
@@ -147,10 +147,15 @@ class SidecarStore:
             return None
         except OSError as exc:
             raise self._open_error(exc, path) from exc
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise SidecarCorrupt("the sidecar is not a regular file", path=str(path))
             self._check_mode(info, path)
-            raw = handle.read(MAX_SIDECAR_BYTES + 1)
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                raw = handle.read(MAX_SIDECAR_BYTES + 1)
+        finally:
+            os.close(fd)
         return self._decode(raw, path)
 
     def _open_error(self, exc: OSError, path: Path) -> SidecarError:
@@ -235,7 +240,7 @@ class SidecarStore:
 
     def iter_documents(self, *parts: str) -> Iterator[Path]:
         """The ``*.json`` sidecars directly in a directory below the root, sorted by name."""
-        directory = self.path(*parts)
+        directory = self.path(*parts) if parts else self.root
         self._check_tree(directory)
         if not directory.is_dir():
             return iter(())

@@ -58,9 +58,12 @@ def _registration(impl: pluggy.HookImpl, hook: str, kind: type[Any]) -> Any:
     return registration
 
 
-def _call(impl: pluggy.HookImpl, **available: Any) -> Any:
-    # pluggy passes only the arguments an implementation asked for (opt-in arguments).
-    return impl.function(**{name: available[name] for name in impl.argnames})
+def _call(pm: pluggy.PluginManager, hook: str, impl: pluggy.HookImpl, **kwargs: Any) -> Any:
+    # Calling through a one-plugin subset keeps pluggy's machinery in the loop: opt-in
+    # arguments, and the hook-call monitoring that tracing and conformance probes use.
+    others = [plugin for plugin in pm.get_plugins() if plugin is not impl.plugin]
+    results = pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
+    return results[0] if results else None
 
 
 def _reason_code(exc: Exception) -> str:
@@ -100,7 +103,7 @@ def call_pre_turn(pm: pluggy.PluginManager, turn: TurnContext) -> PreTurnOutcome
                     "a readback slot already exists in the payload", reason_code="slot_occupied"
                 )
             plugin_turn = dataclasses.replace(turn, payload=copy.deepcopy(payload))
-            result = _call(impl, turn=plugin_turn)
+            result = _call(pm, "pre_turn", impl, turn=plugin_turn)
             if result is None:
                 continue
             normal = rules.validate_result(result, registration)
@@ -228,7 +231,7 @@ def _dispatch_post_settlement(
                 results[hook_id] = dict(previous["results"][hook_id])
                 skipped.append(hook_id)
                 continue
-            receipt = _call(impl, turn=turn, settlement=settlement)
+            receipt = _call(pm, "post_settlement", impl, turn=turn, settlement=settlement)
             if receipt is None:
                 continue
             if not isinstance(receipt, Mapping) or not isinstance(receipt.get("status"), str):
@@ -305,8 +308,10 @@ def call_post_writeback(
                 continue
             event_bytes = len(compact_json(writeback.to_json()).encode("utf-8"))
             if event_bytes > registration.max_input_bytes:
-                raise PluginContractError("event over input budget", reason_code="input_over_budget")
-            observation = _call(impl, turn=turn, writeback=writeback)
+                raise PluginContractError(
+                    "event over input budget", reason_code="input_over_budget"
+                )
+            observation = _call(pm, "post_writeback", impl, turn=turn, writeback=writeback)
             if observation is None:
                 continue
             if not isinstance(observation, Mapping):

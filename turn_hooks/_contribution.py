@@ -69,13 +69,9 @@ def check_field_name(name: object, *, what: str) -> str:
     return name
 
 
-def validate_registration(registration: object) -> ContextRegistration:
-    """Check a context registration's ids, slots and budget."""
-    if not isinstance(registration, ContextRegistration):
-        raise RegistrationError(
-            "pre_turn registration must be a ContextRegistration",
-            reason_code="registration_missing",
-        )
+def validate_registration(registration: ContextRegistration) -> ContextRegistration:
+    """Check a context registration's ids, slots and budget (its fields are not typed-checked
+    at construction, so every value is checked here)."""
     for value in (registration.hook_id, registration.capability_id):
         if not isinstance(value, str) or not REGISTRATION_ID.fullmatch(value):
             raise RegistrationError("hook_id and capability_id must be registration ids")
@@ -141,7 +137,9 @@ def result_to_mapping(result: object) -> dict[str, Any]:
     if isinstance(result, ContextResult):
         return result.to_json()
     if not isinstance(result, Mapping):
-        raise _fail("result_shape_invalid", "pre_turn must return a ContextResult, a mapping or None")
+        raise _fail(
+            "result_shape_invalid", "pre_turn must return a ContextResult, a mapping or None"
+        )
     unknown = set(result) - set(_RESULT_KEYS)
     if unknown:
         raise _fail("result_shape_invalid", "the result has keys other than the four result keys")
@@ -223,7 +221,11 @@ def governing_source(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
     governing.update({key: envelope.get(key) for key in _GOVERNING_KEYS})
     governing.update(
-        {key: envelope[key] for key in _OPTIONAL_GOVERNING_KEYS if _filled_object(envelope.get(key))}
+        {
+            key: envelope[key]
+            for key in _OPTIONAL_GOVERNING_KEYS
+            if _filled_object(envelope.get(key))
+        }
     )
     source["governing"] = governing
     return source

@@ -16,26 +16,66 @@ def _names_from_env(variable: str) -> list[str]:
     return [name.strip() for name in os.environ.get(variable, "").split(",") if name.strip()]
 
 
-def make_plugin_manager(*, autoload: bool = True) -> pluggy.PluginManager:
+class TurnHooksPluginManager(pluggy.PluginManager):
+    """A pluggy manager that also remembers which plugins failed to load."""
+
+    def __init__(self) -> None:
+        super().__init__(NAME)
+        self.load_failures: list[dict[str, str]] = []
+        """``{"name", "reason_code"}`` per plugin left out; never a traceback or path."""
+
+
+def _load_entry_points(pm: TurnHooksPluginManager, names: list[str] | None) -> None:
+    try:
+        if names is None:
+            pm.load_setuptools_entrypoints(NAME)
+        else:
+            for name in names:
+                pm.load_setuptools_entrypoints(NAME, name=name)
+    except Exception:  # one broken plugin must not take the others down with it
+        from importlib.metadata import entry_points
+
+        for entry_point in entry_points(group=NAME):
+            name = entry_point.name
+            wanted = names is None or name in names
+            if not wanted or pm.has_plugin(name) or pm.is_blocked(name):
+                continue
+            try:
+                pm.load_setuptools_entrypoints(NAME, name=name)
+            except Exception:  # recorded, and the Turn goes on without it
+                pm.load_failures.append({"name": name, "reason_code": "plugin_load_failed"})
+
+
+def _drop_invalid_plugins(pm: TurnHooksPluginManager) -> None:
+    while True:
+        try:
+            pm.check_pending()
+            return
+        except pluggy.PluginValidationError as exc:
+            name = pm.get_name(exc.plugin) or ""
+            pm.unregister(exc.plugin)
+            pm.load_failures.append({"name": name, "reason_code": "plugin_validation_failed"})
+
+
+def make_plugin_manager(*, autoload: bool = True) -> TurnHooksPluginManager:
     """Return a new plugin manager with the hookspecs added and plugins loaded.
 
     With ``autoload`` the entry points of group ``turn_hooks`` are loaded, subject to
     ``TURN_HOOKS_LOAD_PLUGINS`` (unset: all; empty: none; ``a,b``: only those entry
     point names) and ``TURN_HOOKS_DISABLE_PLUGINS`` (names blocked first, so they are
     never imported). ``TURN_HOOKS_TRACE_PLUGINS=1`` traces every hook call to stderr.
-    Nothing happens at import time; tests call this with ``autoload=False``.
+    A plugin that fails to import or implements an unknown hook is left out and
+    recorded in ``load_failures``; the others still load. Nothing happens at import
+    time; tests call this with ``autoload=False``.
     """
-    pm = pluggy.PluginManager(NAME)
+    pm = TurnHooksPluginManager()
     pm.add_hookspecs(hookspecs)
     for name in _names_from_env(ENV_DISABLE_PLUGINS):
         pm.set_blocked(name)
     if autoload:
-        if ENV_LOAD_PLUGINS not in os.environ:
-            pm.load_setuptools_entrypoints(NAME)
-        else:
-            for name in _names_from_env(ENV_LOAD_PLUGINS):
-                pm.load_setuptools_entrypoints(NAME, name=name)
-    pm.check_pending()
+        allowed = None if ENV_LOAD_PLUGINS not in os.environ else _names_from_env(ENV_LOAD_PLUGINS)
+        _load_entry_points(pm, allowed)
+    _drop_invalid_plugins(pm)
     if os.environ.get(ENV_TRACE_PLUGINS) == "1":
         _enable_tracing(pm)
     return pm

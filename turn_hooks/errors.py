@@ -40,7 +40,7 @@ class TurnHooksError(Exception):
     @property
     def message(self) -> str:
         """The human-readable message, written to be public-safe."""
-        return str(self.args[0]) if self.args else ""
+        return str(self.args[0])
 
     def to_public(self) -> dict[str, Any]:
         """The JSON error object the CLI prints: no paths, no raw content."""

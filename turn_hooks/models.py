@@ -36,7 +36,8 @@ class _Document:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (nested models become dicts)."""
-        return dataclasses.asdict(self)  # type: ignore[call-overload]  # subclasses are dataclasses
+        fields: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+        return fields
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -134,9 +135,7 @@ class SettlementEvidence(_Document):
 
     __pydantic_config__ = _STRICT
 
-    schema_version: Literal["turn_post_settlement_evidence_v0"] = (
-        "turn_post_settlement_evidence_v0"
-    )
+    schema_version: Literal["turn_post_settlement_evidence_v0"] = "turn_post_settlement_evidence_v0"
     task_validation: dict[str, Any] = field(default_factory=dict)
     """The independent validator's result, with its attestation when it passed."""
     writeback: dict[str, Any] = field(default_factory=dict)

@@ -8,7 +8,6 @@ rest of that path together.
 from __future__ import annotations
 
 import json
-from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,11 +38,15 @@ REGENERATE_COMMAND = "turn-hooks schema --output turn_hooks/schemas"
 M = TypeVar("M")
 
 
-@cache
-def _adapter(model: type[Any]) -> Any:
-    from pydantic import TypeAdapter
+_ADAPTERS: dict[type[Any], Any] = {}
 
-    return TypeAdapter(model)
+
+def _adapter(model: type[Any]) -> Any:
+    if model not in _ADAPTERS:
+        from pydantic import TypeAdapter
+
+        _ADAPTERS[model] = TypeAdapter(model)
+    return _ADAPTERS[model]
 
 
 def json_schema(model: type[Any]) -> dict[str, Any]:

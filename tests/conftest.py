@@ -1,0 +1,45 @@
+"""Shared fixtures for the package's own tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from turn_hooks import TurnContext, make_plugin_manager
+
+
+# Why autouse: a developer's shell may export TURN_HOOKS_* (say, a block-list);
+# every test must see the documented defaults instead.
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith("TURN_HOOKS_"):
+            monkeypatch.delenv(name)
+    yield
+
+
+@pytest.fixture
+def pm():
+    """A fresh plugin manager with the specs and no plugins (pluggy's `pm` fixture)."""
+    return make_plugin_manager(autoload=False)
+
+
+@pytest.fixture
+def turn() -> TurnContext:
+    """A minimal Turn whose envelope names a Goal and an Agent."""
+    envelope = {
+        "goal_id": "g",
+        "agent_id": "a",
+        "boundary": {"capabilities": {"reward_memory": {"automatic_recall": True}}},
+    }
+    return TurnContext(
+        host="generic_cli",
+        host_turn_id="turn-1",
+        goal_id="g",
+        agent_id="a",
+        observed_at="2026-08-15T00:00:00+00:00",
+        turn_envelope=envelope,
+        payload={"turn_envelope": envelope},
+    )

@@ -1,0 +1,40 @@
+"""The README documents every hook with its exact signature (datasette's test_docs)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from test_hookspecs import spec_names
+
+from turn_hooks import hookspecs
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def signature(name):
+    fn = getattr(hookspecs, name)
+    return f"{name}{inspect.signature(fn)}".replace("'", "")
+
+
+def test_every_hook_has_a_section_with_its_exact_signature():
+    for name in spec_names():
+        section = re.search(rf"^### {name}\n(.*?)(?=^##)", README, re.S | re.M)
+        assert section, f"README needs a '### {name}' section"
+        assert f"```python\n{signature(name)}\n```" in section.group(1), signature(name)
+
+
+def test_readme_lists_exactly_two_commands_for_a_fresh_machine():
+    block = re.search(r"## Two commands\n.*?```sh\n(.*?)```", README, re.S).group(1)
+    assert [line.split("#")[0].strip() for line in block.strip().splitlines()] == [
+        "make demo",
+        "make test",
+    ]
+
+
+def test_every_environment_variable_is_documented():
+    from turn_hooks import _names
+
+    for name in (_names.ENV_LOAD_PLUGINS, _names.ENV_DISABLE_PLUGINS, _names.ENV_TRACE_PLUGINS):
+        assert f"`{name}`" in README

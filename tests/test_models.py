@@ -1,0 +1,88 @@
+"""Models: defaults, immutability and strict JSON validation through pydantic."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from turn_hooks import (
+    HOSTS,
+    InvalidInputError,
+    Settlement,
+    SettlementEvidence,
+    TurnContext,
+    TurnHooksError,
+)
+from turn_hooks.models import Host
+from turn_hooks.schema import parse_model
+
+TURN = {"host": "codex_cli", "host_turn_id": "t-1", "observed_at": "2026-08-15T00:00:00Z"}
+
+
+def test_turn_key_defaults_to_the_host_turn_id_unless_given():
+    assert TurnContext(**TURN).turn_key == "t-1"
+    assert TurnContext(**TURN, turn_key="own").turn_key == "own"
+
+
+def test_models_are_frozen():
+    turn = TurnContext(**TURN)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        turn.host = "dsh"  # type: ignore[misc]
+
+
+def test_hosts_list_matches_the_literal():
+    assert HOSTS == Host.__args__
+
+
+def test_parse_model_round_trips_nested_models():
+    settlement = parse_model(Settlement, {"evidence": {"writeback": {"ok": True}}})
+    assert isinstance(settlement.evidence, SettlementEvidence)
+    assert settlement.evidence.schema_version == "turn_post_settlement_evidence_v0"
+    assert parse_model(Settlement, settlement.to_json()) == settlement
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        pytest.param({**TURN, "host": "vim"}, "host", id="unknown-host"),
+        pytest.param({**TURN, "surprise": 1}, "surprise", id="unknown-key"),
+        pytest.param({**TURN, "host_turn_id": 7}, "host_turn_id", id="int-for-string"),
+        pytest.param(
+            {k: v for k, v in TURN.items() if k != "observed_at"}, "observed_at", id="missing"
+        ),
+        pytest.param({**TURN, "schema_version": 2}, "schema_version", id="wrong-version"),
+    ],
+)
+def test_parse_model_is_strict_and_names_the_field(data, field):
+    with pytest.raises(InvalidInputError) as info:
+        parse_model(TurnContext, data)
+    assert info.value.field == field
+    assert info.value.reason_code == "schema_validation_failed"
+    assert isinstance(info.value, ValueError)
+
+
+def test_parse_model_rejects_non_json():
+    with pytest.raises(InvalidInputError) as info:
+        parse_model(TurnContext, {"x": object()})
+    assert info.value.reason_code == "input_not_json"
+
+
+def test_errors_are_public_safe_by_construction():
+    error = TurnHooksError("plain message", reason_code="custom")
+    assert error.to_public() == {
+        "ok": False,
+        "schema_version": "turn_hooks_error_v0",
+        "error": "TurnHooksError",
+        "reason_code": "custom",
+        "message": "plain message",
+    }
+    assert TurnHooksError("").message == ""
+
+
+def test_provider_errors_carry_a_status_code():
+    from turn_hooks import ProviderRejected, ProviderUnavailable
+
+    error = ProviderUnavailable("down", status_code=503)
+    assert (error.status_code, error.reason_code) == (503, "provider_unavailable")
+    assert ProviderRejected("no", reason_code="provider_conflict").reason_code == "provider_conflict"

@@ -1,0 +1,265 @@
+"""PostSettlement and post_writeback dispatch (turn-lifecycle.md §7.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from turn_hooks import (
+    RETRYABLE_STATUSES,
+    Settlement,
+    SettlementEvidence,
+    SettlementRegistration,
+    WritebackEvent,
+    WritebackRegistration,
+    _calling,
+    call_post_settlement,
+    call_post_writeback,
+    hookimpl,
+)
+
+
+def effect_plugin(hook_id, receipt, calls=None, capability_id="cap"):
+    class Plugin:
+        registrations = {
+            "post_settlement": SettlementRegistration(hook_id=hook_id, capability_id=capability_id)
+        }
+
+        @hookimpl
+        def post_settlement(self, turn, settlement):
+            if calls is not None:
+                calls.append(settlement)
+            return receipt(settlement) if callable(receipt) else receipt
+
+    return Plugin()
+
+
+def settled(previous=None):
+    return Settlement(
+        host_result={"reward_memory_reflection_json": ""},
+        evidence=SettlementEvidence(
+            task_validation={"ok": True},
+            writeback={"ok": True, "appended": True},
+            previous_post_settlement=previous,
+        ),
+    )
+
+
+def test_receipts_are_aggregated_by_hook_id(pm, turn):
+    pm.register(
+        effect_plugin("a.ingest", {"status": "activated", "external_writes_performed": True}),
+        name="a",
+    )
+    pm.register(
+        effect_plugin(
+            "b.ingest",
+            {"status": "observed", "external_writes_performed": False},
+            capability_id="other",
+        ),
+        name="b",
+    )
+    receipt = call_post_settlement(pm, turn, settled())
+    assert receipt["status"] == "observed"
+    assert receipt["results"]["a.ingest"]["status"] == "activated"
+    assert receipt["capability_ids"] == {"a.ingest": "cap", "b.ingest": "other"}
+    assert receipt["fail_open"] is True
+    assert receipt["external_writes_performed"] is True
+
+
+@pytest.mark.parametrize("status", sorted(RETRYABLE_STATUSES))
+def test_any_retryable_result_makes_the_dispatch_retryable(pm, turn, status):
+    pm.register(
+        effect_plugin("a.ingest", {"status": status, "external_writes_performed": False}), name="a"
+    )
+    assert call_post_settlement(pm, turn, settled())["status"] == "runtime_unavailable"
+
+
+def test_an_exception_becomes_a_retryable_fail_open_receipt(pm, turn):
+    def explode(_settlement):
+        raise OSError("disk gone")
+
+    pm.register(effect_plugin("a.ingest", explode), name="a")
+    pm.register(effect_plugin("b.ingest", {"status": "observed"}), name="b")
+    receipt = call_post_settlement(pm, turn, settled())
+    assert receipt["results"]["a.ingest"] == {
+        "status": "runtime_unavailable",
+        "reason_code": "hook_raised",
+        "fail_open": True,
+        "external_writes_performed": None,
+    }
+    assert receipt["results"]["b.ingest"] == {"status": "observed"}
+    assert receipt["status"] == "runtime_unavailable"
+    assert receipt["external_writes_performed"] is None
+
+
+@pytest.mark.parametrize(
+    "bad_receipt",
+    [
+        pytest.param(["x"], id="not-object"),
+        pytest.param({"ok": True}, id="no-status"),
+        pytest.param({"status": "observed", "x": object()}, id="not-json"),
+    ],
+)
+def test_an_invalid_receipt_is_recorded_as_runtime_unavailable(pm, turn, bad_receipt):
+    pm.register(effect_plugin("a.ingest", bad_receipt), name="a")
+    result = call_post_settlement(pm, turn, settled())["results"]["a.ingest"]
+    assert result["status"] == "runtime_unavailable"
+
+
+def test_a_plugin_without_registration_is_recorded_under_its_name(pm, turn):
+    class Bare:
+        @hookimpl
+        def post_settlement(self):
+            return {"status": "observed"}
+
+    pm.register(Bare(), name="bare")
+    receipt = call_post_settlement(pm, turn, settled())
+    assert receipt["results"]["bare"]["reason_code"] == "registration_missing"
+
+
+def test_none_means_nothing_to_do(pm, turn):
+    pm.register(effect_plugin("a.ingest", None), name="a")
+    receipt = call_post_settlement(pm, turn, settled())
+    assert receipt["results"] == {} and receipt["status"] == "observed"
+    assert receipt["external_writes_performed"] is False
+
+
+def test_a_final_previous_result_is_replayed_without_a_call(pm, turn):
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
+    pm.register(effect_plugin("b.ingest", {"status": "activated"}, calls), name="b")
+    previous = {
+        "status": "runtime_unavailable",
+        "results": {
+            "a.ingest": {"status": "activated", "n": 1},
+            "b.ingest": {"status": "provider_unavailable"},
+        },
+        "capability_ids": {"a.ingest": "cap", "b.ingest": "cap"},
+    }
+    receipt = call_post_settlement(pm, turn, settled(previous))
+    assert len(calls) == 1, "only the retryable hook is called again"
+    assert receipt["results"]["a.ingest"] == {"status": "activated", "n": 1}
+    assert receipt["skipped_hook_ids"] == ["a.ingest"]
+    assert receipt["status"] == "observed"
+
+
+def test_a_previous_result_of_another_capability_is_not_trusted(pm, turn):
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
+    previous = {
+        "status": "runtime_unavailable",
+        "results": {"a.ingest": {"status": "activated"}},
+        "capability_ids": {"a.ingest": "someone-else"},
+    }
+    call_post_settlement(pm, turn, settled(previous))
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "previous",
+    [
+        pytest.param({"status": "runtime_unavailable"}, id="no-results"),
+        pytest.param(
+            {"status": "runtime_unavailable", "results": [], "capability_ids": {}},
+            id="results-not-object",
+        ),
+    ],
+)
+def test_a_malformed_previous_receipt_means_call_again(pm, turn, previous):
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
+    call_post_settlement(pm, turn, settled(previous))
+    assert len(calls) == 1
+
+
+def test_a_final_stored_receipt_skips_the_whole_dispatch(pm, turn):
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
+    stored = {"status": "observed", "results": {}, "capability_ids": {}}
+    assert call_post_settlement(pm, turn, settled(stored)) == stored
+    assert calls == []
+
+
+def test_a_failing_dispatcher_becomes_the_observer_failed_receipt(pm, turn, monkeypatch):
+    def broken(*_args):
+        raise RuntimeError("dispatcher bug")
+
+    monkeypatch.setattr(_calling, "_dispatch_post_settlement", broken)
+    receipt = call_post_settlement(pm, turn, settled())
+    assert receipt == {
+        "ok": True,
+        "schema_version": "turn_post_settlement_observer_v0",
+        "status": "runtime_unavailable",
+        "reason_code": "post_settlement_observer_failed",
+        "fail_open": True,
+        "external_writes_performed": None,
+    }
+
+
+# --- post_writeback observers --------------------------------------------------------------
+
+
+def observer(hook_id, observation, *, kinds=("turn_settled",), write_scope=(), max_input=65536):
+    class Observer:
+        registrations = {
+            "post_writeback": WritebackRegistration(
+                hook_id=hook_id,
+                capability_id="obs",
+                event_kinds=kinds,
+                requested_write_scope=write_scope,
+                max_input_bytes=max_input,
+            )
+        }
+
+        @hookimpl
+        def post_writeback(self, writeback):
+            return observation(writeback) if callable(observation) else observation
+
+    return Observer()
+
+
+def event(spool=None):
+    return WritebackEvent(turn_key="turn-1", host="generic_cli", spool=spool or {"n": 1})
+
+
+def test_observers_registered_for_the_kind_are_collected(pm, turn):
+    pm.register(observer("a.obs", {"seen": True}), name="a")
+    pm.register(observer("b.obs", {"seen": True}, kinds=("other_kind",)), name="b")
+    pm.register(observer("c.obs", None), name="c")
+    outcome = call_post_writeback(pm, turn, event())
+    assert outcome.observations == {"a.obs": {"seen": True}}
+    assert outcome.failures == ()
+
+
+def raise_(_event):
+    raise ValueError("observer bug")
+
+
+@pytest.mark.parametrize(
+    ("plugin", "reason"),
+    [
+        pytest.param(
+            observer("a.obs", {}, write_scope=("viking",)),
+            "registration_invalid",
+            id="asks-for-write-scope",
+        ),
+        pytest.param(
+            observer("a.obs", {"x": "y" * 17000}), "result_over_budget", id="observation-over-16k"
+        ),
+        pytest.param(observer("a.obs", ["list"]), "plugin_contract_violated", id="not-object"),
+        pytest.param(observer("a.obs", raise_), "hook_raised", id="raises"),
+        pytest.param(
+            observer("a.obs", {}, max_input=10), "input_over_budget", id="event-over-input-budget"
+        ),
+    ],
+)
+def test_a_failing_observer_is_isolated(pm, turn, plugin, reason):
+    pm.register(plugin, name="a")
+    pm.register(observer("b.obs", {"ok": 1}), name="b")
+    outcome = call_post_writeback(pm, turn, event())
+    [failure] = outcome.failures
+    assert (failure.hook_id, failure.error_code, failure.reason_code) == (
+        "a.obs",
+        "writeback_observer_failed",
+        reason,
+    )
+    assert outcome.observations == {"b.obs": {"ok": 1}}

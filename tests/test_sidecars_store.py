@@ -1,0 +1,306 @@
+"""The sidecar store: modes, locks, atomic replace, corruption, links and races."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from sidecars import SidecarStore, dumps
+from turn_hooks import (
+    SidecarCorrupt,
+    SidecarLockTimeout,
+    SidecarPathError,
+    SidecarPermissionError,
+    SidecarWriteError,
+)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return SidecarStore(tmp_path / "repo" / ".local" / "turn-hooks", lock_timeout=0.5)
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_write_creates_private_dirs_file_and_lock(store):
+    path = store.path("outcomes", "goal-x", "event.json")
+    store.write(path, {"schema_version": "v", "text": "é"})
+    assert mode(path) == 0o600
+    assert mode(path.parent) == 0o700 and mode(store.root) == 0o700
+    assert mode(path.with_name("event.json.lock")) == 0o600
+    assert path.read_text(encoding="utf-8") == '{\n  "schema_version": "v",\n  "text": "é"\n}\n'
+    assert store.read(path) == {"schema_version": "v", "text": "é"}
+
+
+def test_write_is_private_under_a_permissive_umask(store):
+    old = os.umask(0)
+    try:
+        path = store.path("wide", "doc.json")
+        store.write(path, {"a": 1})
+    finally:
+        os.umask(old)
+    assert mode(path) == 0o600 and mode(path.parent) == 0o700
+
+
+def test_read_of_a_missing_sidecar_is_none(store):
+    assert store.read(store.path("nothing.json")) is None
+
+
+def test_update_is_a_locked_read_modify_write(store):
+    path = store.path("counter.json")
+    assert store.update(path, lambda doc: {"n": (doc or {"n": 0})["n"] + 1}) == {"n": 1}
+    assert store.update(path, lambda doc: {"n": doc["n"] + 1}) == {"n": 2}
+    assert store.update(path, lambda doc: None) == {"n": 2}, "None leaves the file as it is"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b'{"schema_version": "v", "n"', id="truncated"),
+        pytest.param(b"\xff\xfe", id="not-utf8"),
+        pytest.param(b"[1, 2]", id="not-an-object"),
+        pytest.param(b"", id="empty"),
+    ],
+)
+def test_corrupt_sidecars_raise_and_are_never_overwritten(store, content):
+    path = store.path("bad.json")
+    store.write(path, {"x": 1})
+    path.write_bytes(content)
+    with pytest.raises(SidecarCorrupt) as info:
+        store.read(path)
+    assert info.value.reason_code == "sidecar_corrupt"
+    with pytest.raises(SidecarCorrupt):
+        store.update(path, lambda doc: {"replaced": True})
+    assert path.read_bytes() == content
+
+
+def test_an_oversized_sidecar_is_corrupt(store, monkeypatch):
+    from sidecars import store as store_module
+
+    monkeypatch.setattr(store_module, "MAX_SIDECAR_BYTES", 10)
+    path = store.path("big.json")
+    store.write(path, {"text": "x" * 20})
+    with pytest.raises(SidecarCorrupt):
+        store.read(path)
+
+
+def test_a_widened_file_is_refused_visibly_and_repair_narrows_it(store):
+    path = store.path("doc.json")
+    store.write(path, {"schema_version": "v"})
+    os.chmod(path, 0o644)
+    with pytest.raises(SidecarPermissionError) as info:
+        store.read(path)
+    assert info.value.reason_code == "sidecar_permission_widened"
+    assert store.check(path).status == "sidecar_permission_widened"
+    repaired = store.check(path, repair=True)
+    assert (repaired.status, repaired.schema_version) == ("repaired", "v")
+    assert mode(path) == 0o600
+    assert store.check(path).status == "ok"
+
+
+def test_a_widened_directory_is_refused(store):
+    path = store.path("dir", "doc.json")
+    store.write(path, {"a": 1})
+    os.chmod(path.parent, 0o755)
+    with pytest.raises(SidecarPermissionError):
+        store.read(path)
+
+
+def test_symlinked_file_is_refused_for_read_and_write(store, tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"secret": true}')
+    path = store.path("link.json")
+    store.write(store.path("seed.json"), {})
+    path.symlink_to(outside)
+    with pytest.raises(SidecarPathError) as info:
+        store.read(path)
+    assert info.value.reason_code == "sidecar_symlink"
+    with pytest.raises(SidecarPathError):
+        store.write(path, {"evil": True})
+    assert json.loads(outside.read_text()) == {"secret": True}
+    assert store.check(path).status == "sidecar_symlink"
+
+
+def test_symlinked_directory_is_refused(store, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    store.write(store.path("seed.json"), {})
+    (store.root / "linked").symlink_to(elsewhere)
+    with pytest.raises(SidecarPathError):
+        store.write(store.path("linked", "doc.json"), {"a": 1})
+    assert list(elsewhere.iterdir()) == []
+    with pytest.raises(SidecarPathError):
+        list(store.iter_documents("linked"))
+
+
+def test_a_path_outside_the_root_is_refused(store, tmp_path):
+    with pytest.raises(SidecarPathError) as info:
+        store.read(tmp_path / "elsewhere.json")
+    assert info.value.reason_code == "sidecar_path_escape"
+
+
+def test_a_directory_in_place_of_a_sidecar_is_corrupt(store):
+    path = store.path("doc.json")
+    store.write(store.path("seed.json"), {})
+    path.mkdir(mode=0o700)
+    with pytest.raises(SidecarCorrupt):
+        store.read(path)
+
+
+def test_a_file_in_place_of_a_directory_is_unreadable(store):
+    store.write(store.path("afile.json"), {})
+    with pytest.raises(SidecarPermissionError) as info:
+        store.read(store.path("afile.json", "inner.json"))
+    assert info.value.reason_code == "sidecar_unreadable"
+
+
+def test_open_errors_are_typed(store, tmp_path):
+    import errno
+
+    loop = OSError(errno.ELOOP, "loop")
+    denied = OSError(errno.EACCES, "denied")
+    assert store._open_error(loop, tmp_path).reason_code == "sidecar_symlink"
+    assert store._open_error(denied, tmp_path).reason_code == "sidecar_unreadable"
+
+
+def test_lock_timeout_is_typed_and_fails_fast(store):
+    path = store.path("busy.json")
+    with store.lock(path):
+        started = time.monotonic()
+        with pytest.raises(SidecarLockTimeout) as info:
+            store.write(path, {"a": 1})
+        assert time.monotonic() - started < 5
+    assert info.value.reason_code == "sidecar_lock_timeout"
+    assert isinstance(info.value, TimeoutError)
+    assert store.read(path) is None
+
+
+def test_a_non_json_document_is_a_write_error_and_leaves_no_file(store):
+    path = store.path("doc.json")
+    with pytest.raises(SidecarWriteError):
+        store.write(path, {"bad": object()})
+    assert not path.exists()
+
+
+def test_a_failed_replace_removes_the_temp_file(store, monkeypatch):
+    path = store.path("doc.json")
+    store.write(path, {"old": True})
+
+    def refuse(*_args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(SidecarWriteError):
+        store.write(path, {"new": True})
+    assert store.read(path) == {"old": True}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["doc.json", "doc.json.lock"]
+
+
+def test_delete(store):
+    path = store.path("doc.json")
+    store.write(path, {"a": 1})
+    assert store.delete(path) is True
+    assert store.delete(path) is False
+    assert store.read(path) is None
+
+
+def test_iter_documents_lists_json_sidecars_sorted(store, tmp_path):
+    for name in ("b.json", "a.json"):
+        store.write(store.path("d", name), {})
+    (store.path("d", "c.json")).symlink_to(tmp_path)
+    assert [p.name for p in store.iter_documents("d")] == ["a.json", "b.json"]
+    assert list(store.iter_documents("missing")) == []
+
+
+def test_check_reports_missing_corrupt_and_ok(store):
+    good = store.path("good.json")
+    store.write(good, {"schema_version": 3})
+    corrupt = store.path("corrupt.json")
+    store.write(corrupt, {})
+    corrupt.write_text("{")
+    assert store.check(good).status == "ok" and store.check(good).schema_version is None
+    assert store.check(corrupt).status == "sidecar_corrupt"
+    assert store.check(store.path("gone.json")).status == "sidecar_missing"
+
+
+def test_dumps_is_the_documented_on_disk_form():
+    assert dumps({"b": 1, "a": "é"}) == '{\n  "a": "é",\n  "b": 1\n}\n'
+
+
+# --- processes ---------------------------------------------------------------------------
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from sidecars import SidecarStore
+    store = SidecarStore(Path(sys.argv[1]), lock_timeout=60)
+    path = store.path("counter.json")
+    for _ in range(int(sys.argv[2])):
+        store.update(path, lambda doc: {"n": (doc or {"n": 0})["n"] + 1,
+                                        "pids": sorted({*(doc or {}).get("pids", []), %s})})
+    """
+)
+
+
+@pytest.mark.slow
+def test_eight_concurrent_writers_lose_no_update(store):
+    rounds = 25
+    code = WORKER % "__import__('os').getpid()"
+    workers = [
+        subprocess.Popen([sys.executable, "-c", code, str(store.root), str(rounds)])
+        for _ in range(8)
+    ]
+    assert [w.wait(timeout=120) for w in workers] == [0] * 8
+    document = store.read(store.path("counter.json"))
+    assert document["n"] == 8 * rounds
+    assert len(document["pids"]) == 8
+
+
+WRITER = textwrap.dedent(
+    """
+    import hashlib, sys
+    from pathlib import Path
+    from sidecars import SidecarStore
+    store = SidecarStore(Path(sys.argv[1]))
+    path = store.path("big.json")
+    i = 0
+    while True:
+        body = str(i) * 400_000
+        store.write(path, {"i": i, "body": body,
+                           "sha": hashlib.sha256(body.encode()).hexdigest()})
+        print(i, flush=True)
+        i += 1
+    """
+)
+
+
+@pytest.mark.slow
+def test_kill_9_during_writes_never_leaves_a_torn_file(store):
+    import hashlib
+
+    for attempt in range(5):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store.root)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2 + attempt):  # let it complete a few writes, then kill mid-stream
+            assert writer.stdout.readline()
+        time.sleep(0.003 * attempt)
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+        document = store.read(store.path("big.json"))
+        assert document is not None
+        assert hashlib.sha256(document["body"].encode()).hexdigest() == document["sha"]
+        assert document["body"] == str(document["i"]) * 400_000
+        assert [p.name for p in store.iter_documents()] == ["big.json"]
