@@ -85,4 +85,6 @@ def test_provider_errors_carry_a_status_code():
 
     error = ProviderUnavailable("down", status_code=503)
     assert (error.status_code, error.reason_code) == (503, "provider_unavailable")
-    assert ProviderRejected("no", reason_code="provider_conflict").reason_code == "provider_conflict"
+    assert (
+        ProviderRejected("no", reason_code="provider_conflict").reason_code == "provider_conflict"
+    )
