@@ -22,6 +22,19 @@ class ScopeClass:
     segments: tuple[str, ...] = ()
 
     @property
+    def scope_kind(self) -> str:
+        """``account_resources``, ``current_user_*``, ``user_*`` or ``peer_*``."""
+        if self.visibility == "public":
+            return "account_resources"
+        owner = "peer" if self.peer else "user" if self.user else "current_user"
+        return f"{owner}_{self.kind}"
+
+    @property
+    def write_strategy(self) -> str:
+        """``content_write`` for memories, ``resource_ingest`` for resources."""
+        return "content_write" if self.kind == "memories" else "resource_ingest"
+
+    @property
     def actor_bound(self) -> bool:
         """True for ``viking://user/<uid>/peers/<peer>/...`` scopes."""
         return self.peer is not None

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from capabilities.providers.sync import opaque_provider_ref
 from turn_hooks.canonical import hex_n, s1, s2, s3, s4, s5, sha256_hex
 
 _PEER_RUN = re.compile(r"[^a-z0-9]+")
@@ -60,9 +61,7 @@ def activation_ref(corpus_id: str, candidate: str, activated_at: str) -> str:
     return "activation:" + hex_n(s3(identity), 20)
 
 
-def provider_ref(provider_id: str, namespace: str, resource_ref: str) -> str:
-    """The public handle of a stored record (§8)."""
-    return "provider-" + hex_n(f"{provider_id}\n{namespace}\n{resource_ref}", 20)
+provider_ref = opaque_provider_ref
 
 
 def memory_ref_digest(resource_ref: str) -> str:

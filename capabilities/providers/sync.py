@@ -1,0 +1,284 @@
+"""Provider-neutral write and read compositions (providers.md §1).
+
+``sync`` never overwrites a different record and never reports a write it did not
+read back; ``retrieve`` reads every hit back exactly. Both return public packets in
+the upstream ``context_provider_sync_v0`` shape plus in-process details that never
+leave the process (raw URIs, record text).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from capabilities.providers.base import Provider, ProviderTimeout
+from capabilities.providers.scopes import classify_scope
+from turn_hooks import ProviderError
+from turn_hooks.canonical import hex_n
+
+SYNC_SCHEMA = "context_provider_sync_v0"
+RECORD_SCHEMA = "reward_memory_active_record_v0"
+
+
+def canonical_text(text: str) -> str:
+    """CRLF to LF and one trailing newline removed (identities.md §11)."""
+    normalised = text.replace("\r\n", "\n")
+    return normalised[:-1] if normalised.endswith("\n") else normalised
+
+
+def stored_form(body: str) -> str:
+    """What providers store: the canonical text, stripped like OpenViking memories."""
+    return canonical_text(body).strip()
+
+
+def opaque_provider_ref(provider_id: str, namespace: str, uri: str) -> str:
+    """The public handle of a stored record (identities.md §8); raw URIs stay private."""
+    return "provider-" + hex_n(f"{provider_id}\n{namespace}\n{uri}", 20)
+
+
+@dataclass
+class SyncResult:
+    """The outcome of one sync: counts, status and the target refs it verified."""
+
+    provider_id: str
+    namespace: str
+    observed_at: str
+    requested_count: int
+    status: str = "completed"
+    reason_code: str | None = None
+    retry_disposition: str = "no_retry"
+    completed_count: int = 0
+    write_count: int = 0
+    pending_count: int = 0
+    result_refs: list[str] = field(default_factory=list)
+    provider_version: str | None = None
+    visibility: str = "private"
+    target_scope_kind: str = "provider_defined"
+    write_strategy: str = "provider_defined"
+    actor_binding_verified: bool = False
+    provider_preflight_performed: bool = False
+    target_access_preflight_verified: bool = False
+    writability_verified: bool = False
+    latency_ms: int = 0
+    call_count: int = 0
+
+    def packet(self) -> dict[str, Any]:
+        """The public ``context_provider_sync_v0`` packet (opaque refs only)."""
+        return {
+            "schema_version": SYNC_SCHEMA,
+            "ok": self.status in {"completed", "preflight_ready"},
+            "provider": self.provider_id,
+            "namespace": self.namespace,
+            "visibility": self.visibility,
+            "target_scope_kind": self.target_scope_kind,
+            "write_strategy": self.write_strategy,
+            "actor_binding_verified": self.actor_binding_verified,
+            "provider_preflight_performed": self.provider_preflight_performed,
+            "target_access_preflight_verified": self.target_access_preflight_verified,
+            "writability_verified": self.writability_verified,
+            "status": self.status,
+            "reason_code": self.reason_code,
+            "provider_version": self.provider_version,
+            "observed_at": self.observed_at,
+            "requested_count": self.requested_count,
+            "completed_count": self.completed_count,
+            "write_count": self.write_count,
+            "pending_count": self.pending_count,
+            "reconciliation_performed": False,
+            "retry_disposition": self.retry_disposition,
+            "result_refs": [opaque_provider_ref(self.provider_id, self.namespace, r) for r in self.result_refs],
+            "telemetry": {"latency_ms": self.latency_ms},
+            "external_writes_performed": self.write_count > 0,
+            "raw_provider_payload_captured": False,
+            "raw_content_captured": False,
+            "credentials_captured": False,
+        }
+
+
+def _stop(result: SyncResult, status: str, reason: str, retry: str) -> SyncResult:
+    result.status, result.reason_code, result.retry_disposition = status, reason, retry
+    return result
+
+
+def sync(
+    provider: Provider,
+    resources: list[tuple[str, str]],
+    *,
+    namespace: str,
+    execute: bool,
+    actor_peer_id: str | None,
+    timeout: float,
+    observed_at: str,
+) -> SyncResult:
+    """Write each ``(body, target_uri)`` at most once, proven by exact readback."""
+    started = time.monotonic()
+    result = SyncResult(
+        provider_id=provider.provider_id,
+        namespace=namespace,
+        observed_at=observed_at,
+        requested_count=len(resources),
+    )
+    try:
+        return _sync(provider, resources, result, execute, actor_peer_id, timeout)
+    finally:
+        result.latency_ms = int((time.monotonic() - started) * 1000)
+
+
+def _sync(
+    provider: Provider,
+    resources: list[tuple[str, str]],
+    result: SyncResult,
+    execute: bool,
+    actor_peer_id: str | None,
+    timeout: float,
+) -> SyncResult:
+    scopes = [classify_scope(target) for _body, target in resources]
+    if not resources or any(scope is None for scope in scopes):
+        return _stop(result, "unavailable", "provider_sync_target_scope_invalid", "repair_target_scope")
+    first = scopes[0]
+    assert first is not None
+    result.visibility = first.visibility
+    result.target_scope_kind = first.scope_kind
+    result.write_strategy = first.write_strategy
+    result.actor_binding_verified = all(
+        scope is not None and scope.peer is not None and scope.peer == actor_peer_id
+        for scope in scopes
+    )
+    result.call_count += 1
+    preflight = provider.preflight(timeout=timeout)
+    result.provider_preflight_performed = True
+    result.provider_version = preflight.provider_version
+    if not preflight.ok:
+        return _stop(result, "unavailable", preflight.reason_code or "provider_unavailable", "safe_to_retry")
+    for body, target in resources:
+        expected = stored_form(body)
+        try:
+            result.call_count += 1
+            current = provider.read_exact(target, actor_peer_id=actor_peer_id, timeout=timeout)
+        except ProviderError:
+            status = "unavailable" if execute else "preflight_incomplete"
+            return _stop(result, status, "provider_sync_target_parent_unavailable", "repair_target_scope")
+        result.target_access_preflight_verified = True
+        if not execute:
+            continue
+        if current is not None:
+            if stored_form(current) != expected:
+                return _stop(result, "partial", "provider_sync_revision_conflict", "manual_reconcile")
+            result.completed_count += 1
+            result.result_refs.append(target)
+            continue
+        outcome = _write_then_read(provider, target, expected, actor_peer_id, timeout, result)
+        if outcome is not None:
+            return outcome
+    if not execute:
+        return _stop(result, "preflight_ready", "execute_required_for_verified_write", "execute_required")
+    return result
+
+
+def _write_then_read(
+    provider: Provider,
+    target: str,
+    expected: str,
+    actor_peer_id: str | None,
+    timeout: float,
+    result: SyncResult,
+) -> SyncResult | None:
+    write_reason = "provider_sync_success_readback_absent"
+    try:
+        result.call_count += 1
+        provider.write(target, expected, actor_peer_id=actor_peer_id, timeout=timeout)
+    except ProviderTimeout:
+        write_reason = "provider_sync_write_timeout_absent"
+    except ProviderError:
+        write_reason = "provider_sync_write_failed_absent"
+    try:
+        result.call_count += 1
+        readback = provider.read_exact(target, actor_peer_id=actor_peer_id, timeout=timeout)
+    except ProviderError:
+        # The write may have landed; only a later readback can tell.
+        result.pending_count += 1
+        return _stop(result, "partial", "provider_sync_reconciliation_unavailable", "manual_reconcile")
+    if readback is None:
+        return _stop(result, "partial", write_reason, "safe_to_retry")
+    if stored_form(readback) != expected:
+        result.pending_count += 1
+        return _stop(result, "committed_pending", "provider_commit_pending", "wait_and_reconcile")
+    result.write_count += 1
+    result.completed_count += 1
+    result.writability_verified = True
+    result.result_refs.append(target)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedItem:
+    """One exactly read record: in-process only (raw URI and text never leave)."""
+
+    uri: str
+    content: str
+    summary: str
+    score: float
+
+
+@dataclass
+class Retrieval:
+    """The outcome of one retrieve: a status and the readable record items."""
+
+    status: str
+    reason_code: str | None = None
+    items: list[RetrievedItem] = field(default_factory=list)
+    search_performed: bool = False
+    read_performed: bool = False
+
+
+def _is_record_text(text: str) -> bool:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(document, dict) and document.get("schema_version") == RECORD_SCHEMA
+
+
+def retrieve(
+    provider: Provider,
+    scope_ref: str,
+    query: str,
+    *,
+    max_results: int,
+    actor_peer_id: str | None,
+    timeout: float,
+) -> Retrieval:
+    """Search below the scope, then read every usable hit back exactly, in order."""
+    prefix = scope_ref.strip().rstrip("/") + "/"
+    try:
+        hits = provider.search(
+            scope_ref, query, limit=max_results, actor_peer_id=actor_peer_id, timeout=timeout
+        )
+    except ProviderError:
+        return Retrieval(status="unavailable", reason_code="provider_search_failed")
+    retrieval = Retrieval(status="completed", search_performed=True)
+    seen: set[str] = set()
+    for hit in hits:
+        uri = hit.uri.split("#", 1)[0]
+        if (
+            not uri.startswith(prefix)
+            or uri in seen
+            or uri.endswith((".overview.md", ".abstract.md"))
+        ):
+            continue
+        seen.add(uri)
+        retrieval.read_performed = True
+        try:
+            text = provider.read_exact(uri, actor_peer_id=actor_peer_id, timeout=timeout)
+        except ProviderError:
+            continue
+        if text is None or not _is_record_text(text):
+            continue
+        retrieval.items.append(RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score))
+        if len(retrieval.items) >= max_results:
+            break
+    if retrieval.read_performed and not retrieval.items:
+        retrieval.reason_code = "provider_reads_unusable"
+    return retrieval
