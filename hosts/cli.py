@@ -183,8 +183,15 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
     return receipt, "PostSettlement receipt"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command tree; ``--help`` on any level explains it."""
+CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch"})
+
+
+def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
+    """The whole command tree; ``--help`` on any level explains it.
+
+    Plugin commands come from the ``register_commands`` hook; building the tree for a
+    core command skips plugin loading, which keeps those commands fast.
+    """
     parser = _Parser(
         prog="turn-hooks",
         description="Per-Turn hooks that give agent hosts a reward memory they can trust.",
@@ -234,6 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--input", default="-", help="JSON file, or - for stdin (default)")
         _format_option(sub)
         sub.set_defaults(handler=handler)
+    if with_plugins:
+        from turn_hooks import make_plugin_manager
+
+        make_plugin_manager().hook.register_commands(commands=commands)
     return parser
 
 
@@ -251,8 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; print its receipt or one JSON error object; return the exit code."""
     from hosts._render import render, to_json
 
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    first = next((arg for arg in arguments if not arg.startswith("-")), None)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(with_plugins=first not in CORE_COMMANDS).parse_args(arguments)
     except UsageError as exc:
         print(to_json(_error("usage_invalid", str(exc), "UsageError")))
         return EXIT_INVALID

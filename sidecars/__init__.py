@@ -7,6 +7,7 @@ from sidecars.store import (
     FILE_MODE,
     SidecarCheck,
     SidecarStore,
+    atomic_write_text,
     dumps,
 )
 
@@ -17,6 +18,7 @@ __all__ = [
     "SIDECAR_DIR",
     "SidecarCheck",
     "SidecarStore",
+    "atomic_write_text",
     "dumps",
     "lock_path",
     "path_token",

@@ -213,20 +213,7 @@ class SidecarStore:
             text = dumps(document)
         except (TypeError, ValueError) as exc:
             raise SidecarWriteError("the document is not JSON", path=str(path)) from exc
-        fd, temp_name = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_name, path)
-            os.chmod(path, FILE_MODE)
-            _fsync_directory(path.parent)
-        except OSError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            raise SidecarWriteError("the sidecar could not be written", path=str(path)) from exc
+        atomic_write_text(path, text, mode=FILE_MODE)
 
     def delete(self, path: Path) -> bool:
         """Remove the document at ``path`` under its lock; ``True`` if it existed."""
@@ -280,6 +267,28 @@ class SidecarStore:
             size=info.st_size,
             schema_version=version if isinstance(version, str) else None,
         )
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int) -> None:
+    """Temp file in the same directory, fsync, ``os.replace``, fsync the directory.
+
+    A reader sees the old or the new file, never a torn one; on failure the temp
+    file is removed and the old file is unchanged.
+    """
+    fd, temp_name = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+        os.chmod(path, mode)
+        _fsync_directory(path.parent)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise SidecarWriteError("the file could not be written", path=str(path)) from exc
 
 
 def _fsync_directory(directory: Path) -> None:

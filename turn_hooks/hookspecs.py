@@ -12,12 +12,15 @@ identity and budget *before* it calls the plugin.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from turn_hooks._names import NAME
 from turn_hooks.models import ContextResult, Settlement, TurnContext, WritebackEvent
+
+if TYPE_CHECKING:  # argparse is only needed by the CLI, not by the per-Turn hook path
+    import argparse
 
 hookspec = pluggy.HookspecMarker(NAME)
 hookimpl = pluggy.HookimplMarker(NAME)
@@ -105,4 +108,28 @@ def post_writeback(turn: TurnContext, writeback: WritebackEvent) -> dict[str, An
 
     **Use in hosts**: run by the settlement worker after the spool entry holding the
     ``post_settlement`` receipt was written.
+    """
+
+
+@hookspec
+def register_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    """Add a plugin's own sub-commands to the ``turn-hooks`` command line.
+
+    Fires once when the command line is built for a command that is not one of the
+    built-in ones (and for the top-level ``--help``).
+
+    :param commands: The top-level sub-command registry. Add a parser with
+        ``commands.add_parser(name, help=...)`` and give it a ``handler`` default: a
+        callable taking the parsed arguments and returning ``(document, title)``.
+
+    :return: ``None``.
+
+    Every implementation is called; names must not collide with built-in commands.
+
+    **Must not** import heavy modules at registration time (import them inside the
+    handler), do I/O, or print.
+
+    .. versionadded:: 0.1
+
+    **Use in hosts**: the ``turn-hooks`` console script calls it; runtimes never do.
     """

@@ -1,0 +1,70 @@
+"""Choose the provider a corpus binding names (providers.md §1-§3)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from capabilities.providers.base import Preflight, Provider
+from capabilities.providers.embedded_sqlite import DATABASE_NAME, EmbeddedSqliteProvider
+from turn_hooks import ProviderUnavailable
+
+SQLITE_PATH_ENV = "TURN_HOOKS_SQLITE_PATH"
+
+
+def embedded_path(repo: Path | None) -> Path:
+    """``TURN_HOOKS_SQLITE_PATH`` if set, else ``<repo>/.local/turn-hooks/memory.sqlite3``."""
+    override = os.environ.get(SQLITE_PATH_ENV)
+    if override:
+        return Path(override)
+    return (repo or Path.cwd()) / ".local" / "turn-hooks" / DATABASE_NAME
+
+
+class UnavailableProvider:
+    """A provider that cannot be reached: every call fails open as unavailable."""
+
+    def __init__(self, provider_id: str, reason_code: str) -> None:
+        self.provider_id = provider_id
+        self.reason_code = reason_code
+
+    def preflight(self, *, timeout: float) -> Preflight:
+        """Always unavailable, with the reason it was built with."""
+        return Preflight(ok=False, reason_code=self.reason_code)
+
+    def _fail(self) -> ProviderUnavailable:
+        return ProviderUnavailable("the provider is unavailable", reason_code=self.reason_code)
+
+    def read_exact(self, uri: str, *, actor_peer_id: str | None, timeout: float) -> str | None:
+        """Unavailable."""
+        raise self._fail()
+
+    def write(self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float) -> None:
+        """Unavailable."""
+        raise self._fail()
+
+    def search(
+        self, scope_ref: str, query: str, *, limit: int, actor_peer_id: str | None, timeout: float
+    ) -> list[Any]:
+        """Unavailable."""
+        raise self._fail()
+
+    def list(
+        self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float
+    ) -> list[str]:
+        """Unavailable."""
+        raise self._fail()
+
+    def delete(self, uri: str, *, actor_peer_id: str | None, timeout: float) -> bool:
+        """Unavailable."""
+        raise self._fail()
+
+
+def build_provider(provider_binding: dict[str, Any], *, repo: Path | None) -> Provider:
+    """The provider for a corpus binding; never raises (an unusable one is unavailable)."""
+    provider_id = provider_binding.get("provider_id")
+    if provider_id == "embedded_sqlite":
+        return EmbeddedSqliteProvider(embedded_path(repo))
+    if provider_id == "openviking":
+        return UnavailableProvider("openviking", "openviking_http_provider_not_available")
+    return UnavailableProvider(str(provider_id), "provider_unsupported")
