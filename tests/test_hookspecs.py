@@ -18,7 +18,7 @@ def spec_names():
 
 def test_every_hookspec_has_a_test():
     module = sys.modules[__name__]
-    assert spec_names() == ["post_settlement", "post_writeback", "pre_turn"]
+    assert spec_names() == ["post_settlement", "post_writeback", "pre_turn", "register_commands"]
     for name in spec_names():
         assert hasattr(module, f"test_hook_{name}"), f"write test_hook_{name}"
 
@@ -56,3 +56,22 @@ def test_hook_post_writeback():
     assert list(inspect.signature(hookspecs.post_writeback).parameters) == ["turn", "writeback"]
     assert spec_options("post_writeback")["historic"] is False
     assert documented("post_writeback")
+
+
+def test_hook_register_commands(pm):
+    import argparse
+
+    from turn_hooks import hookimpl
+
+    class Commands:
+        @hookimpl
+        def register_commands(self, commands):
+            commands.add_parser("hello").set_defaults(handler=lambda args: ({"ok": True}, "t"))
+
+    pm.register(Commands(), name="commands")
+    parser = argparse.ArgumentParser()
+    pm.hook.register_commands(commands=parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["hello"])
+    assert args.handler(args) == ({"ok": True}, "t")
+    assert documented("register_commands") is False, "it takes no turn; its docs name commands"
+    assert ":param commands:" in inspect.getdoc(hookspecs.register_commands)

@@ -84,7 +84,7 @@ def imported(plugin_path):
 
 def test_unset_loads_every_entry_point_and_isolates_broken_ones(plugin_path):
     result = run_plugins(plugin_path)
-    assert names(result) == ["alpha", "beta", "example_echo"]
+    assert names(result) == ["alpha", "beta", "example_echo", "reward_memory"]
     assert json.loads(result.stdout)["load_failures"] == [
         {"name": "broken", "reason_code": "plugin_load_failed"},
         {"name": "typo", "reason_code": "plugin_validation_failed"},
@@ -207,7 +207,8 @@ def in_process_plugins(plugin_path, monkeypatch):
 
 def test_in_process_loading_isolates_broken_and_invalid_plugins(in_process_plugins):
     pm = make_plugin_manager()
-    assert sorted(pm.get_name(p) for p in pm.get_plugins()) == ["alpha", "beta", "example_echo"]
+    assert sorted(pm.get_name(p) for p in pm.get_plugins()) == [
+        "alpha", "beta", "example_echo", "reward_memory"]
     assert pm.load_failures == [
         {"name": "broken", "reason_code": "plugin_load_failed"},
         {"name": "typo", "reason_code": "plugin_validation_failed"},

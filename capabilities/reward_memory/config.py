@@ -400,6 +400,9 @@ def _automation(value: object) -> tuple[dict[str, bool], dict[str, str]]:
 
 def _check_peer_binding(binding: dict[str, Any], scope_ref: str, corpus: dict[str, Any], field: str) -> None:
     scope = classify_scope(scope_ref)
+    if scope is None:
+        # viking://agent/... is an account-wide shared scope, never a memory root.
+        v.fail(f"{field}.scope_ref", "is not an accepted viking:// scope", "scope_ref_rejected")
     if scope is not None and scope.peer is not None and binding.get("actor_peer_id") != scope.peer:
         v.fail(f"{field}.actor_peer_id", "must equal the peer of the scope ref")
     if corpus["privacy"]["visibility"] != "private":
