@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fixtures import f1
+
 from capabilities.providers.base import Preflight, ProviderTimeout
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.config import normalise_config
-from fixtures import f1
 from turn_hooks import ProviderUnavailable
 
 
@@ -49,14 +50,17 @@ class Recording:
         stored = self.write_lands_then if self.write_lands_then is not None else text
         self.inner.write(uri, stored, actor_peer_id=actor_peer_id, timeout=timeout)
 
-    def search(self, scope_ref: str, query: str, *, limit: int, actor_peer_id: str | None,
-               timeout: float) -> list[Any]:
+    def search(
+        self, scope_ref: str, query: str, *, limit: int, actor_peer_id: str | None, timeout: float
+    ) -> list[Any]:
         self._call("search")
-        return self.inner.search(scope_ref, query, limit=limit, actor_peer_id=actor_peer_id,
-                                 timeout=timeout)
+        return self.inner.search(
+            scope_ref, query, limit=limit, actor_peer_id=actor_peer_id, timeout=timeout
+        )
 
-    def list(self, scope_ref: str, *, limit: int, actor_peer_id: str | None,
-             timeout: float) -> list[str]:
+    def list(
+        self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float
+    ) -> list[str]:
         self._call("list")
         return self.inner.list(scope_ref, limit=limit, actor_peer_id=actor_peer_id, timeout=timeout)
 

@@ -208,7 +208,11 @@ def in_process_plugins(plugin_path, monkeypatch):
 def test_in_process_loading_isolates_broken_and_invalid_plugins(in_process_plugins):
     pm = make_plugin_manager()
     assert sorted(pm.get_name(p) for p in pm.get_plugins()) == [
-        "alpha", "beta", "example_echo", "reward_memory"]
+        "alpha",
+        "beta",
+        "example_echo",
+        "reward_memory",
+    ]
     assert pm.load_failures == [
         {"name": "broken", "reason_code": "plugin_load_failed"},
         {"name": "typo", "reason_code": "plugin_validation_failed"},

@@ -6,10 +6,10 @@ import copy
 import json
 
 import pytest
+from fixtures import f1
 
 from capabilities.reward_memory.config import goal_agent_scope, load_config, normalise_config
 from capabilities.reward_memory.values import RewardMemoryInputError
-from fixtures import f1
 
 
 def mutated(change, provider="openviking"):
@@ -30,24 +30,36 @@ def test_f1_normalises_to_the_documented_shape():
     config = normalise_config(f1.config())
     entry = config["corpora"]["experience"]
     assert entry["corpus"]["scope"] == {
-        "workspace_ref": "workspace:demo", "project_ref": "project:demo",
-        "surface_ids": [f1.SURFACE], "user_ref": None, "peer_ref": "agent:explorer",
+        "workspace_ref": "workspace:demo",
+        "project_ref": "project:demo",
+        "surface_ids": [f1.SURFACE],
+        "user_ref": None,
+        "peer_ref": "agent:explorer",
         "session_ref": None,
     }
     assert entry["corpus"]["freshness"] == {
-        "mode": "source_truth_bound", "source_revision": None, "max_age_seconds": None,
+        "mode": "source_truth_bound",
+        "source_revision": None,
+        "max_age_seconds": None,
     }
     assert entry["provider_binding"] == {
-        "corpus_id": "experience", "provider_id": "openviking", "namespace": "reward_memory",
-        "scope_ref": f1.SCOPE_REF, "timeout_seconds": 30, "setup_hints": {},
+        "corpus_id": "experience",
+        "provider_id": "openviking",
+        "namespace": "reward_memory",
+        "scope_ref": f1.SCOPE_REF,
+        "timeout_seconds": 30,
+        "setup_hints": {},
         "actor_peer_id": f1.PEER,
     }
     assert config["automation"] == {
-        "automatic_recall": True, "automatic_ingest": True, "fail_open": True,
+        "automatic_recall": True,
+        "automatic_ingest": True,
+        "fail_open": True,
     }
     assert config["automation_intent"] == {
         "automatic_recall": "default_enabled_new_config",
-        "automatic_ingest": "default_enabled_new_config", "fail_open": "default",
+        "automatic_ingest": "default_enabled_new_config",
+        "fail_open": "default",
     }
 
 
@@ -59,9 +71,12 @@ def test_explicit_false_is_kept_with_explicit_provenance():
 
 
 def test_setup_hints_keep_only_compact_install_and_configure():
-    document = mutated(lambda d: d["project_provider_binding"].update(
-        setup_hints={"install": "  pip   install x ", "configure": "", "other": "y"},
-        timeout_seconds=12.5))
+    document = mutated(
+        lambda d: d["project_provider_binding"].update(
+            setup_hints={"install": "  pip   install x ", "configure": "", "other": "y"},
+            timeout_seconds=12.5,
+        )
+    )
     binding = normalise_config(document)["corpora"]["experience"]["provider_binding"]
     assert binding["setup_hints"] == {"install": "pip install x"}
     assert binding["timeout_seconds"] == 12.5
@@ -74,6 +89,7 @@ def drop(path):
         for part in parents:
             target = target[part]
         del target[leaf]
+
     return change
 
 
@@ -107,16 +123,27 @@ REJECTED = {
     "bad-adapter": lambda d: d["surfaces"][0].update(adapter="semantic_router"),
     "destinations-wrong-surface": lambda d: d["surfaces"][0].update(destinations=[]),
     "scopes-not-corpora": lambda d: d["project_provider_binding"]["corpus_scopes"].append(
-        {"corpus_id": "ghost", "scope_ref": "viking://user/a/memories/x"}),
+        {"corpus_id": "ghost", "scope_ref": "viking://user/a/memories/x"}
+    ),
     "agent-scope-ref": lambda d: d["project_provider_binding"]["corpus_scopes"][0].update(
-        scope_ref="viking://agent/shared/memories"),
-    "shared-agent-scope": lambda d: corpus(d)["privacy"].update(visibility="workspace") or d[
-        "project_provider_binding"]["corpus_scopes"][0].update(scope_ref="viking://agent/x/memories")
-        or corpus(d).pop("provider_scope_ref_digest"),
-    "private-shared-scope": lambda d: d["project_provider_binding"]["corpus_scopes"][0].update(
-        scope_ref="viking://user/alice/memories/x") or corpus(d).pop("provider_scope_ref_digest"),
-    "private-peer-ref": lambda d: corpus(d)["scope"].update(peer_ref="user:x") or policy(d)[
-        "scope"].update(peer_ref="user:x"),
+        scope_ref="viking://agent/shared/memories"
+    ),
+    "shared-agent-scope": lambda d: (
+        corpus(d)["privacy"].update(visibility="workspace")
+        or d["project_provider_binding"]["corpus_scopes"][0].update(
+            scope_ref="viking://agent/x/memories"
+        )
+        or corpus(d).pop("provider_scope_ref_digest")
+    ),
+    "private-shared-scope": lambda d: (
+        d["project_provider_binding"]["corpus_scopes"][0].update(
+            scope_ref="viking://user/alice/memories/x"
+        )
+        or corpus(d).pop("provider_scope_ref_digest")
+    ),
+    "private-peer-ref": lambda d: (
+        corpus(d)["scope"].update(peer_ref="user:x") or policy(d)["scope"].update(peer_ref="user:x")
+    ),
     "no-corpora": lambda d: d.update(corpora=[]),
 }
 
@@ -132,8 +159,11 @@ def test_hostile_configs_are_typed_errors(name):
 def test_load_config_reads_a_file_inside_the_repo(tmp_path):
     (tmp_path / "c.json").write_text(json.dumps(f1.config()))
     assert load_config(tmp_path, "c.json")["schema_version"] == "reward_memory_experiment_config_v1"
-    for path, reason in (("../c.json", "config_path_invalid"), ("/etc/passwd", "config_path_invalid"),
-                         ("missing.json", "config_unreadable")):
+    for path, reason in (
+        ("../c.json", "config_path_invalid"),
+        ("/etc/passwd", "config_path_invalid"),
+        ("missing.json", "config_unreadable"),
+    ):
         with pytest.raises(RewardMemoryInputError) as info:
             load_config(tmp_path, path)
         assert info.value.reason_code == reason
@@ -146,9 +176,13 @@ def test_load_config_reads_a_file_inside_the_repo(tmp_path):
 def test_goal_agent_scope_for_f1():
     scope = goal_agent_scope(normalise_config(f1.config()), "demo-goal", "explorer")
     assert scope == {
-        "schema_version": "reward_memory_goal_agent_scope_v1", "goal_id": "demo-goal",
-        "agent_id": "explorer", "isolation_mode": "goal_scoped_agent_private",
-        "private_corpus_count": 1, "actor_binding_verified": True, "actor_peer_id": f1.PEER,
+        "schema_version": "reward_memory_goal_agent_scope_v1",
+        "goal_id": "demo-goal",
+        "agent_id": "explorer",
+        "isolation_mode": "goal_scoped_agent_private",
+        "private_corpus_count": 1,
+        "actor_binding_verified": True,
+        "actor_peer_id": f1.PEER,
     }
 
 
@@ -172,6 +206,7 @@ def test_embedded_sqlite_may_hold_a_private_corpus():
 def test_shared_corpora_are_explicit_shared():
     def share(document):
         corpus(document)["privacy"]["visibility"] = "workspace"
+
     scope = goal_agent_scope(normalise_config(mutated(share)), "demo-goal", "anyone")
     assert scope["isolation_mode"] == "explicit_shared"
     assert scope["actor_binding_verified"] is False

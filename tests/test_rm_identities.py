@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixtures import f1
 
 from capabilities.reward_memory import identities as ids
 from capabilities.reward_memory.candidate import build_candidate, normalise_event
 from capabilities.reward_memory.experience import parse_reflection
-from fixtures import f1
 
 
 @pytest.mark.parametrize(
@@ -40,16 +40,23 @@ def test_candidate_ref_of_the_unicode_soft_preference():
         "project_ref": "project:demo",
         "surface_id": "issue_fix.patch_planning",
         "target_class": "soft_preference",
-        "content_summary": "  先运行  聚焦测试，再跑全量。 ",
-        "source": {"source_kind": "maintainer_correction", "source_ref": "review:42",
-                   "actor_ref": "user:lin", "actor_role": "maintainer"},
+        "content_summary": "  先运行  聚焦测试，再跑全量。 ",  # noqa: RUF001 - Chinese text by design
+        "source": {
+            "source_kind": "maintainer_correction",
+            "source_ref": "review:42",
+            "actor_ref": "user:lin",
+            "actor_role": "maintainer",
+        },
         "reasoning": {"summary": "maintainer said so", "confidence": "high"},
-        "guard_context": {"source_freshness": "current", "conflict_state": "clear",
-                          "current_artifact_verified": False},
+        "guard_context": {
+            "source_freshness": "current",
+            "conflict_state": "clear",
+            "current_artifact_verified": False,
+        },
         "raw_content_captured": False,
     }
     packet = build_candidate(normalise_event(event))
-    assert packet["candidate"]["content_summary"] == "先运行 聚焦测试，再跑全量。"
+    assert packet["candidate"]["content_summary"] == "先运行 聚焦测试，再跑全量。"  # noqa: RUF001 - as above
     assert packet["candidate"]["candidate_ref"] == "candidate:cf249e24696cf93f5b29"
 
 
@@ -69,8 +76,10 @@ def test_policy_review_and_target_identities():
 
 @pytest.mark.parametrize(
     ("activated_at", "ref"),
-    [("2026-08-15T00:00:00+00:00", "activation:b736728dacbd52e16567"),
-     ("2026-08-15T00:00:00Z", "activation:7483d6348bff9bf6b337")],
+    [
+        ("2026-08-15T00:00:00+00:00", "activation:b736728dacbd52e16567"),
+        ("2026-08-15T00:00:00Z", "activation:7483d6348bff9bf6b337"),
+    ],
 )
 def test_activation_refs(activated_at, ref):
     assert ids.activation_ref("experience", "candidate:6916d2a6fb7a59fefa81", activated_at) == ref
@@ -80,8 +89,10 @@ def test_activation_refs(activated_at, ref):
     ("args", "expected"),
     [
         (("g", "a", "t", "i", "e"), "app:f23ff4b2cfc6272e204a"),
-        (("demo-goal", "explorer", "todo-1", "turn-2026-01", "effect:spend:7"),
-         "app:c87d5767567f6843a55e"),
+        (
+            ("demo-goal", "explorer", "todo-1", "turn-2026-01", "effect:spend:7"),
+            "app:c87d5767567f6843a55e",
+        ),
         (("目标", "explorer", "t", "i", "e"), "app:67752778102ed536903e"),
     ],
 )
@@ -90,14 +101,21 @@ def test_app_candidate_ids(args, expected):
 
 
 P1 = {
-    "enabled": True, "experimental": True,
+    "enabled": True,
+    "experimental": True,
     "config_path": ".loopx/config/reward-memory/experiment.json",
-    "config_digest": "sha256:" + "0" * 64, "enabled_agents": ["explorer"],
+    "config_digest": "sha256:" + "0" * 64,
+    "enabled_agents": ["explorer"],
     "automation": {"automatic_ingest": True, "automatic_recall": True},
-    "enablement_receipts": {"explorer": {
-        "status": "verified", "config_digest": "sha256:" + "0" * 64,
-        "actor_binding_verified": True, "writability_verified": True,
-        "exact_readback_verified": True}},
+    "enablement_receipts": {
+        "explorer": {
+            "status": "verified",
+            "config_digest": "sha256:" + "0" * 64,
+            "actor_binding_verified": True,
+            "writability_verified": True,
+            "exact_readback_verified": True,
+        }
+    },
 }
 
 
@@ -108,15 +126,21 @@ def test_binding_identities():
     assert ids.binding_fingerprint({}, "a") == (
         "sha256:1a4146c4e145ff73efcbfa0aa5a64c5453a4d1547c2a10d6e11a4a3d5f0c24c9"
     )
-    assert ids.binding_revision(
-        "explorer", ".loopx/config/reward-memory/agent.json", "sha256:" + "1" * 64
-    ) == "sha256:404a785383a6c9a846a83cbdb96a97dd6021cbf9e49ef65aa063145ad9bea5eb"
+    assert (
+        ids.binding_revision(
+            "explorer", ".loopx/config/reward-memory/agent.json", "sha256:" + "1" * 64
+        )
+        == "sha256:404a785383a6c9a846a83cbdb96a97dd6021cbf9e49ef65aa063145ad9bea5eb"
+    )
     assert ids.binding_revision("explorer", None, None) == (
         "sha256:40a2ddc2cffee6a91c0716ca3a74bc86333d095bf45421bf84ffb0706d6ead3d"
     )
-    declaration = {"validation_command": None,
-                   "validation_command_argv": ["python", "-m", "pytest", "-q"],
-                   "validation_label": None, "validation_timeout_seconds": 20}
+    declaration = {
+        "validation_command": None,
+        "validation_command_argv": ["python", "-m", "pytest", "-q"],
+        "validation_label": None,
+        "validation_timeout_seconds": 20,
+    }
     assert ids.validation_declaration_sha256(declaration) == (
         "4b27fe82f2e834351500dcb7356f6c0b5695f355d9749dbac283a6306a59ab83"
     )
@@ -150,11 +174,16 @@ def test_content_experience_and_query_digests():
     assert ids.short_digest(f1.REFLECTION["content_summary"]) == "745ad23ef582dd29"
     assert ids.short_digest(f1.SCOPE_REF) == "0ead3454e47d00c2"
     assert ids.short_digest("q") == "8e35c2cd3bf6641b"
-    assert ids.short_digest(
-        "candidate:6916d2a6fb7a59fefa81 Run the focused test module before the full suite."
-    ) == "aaf9e9a39c1ac912"
+    assert (
+        ids.short_digest(
+            "candidate:6916d2a6fb7a59fefa81 Run the focused test module before the full suite."
+        )
+        == "aaf9e9a39c1ac912"
+    )
     behaviour = f1.EXPERIENCE["future_behavior"]
-    destination = f"{f1.EXPERIENCE['applicability'][0]} {behaviour['trigger']} {behaviour['action']}"
+    destination = (
+        f"{f1.EXPERIENCE['applicability'][0]} {behaviour['trigger']} {behaviour['action']}"
+    )
     assert ids.short_digest(destination) == "a84457425d64d3cb"
 
 
@@ -164,13 +193,24 @@ def test_canonical_context_text():
 
 
 SITUATION = {
-    "schema_version": "agent_turn_situation_v0", "goal_id": "demo-goal", "agent_id": "explorer",
-    "turn_instance_id": "turn-0001", "workspace_ref": "workspace:demo",
-    "project_ref": "project:demo", "phase": "implement", "decision": "run",
-    "selected_todo": {"todo_id": "todo-1", "action_kind": "implement",
-                      "text": "Fix the flaky parser test"},
-    "recent_outcomes": [], "next_intent": "fix the failing test", "conflict_state": "clear",
-    "status_health_ok": True, "user_prompt_included": False,
+    "schema_version": "agent_turn_situation_v0",
+    "goal_id": "demo-goal",
+    "agent_id": "explorer",
+    "turn_instance_id": "turn-0001",
+    "workspace_ref": "workspace:demo",
+    "project_ref": "project:demo",
+    "phase": "implement",
+    "decision": "run",
+    "selected_todo": {
+        "todo_id": "todo-1",
+        "action_kind": "implement",
+        "text": "Fix the flaky parser test",
+    },
+    "recent_outcomes": [],
+    "next_intent": "fix the failing test",
+    "conflict_state": "clear",
+    "status_health_ok": True,
+    "user_prompt_included": False,
 }
 
 
@@ -180,16 +220,19 @@ def test_turn_recall_identities():
     recall_id = ids.turn_recall_id("turn-0001", fingerprint)
     assert recall_id == "sha256:4d8a173df49dabb8110424413e8ca09bae03a0b678e4f2df62cf2cb003c2793a"
     assert ids.application_id(recall_id) == "turn-recall-4d8a173df49dabb81104"
-    query = ("agent=explorer | goal=demo-goal | project=project:demo | phase=implement | "
-             "todo=Fix the flaky parser test | action_kind=implement | intent=fix the failing test")
+    query = (
+        "agent=explorer | goal=demo-goal | project=project:demo | phase=implement | "
+        "todo=Fix the flaky parser test | action_kind=implement | intent=fix the failing test"
+    )
     assert ids.preview_query_digest(query) == (
         "sha256:c851e6bb2ad586a445e36acafe5ada3878e4becbff58e07b4ea803f4bd0633de"
     )
 
 
 def test_f1_active_record_bytes(tmp_path):
-    from capabilities.reward_memory.ingest import ingest_scoped_event
     from rm_support import ingest_kwargs, recording
+
+    from capabilities.reward_memory.ingest import ingest_scoped_event
 
     provider = recording(tmp_path)
     receipt = ingest_scoped_event(f1.event(), execute=True, **ingest_kwargs(provider))

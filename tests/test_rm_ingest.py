@@ -6,24 +6,26 @@ import copy
 import json
 
 import pytest
-
-from capabilities.providers.sync import stored_form
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.values import RewardMemoryInputError
 from fixtures import f1
 from public_safety import public_safety_violations
 from rm_support import TIMEOUT, UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
+from capabilities.providers.sync import stored_form
+from capabilities.reward_memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.values import RewardMemoryInputError
+
 
 def ingest(provider, event=None, *, execute=True, entry=None):
-    return ingest_scoped_event(event or f1.event(), execute=execute,
-                               **ingest_kwargs(provider, entry))
+    return ingest_scoped_event(
+        event or f1.event(), execute=execute, **ingest_kwargs(provider, entry)
+    )
 
 
 def assert_public(receipt):
     assert not public_safety_violations(
-        receipt, raw_texts=(f1.REFLECTION["content_summary"],
-                            f1.EXPERIENCE["future_behavior"]["action"]))
+        receipt,
+        raw_texts=(f1.REFLECTION["content_summary"], f1.EXPERIENCE["future_behavior"]["action"]),
+    )
 
 
 def test_activated_with_exact_readback_then_deduplicated(tmp_path):
@@ -37,7 +39,10 @@ def test_activated_with_exact_readback_then_deduplicated(tmp_path):
     assert provider.calls.count("write") == 1
     second = ingest(provider)
     assert (second["status"], second["deduplicated"], second["external_writes_performed"]) == (
-        "activated", True, False)
+        "activated",
+        True,
+        False,
+    )
     assert provider.calls.count("write") == 1, "a replay never writes again"
     assert first["activation_ref"] == second["activation_ref"] == "activation:b736728dacbd52e16567"
     assert_public(first)
@@ -56,7 +61,9 @@ def test_dry_run_is_preflight_ready_and_writes_nothing(tmp_path):
     provider = recording(tmp_path)
     receipt = ingest(provider, execute=False)
     assert (receipt["status"], receipt["reason_codes"]) == (
-        "preflight_ready", ["execute_required_for_verified_write"])
+        "preflight_ready",
+        ["execute_required_for_verified_write"],
+    )
     assert receipt["write"]["retry_disposition"] == "execute_required"
     assert "write" not in provider.calls
     assert receipt["provider_ref"].startswith("provider-")
@@ -67,14 +74,19 @@ def test_dry_run_with_unreadable_target_is_incomplete(tmp_path):
     provider.fail["read_exact"] = UNAVAILABLE
     receipt = ingest(provider, execute=False)
     assert (receipt["status"], receipt["reason_codes"]) == (
-        "preflight_incomplete", ["provider_sync_target_parent_unavailable"])
+        "preflight_incomplete",
+        ["provider_sync_target_parent_unavailable"],
+    )
 
 
 def test_unavailable_provider(tmp_path):
     from capabilities.providers.factory import UnavailableProvider
 
     receipt = ingest(UnavailableProvider("embedded_sqlite", "embedded_store_failed"))
-    assert (receipt["status"], receipt["reason_codes"]) == ("unavailable", ["embedded_store_failed"])
+    assert (receipt["status"], receipt["reason_codes"]) == (
+        "unavailable",
+        ["embedded_store_failed"],
+    )
     assert receipt["fail_open"] is True
 
 
@@ -100,7 +112,9 @@ def test_a_write_that_lands_differently_is_committed_pending(tmp_path):
     provider.write_lands_then = '{"schema_version":"something else"}'
     receipt = ingest(provider)
     assert (receipt["status"], receipt["reason_codes"]) == (
-        "committed_pending", ["provider_commit_pending"])
+        "committed_pending",
+        ["provider_commit_pending"],
+    )
     assert receipt["write"]["retry_disposition"] == "wait_and_reconcile"
 
 
@@ -111,9 +125,12 @@ def test_a_record_already_there_but_different_is_a_revision_conflict(tmp_path):
     provider.inner.write(uri, '{"tampered": true}', actor_peer_id=f1.PEER)
     receipt = ingest(provider)
     assert (receipt["status"], receipt["reason_codes"]) == (
-        "provider_unavailable", ["provider_sync_revision_conflict"])
+        "provider_unavailable",
+        ["provider_sync_revision_conflict"],
+    )
     assert provider.inner.read_exact(uri, actor_peer_id=f1.PEER) == '{"tampered": true}', (
-        "a different record is never overwritten")
+        "a different record is never overwritten"
+    )
 
 
 def test_lost_readback_after_write(tmp_path):
@@ -134,7 +151,8 @@ def test_lost_readback_after_write(tmp_path):
     provider.inner.read_exact = real
     replay = ingest(provider)
     assert (replay["status"], replay["deduplicated"]) == ("activated", True), (
-        "the write had landed; the replay reconciles without writing")
+        "the write had landed; the replay reconciles without writing"
+    )
 
 
 def test_exact_readback_mismatch_is_readback_unverified(tmp_path):
@@ -170,31 +188,46 @@ def test_destination_recall_miss_is_recall_unverified(tmp_path):
     provider.inner.search = readback_only
     receipt = ingest(provider)
     assert (receipt["status"], receipt["reason_codes"]) == (
-        "recall_unverified", ["destination_business_recall_unverified"])
+        "recall_unverified",
+        ["destination_business_recall_unverified"],
+    )
     assert receipt["exact_readback_verified"] is True
     assert receipt["destination_recall"]["verified"] is False
 
 
 GUARD_CASES = {
-    "wrong-role": (lambda e: e["source"].update(actor_role="maintainer"),
-                   ["candidate_actor_role_not_allowed"]),
-    "wrong-source-kind": (lambda e: e["source"].update(source_kind="gossip"),
-                          ["candidate_source_kind_not_allowed"]),
-    "no-experience": (lambda e: e.pop("experience"),
-                      ["procedural_experience_quality_contract_missing"]),
-    "stale": (lambda e: e["guard_context"].update(source_freshness="stale"),
-              ["source_freshness_not_current"]),
-    "action-scope": (lambda e: e.update(requested_action_scopes=["deploy"]),
-                     ["advisory_class_requested_action_authority",
-                      "candidate_action_scope_not_allowed"]),
-    "viking-agent-peer": (lambda e: e.update(peer_ref="viking://agent/x"),
-                          ["candidate_peer_ref_corpus_mismatch",
-                           "candidate_peer_ref_policy_mismatch"]),
-    "wrong-peer": (lambda e: e.update(peer_ref="agent:intruder"),
-                   ["candidate_peer_ref_corpus_mismatch", "candidate_peer_ref_policy_mismatch"]),
-    "other-workspace": (lambda e: e.update(workspace_ref="workspace:other"),
-                        ["candidate_workspace_corpus_mismatch",
-                         "candidate_workspace_policy_mismatch"]),
+    "wrong-role": (
+        lambda e: e["source"].update(actor_role="maintainer"),
+        ["candidate_actor_role_not_allowed"],
+    ),
+    "wrong-source-kind": (
+        lambda e: e["source"].update(source_kind="gossip"),
+        ["candidate_source_kind_not_allowed"],
+    ),
+    "no-experience": (
+        lambda e: e.pop("experience"),
+        ["procedural_experience_quality_contract_missing"],
+    ),
+    "stale": (
+        lambda e: e["guard_context"].update(source_freshness="stale"),
+        ["source_freshness_not_current"],
+    ),
+    "action-scope": (
+        lambda e: e.update(requested_action_scopes=["deploy"]),
+        ["advisory_class_requested_action_authority", "candidate_action_scope_not_allowed"],
+    ),
+    "viking-agent-peer": (
+        lambda e: e.update(peer_ref="viking://agent/x"),
+        ["candidate_peer_ref_corpus_mismatch", "candidate_peer_ref_policy_mismatch"],
+    ),
+    "wrong-peer": (
+        lambda e: e.update(peer_ref="agent:intruder"),
+        ["candidate_peer_ref_corpus_mismatch", "candidate_peer_ref_policy_mismatch"],
+    ),
+    "other-workspace": (
+        lambda e: e.update(workspace_ref="workspace:other"),
+        ["candidate_workspace_corpus_mismatch", "candidate_workspace_policy_mismatch"],
+    ),
 }
 
 
@@ -219,8 +252,11 @@ def test_standing_policy_guards(tmp_path):
     provider = recording(tmp_path)
     receipt = ingest(provider, entry=entry)
     assert receipt["guard"]["reason_codes"] == [
-        "corpus_exact_readback_not_required", "corpus_write_authority_not_durable",
-        "standing_policy_disabled", "standing_policy_requires_manual_review"]
+        "corpus_exact_readback_not_required",
+        "corpus_write_authority_not_durable",
+        "standing_policy_disabled",
+        "standing_policy_requires_manual_review",
+    ]
     assert provider.calls == []
 
 
@@ -265,7 +301,9 @@ def test_stored_record_is_the_canonical_body_without_newline(tmp_path):
     [uri] = provider.inner.list(f1.SCOPE_REF, limit=5, actor_peer_id=f1.PEER)
     text = provider.inner.read_exact(uri, actor_peer_id=f1.PEER)
     record = json.loads(text)
-    assert text == stored_form(json.dumps(record, sort_keys=True, separators=(",", ":"),
-                                          ensure_ascii=False) + "\n")
+    assert text == stored_form(
+        json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    )
     assert record["review"]["reasoning_summary"] == (
-        "Standing exact-scope policy accepted this compact candidate.")
+        "Standing exact-scope policy accepted this compact candidate."
+    )

@@ -6,11 +6,11 @@ import copy
 import json
 
 import pytest
+from fixtures import f1
+from public_safety import public_safety_violations
 
 from capabilities.reward_memory.registry import load_registry, resolve
 from capabilities.reward_memory.values import RewardMemoryInputError
-from fixtures import f1
-from public_safety import public_safety_violations
 
 
 def status_of(tmp_path, change=None, config=None, raw=None, agent="explorer"):
@@ -27,29 +27,76 @@ def status_of(tmp_path, change=None, config=None, raw=None, agent="explorer"):
 CASES = [
     ("available", None, None, "available", None, "verified"),
     ("disabled", lambda b: b.update(enabled=False), None, "disabled", None, "not_attempted"),
-    ("not-experimental", lambda b: b.update(experimental=False), None, "disabled", None,
-     "not_attempted"),
-    ("agent-not-enabled", lambda b: b.update(enabled_agents=["other"]), None, "agent_not_enabled",
-     None, "not_attempted"),
-    ("config-missing", lambda b: b.pop("config_path"), None, "config_missing", None,
-     "not_attempted"),
-    ("config-invalid", None, b'{"schema_version": 1}', "config_invalid",
-     "config_unavailable_or_invalid", "rejected"),
-    ("drift", lambda b: b.update(config_digest="sha256:" + "0" * 64), None, "enablement_stale",
-     "config_digest_missing_or_drifted", "drifted"),
-    ("receipt-missing", lambda b: b.pop("enablement_receipts"), None, "enablement_stale",
-     "config_digest_missing_or_drifted", "drifted"),
-    ("receipt-blocked", lambda b: b["enablement_receipts"]["explorer"].update(status="blocked"),
-     None, "enablement_unverified", "provider_write_preflight_missing_or_unverified",
-     "unverified"),
-    ("receipt-other-provider",
-     lambda b: b["enablement_receipts"]["explorer"].update(provider_id="embedded_sqlite"), None,
-     "enablement_unverified", "provider_write_preflight_missing_or_unverified", "unverified"),
+    (
+        "not-experimental",
+        lambda b: b.update(experimental=False),
+        None,
+        "disabled",
+        None,
+        "not_attempted",
+    ),
+    (
+        "agent-not-enabled",
+        lambda b: b.update(enabled_agents=["other"]),
+        None,
+        "agent_not_enabled",
+        None,
+        "not_attempted",
+    ),
+    (
+        "config-missing",
+        lambda b: b.pop("config_path"),
+        None,
+        "config_missing",
+        None,
+        "not_attempted",
+    ),
+    (
+        "config-invalid",
+        None,
+        b'{"schema_version": 1}',
+        "config_invalid",
+        "config_unavailable_or_invalid",
+        "rejected",
+    ),
+    (
+        "drift",
+        lambda b: b.update(config_digest="sha256:" + "0" * 64),
+        None,
+        "enablement_stale",
+        "config_digest_missing_or_drifted",
+        "drifted",
+    ),
+    (
+        "receipt-missing",
+        lambda b: b.pop("enablement_receipts"),
+        None,
+        "enablement_stale",
+        "config_digest_missing_or_drifted",
+        "drifted",
+    ),
+    (
+        "receipt-blocked",
+        lambda b: b["enablement_receipts"]["explorer"].update(status="blocked"),
+        None,
+        "enablement_unverified",
+        "provider_write_preflight_missing_or_unverified",
+        "unverified",
+    ),
+    (
+        "receipt-other-provider",
+        lambda b: b["enablement_receipts"]["explorer"].update(provider_id="embedded_sqlite"),
+        None,
+        "enablement_unverified",
+        "provider_write_preflight_missing_or_unverified",
+        "unverified",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "change", "raw", "status", "reason", "route"), CASES,
-                         ids=[case[0] for case in CASES])
+@pytest.mark.parametrize(
+    ("name", "change", "raw", "status", "reason", "route"), CASES, ids=[case[0] for case in CASES]
+)
 def test_resolution_order(tmp_path, name, change, raw, status, reason, route):
     result = status_of(tmp_path, change, raw=raw)
     assert result["status"] == status
@@ -59,7 +106,12 @@ def test_resolution_order(tmp_path, name, change, raw, status, reason, route):
     assert result["fail_open"] is True and result["external_writes_performed"] is False
     assert ("repair" in result) is (status in {"enablement_stale", "enablement_unverified"})
     assert [c["host_id"] for c in result["host_coverage"]] == [
-        "codex_cli_turn", "generic_cli_turn", "dsh_turn", "codex_app_quota", "lark"]
+        "codex_cli_turn",
+        "generic_cli_turn",
+        "dsh_turn",
+        "codex_app_quota",
+        "lark",
+    ]
     assert not public_safety_violations(result), "no scope ref or local path is exposed"
 
 
@@ -67,7 +119,10 @@ def test_a_config_for_another_agent_is_a_scope_mismatch(tmp_path):
     def allow_other(binding):
         binding["enabled_agents"].append("other")
         binding["enablement_receipts"]["other"] = {
-            **binding["enablement_receipts"]["explorer"], "agent_id": "other"}
+            **binding["enablement_receipts"]["explorer"],
+            "agent_id": "other",
+        }
+
     path = f1.write_goal(tmp_path)
     document = json.loads(path.read_text())
     document["goals"][0]["coordination"]["registered_agents"].append("other")
@@ -75,7 +130,9 @@ def test_a_config_for_another_agent_is_a_scope_mismatch(tmp_path):
     path.write_text(json.dumps(document))
     status = resolve(load_registry(path), "demo-goal", "other").status
     assert (status["status"], status["reason_code"]) == (
-        "config_invalid", "goal_agent_provider_scope_mismatch")
+        "config_invalid",
+        "goal_agent_provider_scope_mismatch",
+    )
 
 
 def test_available_status_carries_the_effective_automation(tmp_path):
@@ -95,16 +152,19 @@ def test_repair_plan_uses_the_placeholder_not_a_path(tmp_path):
 def test_an_exact_override_never_falls_back(tmp_path):
     def override_disabled(binding):
         binding["agent_bindings"] = {"explorer": {**copy.deepcopy(binding), "enabled": False}}
+
     status = status_of(tmp_path, override_disabled)
     assert status["status"] == "disabled"
     assert status["binding_revision"].startswith("sha256:")
 
     def override_other(binding):
         binding["agent_bindings"] = {"someone-else": {"enabled": False}}
+
     assert status_of(tmp_path / "b", override_other)["status"] == "available"
 
     def override_garbage(binding):
         binding["agent_bindings"] = ["not", "an", "object"]
+
     assert status_of(tmp_path / "c", override_garbage)["status"] == "disabled"
 
 
@@ -123,8 +183,11 @@ def test_override_status_available_carries_its_revision(tmp_path):
 
 @pytest.mark.parametrize(
     ("goal", "agent", "reason"),
-    [("nope", "explorer", "goal_not_found"), ("demo-goal", "stranger", "agent_not_registered"),
-     ("demo-goal", "Bad Agent!", "invalid_request")],
+    [
+        ("nope", "explorer", "goal_not_found"),
+        ("demo-goal", "stranger", "agent_not_registered"),
+        ("demo-goal", "Bad Agent!", "invalid_request"),
+    ],
 )
 def test_unknown_goal_or_agent_is_a_typed_error(tmp_path, goal, agent, reason):
     path = f1.write_goal(tmp_path)
@@ -133,9 +196,14 @@ def test_unknown_goal_or_agent_is_a_typed_error(tmp_path, goal, agent, reason):
     assert info.value.reason_code == reason
 
 
-@pytest.mark.parametrize(("content", "reason"), [(None, "registry_unreadable"),
-                                                 ("{", "registry_invalid"),
-                                                 ('{"goals": 3}', "registry_invalid")])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "registry_unreadable"),
+        ("{", "registry_invalid"),
+        ('{"goals": 3}', "registry_invalid"),
+    ],
+)
 def test_bad_registry_files(tmp_path, content, reason):
     path = tmp_path / "registry.json"
     if content is not None:

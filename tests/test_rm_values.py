@@ -26,12 +26,25 @@ def test_compact_vectors(text, limit, expected):
 @pytest.mark.parametrize(
     "unsafe",
     [
-        "see /home/u/x", "/Users/me/secret", "copy C:\\Users\\x", "open D:/data", "\\\\host\\share",
-        "token=abcdefghijkl1", "password: 'hunter2hunter2'", "Bearer abcdefghijklmnopqrstu",
-        "ghp_aaaaaaaaaaaaaaaaaaaa", "github_pat_aaaaaaaaaaaaaaaaaaaaaaaa", "AKIAABCDEFGHIJKLMNOP",
-        "xoxb-1234567890", "AIzaabcdefghijklmnopqrstuv", "sk_live_abcdefghijkl",
-        "npm_abcdefghijklmnopqrstuv", "pypi-abcdefghijklmnopqrstuv",
-        "eyJhbGci.eyJzdWIi.c2lnbmF0", "api_key=abc", "sk-abcdefghijklmnop",
+        "see /home/u/x",
+        "/Users/me/secret",
+        "copy C:\\Users\\x",
+        "open D:/data",
+        "\\\\host\\share",
+        "token=abcdefghijkl1",
+        "password: 'hunter2hunter2'",
+        "Bearer abcdefghijklmnopqrstu",
+        "ghp_aaaaaaaaaaaaaaaaaaaa",
+        "github_pat_aaaaaaaaaaaaaaaaaaaaaaaa",
+        "AKIAABCDEFGHIJKLMNOP",
+        "xoxb-1234567890",
+        "AIzaabcdefghijklmnopqrstuv",
+        "sk_live_abcdefghijkl",
+        "npm_abcdefghijklmnopqrstuv",
+        "pypi-abcdefghijklmnopqrstuv",
+        "eyJhbGci.eyJzdWIi.c2lnbmF0",
+        "api_key=abc",
+        "sk-abcdefghijklmnop",
         "-----BEGIN RSA PRIVATE KEY-----",
     ],
 )
@@ -45,8 +58,13 @@ def test_paths_and_secrets_are_treated_as_empty(unsafe):
 
 @pytest.mark.parametrize(
     "safe",
-    ["see https://example.com/home/x", "ask about tokens", "the ak-47 is a rifle", "a/tmp/b",
-     "http://host/var/log"],
+    [
+        "see https://example.com/home/x",
+        "ask about tokens",
+        "the ak-47 is a rifle",
+        "a/tmp/b",
+        "http://host/var/log",
+    ],
 )
 def test_ordinary_text_is_kept(safe):
     assert v.compact_or_empty(safe, 500) == safe
@@ -54,8 +72,16 @@ def test_ordinary_text_is_kept(safe):
 
 @pytest.mark.parametrize(
     ("value", "ok"),
-    [("workspace:demo", True), ("a" * 200, True), ("a" * 201, False), ("-x", False),
-     ("has space", False), ("", False), (3, False), ("viking://x", True)],
+    [
+        ("workspace:demo", True),
+        ("a" * 200, True),
+        ("a" * 201, False),
+        ("-x", False),
+        ("has space", False),
+        ("", False),
+        (3, False),
+        ("viking://x", True),
+    ],
 )
 def test_token(value, ok):
     if ok:
@@ -81,8 +107,13 @@ def test_invalid_agent_ids(bad):
 
 @pytest.mark.parametrize(
     ("value", "ok"),
-    [("2026-08-15T00:00:00+00:00", True), ("2026-08-15T00:00:00Z", True),
-     ("2026-08-15T00:00:00", False), ("yesterday", False), (5, False)],
+    [
+        ("2026-08-15T00:00:00+00:00", True),
+        ("2026-08-15T00:00:00Z", True),
+        ("2026-08-15T00:00:00", False),
+        ("yesterday", False),
+        (5, False),
+    ],
 )
 def test_timestamps_need_an_offset_and_are_kept_verbatim(value, ok):
     if ok:
@@ -108,6 +139,8 @@ def test_error_public_shape_matches_upstream():
     public = info.value.to_public()
     assert public["schema_version"] == "reward_memory_error_v0"
     assert (public["ok"], public["status"], public["reason_code"]) == (
-        False, "invalid_request", "unknown_key",
+        False,
+        "invalid_request",
+        "unknown_key",
     )
     assert public["field"] == "event.zz"

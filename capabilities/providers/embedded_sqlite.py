@@ -135,7 +135,9 @@ class EmbeddedSqliteProvider:
             raise ProviderPermissionError("the record belongs to another peer")
         return user, peer
 
-    def read_exact(self, uri: str, *, actor_peer_id: str | None, timeout: float = 5.0) -> str | None:
+    def read_exact(
+        self, uri: str, *, actor_peer_id: str | None, timeout: float = 5.0
+    ) -> str | None:
         """The exact stored text, or ``None``; another peer's record is a permission error."""
         self._visible(uri, actor_peer_id)
         with self._connect(timeout) as connection:
@@ -143,7 +145,9 @@ class EmbeddedSqliteProvider:
             row = connection.execute("SELECT content FROM records WHERE uri = ?", (uri,)).fetchone()
         return None if row is None else str(row[0])
 
-    def write(self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float = 5.0) -> None:
+    def write(
+        self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float = 5.0
+    ) -> None:
         """Upsert the record and its search row in one transaction."""
         user, peer = self._visible(uri, actor_peer_id)
         now = datetime.now(UTC).isoformat()
@@ -164,7 +168,9 @@ class EmbeddedSqliteProvider:
                 connection.execute("ROLLBACK")
                 raise
 
-    def _scope_filter(self, scope_ref: str, actor_peer_id: str | None) -> tuple[str, tuple[str, ...]]:
+    def _scope_filter(
+        self, scope_ref: str, actor_peer_id: str | None
+    ) -> tuple[str, tuple[str, ...]]:
         prefix = scope_ref.strip().rstrip("/") + "/"
         user, peer = _partition(prefix.rstrip("/"))
         if actor_peer_id is not None and peer and peer != actor_peer_id:

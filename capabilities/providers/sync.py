@@ -88,7 +88,9 @@ class SyncResult:
             "pending_count": self.pending_count,
             "reconciliation_performed": False,
             "retry_disposition": self.retry_disposition,
-            "result_refs": [opaque_provider_ref(self.provider_id, self.namespace, r) for r in self.result_refs],
+            "result_refs": [
+                opaque_provider_ref(self.provider_id, self.namespace, r) for r in self.result_refs
+            ],
             "telemetry": {"latency_ms": self.latency_ms},
             "external_writes_performed": self.write_count > 0,
             "raw_provider_payload_captured": False,
@@ -136,7 +138,9 @@ def _sync(
 ) -> SyncResult:
     scopes = [classify_scope(target) for _body, target in resources]
     if not resources or any(scope is None for scope in scopes):
-        return _stop(result, "unavailable", "provider_sync_target_scope_invalid", "repair_target_scope")
+        return _stop(
+            result, "unavailable", "provider_sync_target_scope_invalid", "repair_target_scope"
+        )
     first = scopes[0]
     assert first is not None
     result.visibility = first.visibility
@@ -151,7 +155,9 @@ def _sync(
     result.provider_preflight_performed = True
     result.provider_version = preflight.provider_version
     if not preflight.ok:
-        return _stop(result, "unavailable", preflight.reason_code or "provider_unavailable", "safe_to_retry")
+        return _stop(
+            result, "unavailable", preflight.reason_code or "provider_unavailable", "safe_to_retry"
+        )
     for body, target in resources:
         expected = stored_form(body)
         try:
@@ -159,13 +165,17 @@ def _sync(
             current = provider.read_exact(target, actor_peer_id=actor_peer_id, timeout=timeout)
         except ProviderError:
             status = "unavailable" if execute else "preflight_incomplete"
-            return _stop(result, status, "provider_sync_target_parent_unavailable", "repair_target_scope")
+            return _stop(
+                result, status, "provider_sync_target_parent_unavailable", "repair_target_scope"
+            )
         result.target_access_preflight_verified = True
         if not execute:
             continue
         if current is not None:
             if stored_form(current) != expected:
-                return _stop(result, "partial", "provider_sync_revision_conflict", "manual_reconcile")
+                return _stop(
+                    result, "partial", "provider_sync_revision_conflict", "manual_reconcile"
+                )
             result.completed_count += 1
             result.result_refs.append(target)
             continue
@@ -173,7 +183,9 @@ def _sync(
         if outcome is not None:
             return outcome
     if not execute:
-        return _stop(result, "preflight_ready", "execute_required_for_verified_write", "execute_required")
+        return _stop(
+            result, "preflight_ready", "execute_required_for_verified_write", "execute_required"
+        )
     return result
 
 
@@ -199,7 +211,9 @@ def _write_then_read(
     except ProviderError:
         # The write may have landed; only a later readback can tell.
         result.pending_count += 1
-        return _stop(result, "partial", "provider_sync_reconciliation_unavailable", "manual_reconcile")
+        return _stop(
+            result, "partial", "provider_sync_reconciliation_unavailable", "manual_reconcile"
+        )
     if readback is None:
         return _stop(result, "partial", write_reason, "safe_to_retry")
     if stored_form(readback) != expected:
@@ -276,7 +290,9 @@ def retrieve(
             continue
         if text is None or not _is_record_text(text):
             continue
-        retrieval.items.append(RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score))
+        retrieval.items.append(
+            RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score)
+        )
         if len(retrieval.items) >= max_results:
             break
     if retrieval.read_performed and not retrieval.items:

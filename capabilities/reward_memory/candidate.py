@@ -16,7 +16,9 @@ from capabilities.reward_memory.identities import activation_ref, candidate_ref
 EVENT_SCHEMA = "scoped_feedback_reward_memory_event_v0"
 CANDIDATE_SCHEMA = "reward_memory_candidate_v0"
 ADAPTER_SCHEMA = "scoped_feedback_reward_memory_candidate_adapter_v0"
-GUARD_RULE = "model_proposes_meaning_deterministic_guards_verify_scope_privacy_and_no_authority_expansion"
+GUARD_RULE = (
+    "model_proposes_meaning_deterministic_guards_verify_scope_privacy_and_no_authority_expansion"
+)
 REVIEW_SCHEMA = "reward_memory_candidate_review_v0"
 RECORD_SCHEMA = "reward_memory_active_record_v0"
 DECISIONS = ("accept", "edit", "no_write", "reject", "retire")
@@ -95,7 +97,9 @@ def normalise_event(value: object) -> dict[str, Any]:
         "revision_ref": v.optional_token(event.get("revision_ref"), "event.revision_ref"),
         "target_class": target_class,
         "content_summary": v.compact(event["content_summary"], 500, "event.content_summary"),
-        "experience": None if experience is None else normalise_experience(experience, "event.experience"),
+        "experience": None
+        if experience is None
+        else normalise_experience(experience, "event.experience"),
         "source": normalise_source(event["source"], "event.source"),
         "reasoning": {
             "summary": v.compact(reasoning["summary"], 500, "event.reasoning.summary"),
@@ -163,7 +167,9 @@ def candidate_guard_reasons(candidate: dict[str, Any], checkpoint: dict[str, Any
     return reasons
 
 
-def build_candidate(event: dict[str, Any], *, checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_candidate(
+    event: dict[str, Any], *, checkpoint: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Candidate packet for a normalised event (§7)."""
     scope: dict[str, Any] = {
         "workspace_ref": event["workspace_ref"],
@@ -232,13 +238,17 @@ def build_active_record(
     """The only document ever written to a provider (§9)."""
     record: dict[str, Any] = {
         "schema_version": RECORD_SCHEMA,
-        "activation_ref": activation_ref(corpus["corpus_id"], candidate["candidate_ref"], activated_at),
+        "activation_ref": activation_ref(
+            corpus["corpus_id"], candidate["candidate_ref"], activated_at
+        ),
         "activated_at": activated_at,
         "corpus_id": corpus["corpus_id"],
         "candidate_ref": candidate["candidate_ref"],
         "target_class": corpus["class_id"],
         "content_summary": candidate["content_summary"],
-        "experience_quality": experience_quality(candidate["target_class"], candidate.get("experience")),
+        "experience_quality": experience_quality(
+            candidate["target_class"], candidate.get("experience")
+        ),
         "scope": candidate["scope"],
         "source": candidate["source"],
         "review": review,
@@ -259,7 +269,9 @@ def build_active_record(
     return record
 
 
-def scoped_feedback_candidate(event: dict[str, Any], *, checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+def scoped_feedback_candidate(
+    event: dict[str, Any], *, checkpoint: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The scoped-feedback adapter's packet around the shared candidate (§6)."""
     return {
         "ok": True,

@@ -72,7 +72,9 @@ def ingest_event(args: argparse.Namespace) -> Result:
             v.fail("execute", "needs --goal-id and --agent-id", "usage_invalid")
         fixture = v.exact_keys(source, "input", _FIXTURE_KEYS)
         if fixture["adapter"] != "scoped_feedback":
-            v.fail("input.adapter", "is unsupported; routing is never inferred", "adapter_unsupported")
+            v.fail(
+                "input.adapter", "is unsupported; routing is never inferred", "adapter_unsupported"
+            )
         binding = v.mapping(fixture["provider_binding"], "input.provider_binding")
         receipt = ingest_scoped_event(
             fixture["event"],
@@ -90,7 +92,11 @@ def ingest_event(args: argparse.Namespace) -> Result:
     resolution = _resolve(args)
     status = resolution.status
     if not status["available"] or resolution.config is None:
-        v.fail("agent_id", f"has no available experiment ({status['status']})", "experiment_unavailable")
+        v.fail(
+            "agent_id",
+            f"has no available experiment ({status['status']})",
+            "experiment_unavailable",
+        )
     config = resolution.config
     event = v.mapping(route["event"], "input.event")
     surface = config["surfaces"].get(event.get("surface_id"))
@@ -122,8 +128,11 @@ def recall(args: argparse.Namespace) -> Result:
 
     resolution = _resolve(args)
     if not resolution.status["available"] or resolution.config is None:
-        v.fail("agent_id", f"has no available experiment ({resolution.status['status']})",
-               "experiment_unavailable")
+        v.fail(
+            "agent_id",
+            f"has no available experiment ({resolution.status['status']})",
+            "experiment_unavailable",
+        )
     observed_at = v.timestamp(args.observed_at, "observed_at") if args.observed_at else None
     result = run_automatic_recall(
         resolution,
@@ -164,7 +173,9 @@ def configure(args: argparse.Namespace) -> Result:
 
 def _common(parser: argparse.ArgumentParser, *, binding: bool = True) -> None:
     parser.add_argument(
-        "--format", choices=("json", "markdown"), default="json",
+        "--format",
+        choices=("json", "markdown"),
+        default="json",
         help="json: one compact document; markdown: tables for people",
     )
     if binding:
@@ -187,7 +198,8 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     )
     _common(ingest)
     ingest.add_argument(
-        "--input", required=True,
+        "--input",
+        required=True,
         help="with --goal-id/--agent-id: {event, observed_at[, adapter]}; without: a full "
         "fixture {adapter, event, corpus, standing_policy, provider_binding, observed_at} "
         "evaluated without writing",
@@ -207,7 +219,8 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     recall_parser.add_argument("--turn-key", help="revision ref of the request")
     recall_parser.add_argument("--observed-at", help="ISO 8601 timestamp (default: now)")
     recall_parser.add_argument(
-        "--show-guidance", action="store_true",
+        "--show-guidance",
+        action="store_true",
         help="print the recalled guidance text itself (private: do not paste publicly)",
     )
     recall_parser.set_defaults(handler=recall)

@@ -96,7 +96,9 @@ def normalise_corpus(value: object, field: str = "corpus") -> dict[str, Any]:
     if retirement_reason is not None or state == "retired":
         retirement_reason = v.token(retirement_reason, f"{field}.lifecycle.retirement_reason")
 
-    if v.boolean(privacy.get("raw_content_in_registry"), f"{field}.privacy.raw_content_in_registry"):
+    if v.boolean(
+        privacy.get("raw_content_in_registry"), f"{field}.privacy.raw_content_in_registry"
+    ):
         v.fail(f"{field}.privacy.raw_content_in_registry", "must be false")
 
     normal: dict[str, Any] = {
@@ -151,7 +153,9 @@ def normalise_corpus(value: object, field: str = "corpus") -> dict[str, Any]:
             ),
         },
         "privacy": {
-            "visibility": v.enum(privacy.get("visibility"), VISIBILITIES, f"{field}.privacy.visibility"),
+            "visibility": v.enum(
+                privacy.get("visibility"), VISIBILITIES, f"{field}.privacy.visibility"
+            ),
             "raw_content_in_registry": False,
         },
     }
@@ -187,7 +191,9 @@ def normalise_standing_policy(value: object, field: str = "standing_policy") -> 
     policy = v.exact_keys(value, field, _POLICY_KEYS)
     if policy["schema_version"] != POLICY_SCHEMA:
         v.fail(f"{field}.schema_version", f"must be {POLICY_SCHEMA}")
-    scope = v.exact_keys(policy["scope"], f"{field}.scope", _POLICY_SCOPE_KEYS, frozenset(IDENTITY_FIELDS))
+    scope = v.exact_keys(
+        policy["scope"], f"{field}.scope", _POLICY_SCOPE_KEYS, frozenset(IDENTITY_FIELDS)
+    )
     if v.boolean(policy["raw_content_captured"], f"{field}.raw_content_captured"):
         v.fail(f"{field}.raw_content_captured", "must be false")
     classes = _tokens(policy["allowed_target_classes"], f"{field}.allowed_target_classes", 1, 12)
@@ -236,7 +242,9 @@ def _check_policy_inside_corpus(policy: dict[str, Any], corpus: dict[str, Any], 
     if not set(policy["scope"]["surface_ids"]) <= set(corpus["scope"]["surface_ids"]):
         v.fail(f"{field}.standing_policy.scope.surface_ids", "must stay inside the corpus")
     if policy["allowed_target_classes"] != [corpus["class_id"]]:
-        v.fail(f"{field}.standing_policy.allowed_target_classes", "must be exactly the corpus class")
+        v.fail(
+            f"{field}.standing_policy.allowed_target_classes", "must be exactly the corpus class"
+        )
 
 
 def compatibility_signature(entry: dict[str, Any]) -> str:
@@ -260,7 +268,13 @@ def compatibility_signature(entry: dict[str, Any]) -> str:
 
 _BINDING_REQUIRED = frozenset({"provider_id", "namespace", "corpus_scopes"})
 _BINDING_OPTIONAL = frozenset(
-    {"timeout_seconds", "setup_hints", "provider_binary", "minimum_provider_version", "actor_peer_id"}
+    {
+        "timeout_seconds",
+        "setup_hints",
+        "provider_binary",
+        "minimum_provider_version",
+        "actor_peer_id",
+    }
 )
 
 
@@ -290,7 +304,9 @@ def _provider_binding(value: object) -> tuple[dict[str, Any], dict[str, str]]:
     if "actor_peer_id" in binding:
         normal["actor_peer_id"] = v.token(binding["actor_peer_id"], f"{field}.actor_peer_id")
     scopes: dict[str, str] = {}
-    for index, item in enumerate(v.listing(binding["corpus_scopes"], f"{field}.corpus_scopes", 1, 50)):
+    for index, item in enumerate(
+        v.listing(binding["corpus_scopes"], f"{field}.corpus_scopes", 1, 50)
+    ):
         where = f"{field}.corpus_scopes[{index}]"
         entry = v.exact_keys(item, where, frozenset({"corpus_id", "scope_ref"}))
         corpus = v.corpus_id(entry["corpus_id"], f"{where}.corpus_id")
@@ -300,7 +316,9 @@ def _provider_binding(value: object) -> tuple[dict[str, Any], dict[str, str]]:
     return normal, scopes
 
 
-_SURFACE_REQUIRED = frozenset({"surface_id", "adapter", "corpus_ids", "ingest_corpus_id", "recall_profile"})
+_SURFACE_REQUIRED = frozenset(
+    {"surface_id", "adapter", "corpus_ids", "ingest_corpus_id", "recall_profile"}
+)
 _PROFILE_KEYS = frozenset({"profile_id", "mode", "max_queries", "limit"})
 _DESTINATION_KEYS = frozenset({"destination_digest"})
 _DESTINATION_OPTIONAL = frozenset({"query_label", "required_candidate_refs"})
@@ -322,7 +340,9 @@ def _destinations(value: object, field: str) -> list[dict[str, Any]]:
         label = entry.get("query_label", "")
         if not isinstance(label, str) or len(label) > 120:
             v.fail(f"{where}.query_label", "must be a string of at most 120 characters")
-        refs = v.listing(entry.get("required_candidate_refs", []), f"{where}.required_candidate_refs", 0, 3)
+        refs = v.listing(
+            entry.get("required_candidate_refs", []), f"{where}.required_candidate_refs", 0, 3
+        )
         for ref in refs:
             if not isinstance(ref, str) or not ref.startswith("candidate:") or len(ref) > 100:
                 v.fail(f"{where}.required_candidate_refs", "must hold candidate refs")
@@ -342,7 +362,10 @@ def _surface(value: object, index: int, corpora: dict[str, Any]) -> dict[str, An
     optional = frozenset({"destinations"})
     surface = v.exact_keys(value, field, _SURFACE_REQUIRED, optional)
     surface_name = v.surface_id(surface["surface_id"], f"{field}.surface_id")
-    corpus_ids = v.listing(surface["corpus_ids"], f"{field}.corpus_ids", 1, 50)
+    corpus_ids = [
+        v.corpus_id(item, f"{field}.corpus_ids")
+        for item in v.listing(surface["corpus_ids"], f"{field}.corpus_ids", 1, 50)
+    ]
     for corpus in corpus_ids:
         if corpus not in corpora:
             v.fail(f"{field}.corpus_ids", "names an undeclared corpus")
@@ -361,7 +384,9 @@ def _surface(value: object, index: int, corpora: dict[str, Any]) -> dict[str, An
         "recall_profile": {
             "profile_id": profile_id,
             "mode": v.enum(profile["mode"], RECALL_MODES, f"{field}.recall_profile.mode"),
-            "max_queries": v.integer(profile["max_queries"], f"{field}.recall_profile.max_queries", 1, 3),
+            "max_queries": v.integer(
+                profile["max_queries"], f"{field}.recall_profile.max_queries", 1, 3
+            ),
             "limit": v.integer(profile["limit"], f"{field}.recall_profile.limit", 1, 8),
         },
     }
@@ -382,7 +407,10 @@ def _surface(value: object, index: int, corpora: dict[str, Any]) -> dict[str, An
 
 def _automation(value: object) -> tuple[dict[str, bool], dict[str, str]]:
     automation = v.exact_keys(
-        value, "automation", frozenset(), frozenset({"automatic_recall", "automatic_ingest", "fail_open"})
+        value,
+        "automation",
+        frozenset(),
+        frozenset({"automatic_recall", "automatic_ingest", "fail_open"}),
     )
     normal = {
         key: v.boolean(automation.get(key, True), f"automation.{key}")
@@ -391,14 +419,20 @@ def _automation(value: object) -> tuple[dict[str, bool], dict[str, str]]:
     if not normal["fail_open"]:
         v.fail("automation.fail_open", "false is not supported: reward memory always fails open")
     intent = {
-        "automatic_recall": "explicit" if "automatic_recall" in automation else "default_enabled_new_config",
-        "automatic_ingest": "explicit" if "automatic_ingest" in automation else "default_enabled_new_config",
+        "automatic_recall": "explicit"
+        if "automatic_recall" in automation
+        else "default_enabled_new_config",
+        "automatic_ingest": "explicit"
+        if "automatic_ingest" in automation
+        else "default_enabled_new_config",
         "fail_open": "explicit" if "fail_open" in automation else "default",
     }
     return normal, intent
 
 
-def _check_peer_binding(binding: dict[str, Any], scope_ref: str, corpus: dict[str, Any], field: str) -> None:
+def _check_peer_binding(
+    binding: dict[str, Any], scope_ref: str, corpus: dict[str, Any], field: str
+) -> None:
     scope = classify_scope(scope_ref)
     if scope is None:
         # viking://agent/... is an account-wide shared scope, never a memory root.
@@ -438,7 +472,15 @@ def normalise_config(document: object) -> dict[str, Any]:
         corpora[name] = {"corpus": corpus, "standing_policy": policy}
     if set(scopes) != set(corpora):
         v.fail("project_provider_binding.corpus_scopes", "must name exactly the declared corpora")
-    if len({(e["corpus"]["scope"]["workspace_ref"], e["corpus"]["scope"]["project_ref"]) for e in corpora.values()}) != 1:
+    if (
+        len(
+            {
+                (e["corpus"]["scope"]["workspace_ref"], e["corpus"]["scope"]["project_ref"])
+                for e in corpora.values()
+            }
+        )
+        != 1
+    ):
         v.fail("corpora", "must share one workspace_ref and project_ref")
     for name, entry in corpora.items():
         scope_ref = scopes[name]
@@ -487,7 +529,9 @@ def read_config_bytes(project: Path, config_path: str) -> bytes:
     """The raw config file of a Goal repository; the path must stay inside it."""
     relative = Path(config_path.strip())
     if relative.is_absolute() or ".." in relative.parts or not relative.parts:
-        v.fail("config_path", "must be a path relative to the Goal repository", "config_path_invalid")
+        v.fail(
+            "config_path", "must be a path relative to the Goal repository", "config_path_invalid"
+        )
     try:
         return (project / relative).read_bytes()
     except OSError:
@@ -508,7 +552,9 @@ def goal_agent_scope(config: dict[str, Any], goal_id: str, agent_id: str) -> dic
     """``reward_memory_goal_agent_scope_v1``: the private Goal/Agent binding rules (§2.1)."""
     goal = goal_id.strip() if isinstance(goal_id, str) else ""
     if not goal or "/" in goal:
-        v.fail("goal_id", "must be non-empty and contain no /", "goal_agent_provider_scope_mismatch")
+        v.fail(
+            "goal_id", "must be non-empty and contain no /", "goal_agent_provider_scope_mismatch"
+        )
     agent = v.normalise_agent_id(agent_id)
     peer = peer_token(goal, agent)
     private = 0
@@ -528,7 +574,9 @@ def goal_agent_scope(config: dict[str, Any], goal_id: str, agent_id: str) -> dic
         if corpus["scope"]["session_ref"] is not None:
             v.fail(f"{field}.scope.session_ref", "is not allowed on a private corpus", reason)
         if actor_peer_id != peer:
-            v.fail("project_provider_binding.actor_peer_id", "must be the canonical peer token", reason)
+            v.fail(
+                "project_provider_binding.actor_peer_id", "must be the canonical peer token", reason
+            )
         if scope is None or not scope.actor_bound or scope.peer != peer:
             v.fail(f"{field}.scope_ref", "must be bound to the Agent's peer", reason)
         if not has_goal_segment(scope, goal):
@@ -540,5 +588,5 @@ def goal_agent_scope(config: dict[str, Any], goal_id: str, agent_id: str) -> dic
         "isolation_mode": "goal_scoped_agent_private" if private else "explicit_shared",
         "private_corpus_count": private,
         "actor_binding_verified": bool(private),
-        "actor_peer_id": actor_peer_id if private else actor_peer_id,
+        "actor_peer_id": actor_peer_id,
     }

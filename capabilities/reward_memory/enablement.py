@@ -65,8 +65,12 @@ def _probe_corpus(
     nonce = secrets.token_hex(8)
     target = binding["scope_ref"].rstrip("/") + f"/turn-hooks-canary-{nonce}.json"
     body = json.dumps(
-        {"schema_version": PROBE_SCHEMA, "nonce": nonce, "observed_at": observed_at,
-         "recallable": False},
+        {
+            "schema_version": PROBE_SCHEMA,
+            "nonce": nonce,
+            "observed_at": observed_at,
+            "recallable": False,
+        },
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -144,6 +148,7 @@ def configure_binding(
         "raw_content_captured": False,
     }
     if clear:
+
         def disable(current: dict[str, Any]) -> None:
             binding = _shared_binding(current, goal_id)
             agents = [a for a in binding.get("enabled_agents") or [] if a != agent]
@@ -229,7 +234,10 @@ def configure_binding(
             enabled_agents=[*agents, agent],
         )
         receipts = binding.get("enablement_receipts")
-        binding["enablement_receipts"] = {**(receipts if isinstance(receipts, dict) else {}), agent: receipt}
+        binding["enablement_receipts"] = {
+            **(receipts if isinstance(receipts, dict) else {}),
+            agent: receipt,
+        }
 
     _locked_update(registry_path, commit)
     document["binding_committed"] = True

@@ -47,12 +47,16 @@ def normalise_experience(value: object, field: str = "experience") -> dict[str, 
     contract = v.exact_keys(value, field, _EXPERIENCE_KEYS)
     if contract["schema_version"] != EXPERIENCE_SCHEMA:
         v.fail(f"{field}.schema_version", f"must be {EXPERIENCE_SCHEMA}")
-    behaviour = v.exact_keys(contract["future_behavior"], f"{field}.future_behavior", _BEHAVIOUR_KEYS)
+    behaviour = v.exact_keys(
+        contract["future_behavior"], f"{field}.future_behavior", _BEHAVIOUR_KEYS
+    )
     refs = v.listing(contract["evidence_refs"], f"{field}.evidence_refs", 1, 8)
     return {
         "schema_version": EXPERIENCE_SCHEMA,
         "applicability": _compact_list(contract["applicability"], f"{field}.applicability"),
-        "observed_outcome": v.compact(contract["observed_outcome"], 500, f"{field}.observed_outcome"),
+        "observed_outcome": v.compact(
+            contract["observed_outcome"], 500, f"{field}.observed_outcome"
+        ),
         "attribution": v.compact(contract["attribution"], 500, f"{field}.attribution"),
         "future_behavior": {
             key: v.compact(behaviour[key], 500, f"{field}.future_behavior.{key}")
@@ -130,7 +134,8 @@ def parse_reflection(raw: object, field: str = "reward_memory_reflection_json") 
     if not isinstance(document, dict):
         v.fail(field, "must be a JSON object", "reflection_invalid")
     schema = document.get("schema_version")
-    allowed = {REFLECTION_V1: _REFLECTION_V1_KEYS, REFLECTION_V0: _REFLECTION_V0_KEYS}.get(schema)
+    versions = {REFLECTION_V1: _REFLECTION_V1_KEYS, REFLECTION_V0: _REFLECTION_V0_KEYS}
+    allowed = versions.get(schema) if isinstance(schema, str) else None
     if allowed is None:
         v.fail(f"{field}.schema_version", "is not a reflection schema", "reflection_invalid")
     if set(document) - allowed:
@@ -142,7 +147,9 @@ def parse_reflection(raw: object, field: str = "reward_memory_reflection_json") 
         v.fail(f"{field}.status", "must be eligible or no_evidence", "reflection_invalid")
     if schema == REFLECTION_V0:
         return Reflection(kind="legacy", raw_digest=digest)
-    return Reflection(kind="eligible", normalised=normalise_reflection(document, field), raw_digest=digest)
+    return Reflection(
+        kind="eligible", normalised=normalise_reflection(document, field), raw_digest=digest
+    )
 
 
 def normalise_reflection(document: dict[str, Any], field: str) -> dict[str, Any]:
@@ -162,8 +169,12 @@ def normalise_reflection(document: dict[str, Any], field: str) -> dict[str, Any]
         "schema_version": REFLECTION_V1,
         "status": "eligible",
         "surface_id": v.compact(document.get("surface_id"), 160, f"{field}.surface_id"),
-        "outcome_kind": v.enum(document.get("outcome_kind"), tuple(SOURCE_KINDS), f"{field}.outcome_kind"),
-        "content_summary": v.compact(document.get("content_summary"), 500, f"{field}.content_summary"),
+        "outcome_kind": v.enum(
+            document.get("outcome_kind"), tuple(SOURCE_KINDS), f"{field}.outcome_kind"
+        ),
+        "content_summary": v.compact(
+            document.get("content_summary"), 500, f"{field}.content_summary"
+        ),
         "reasoning_summary": v.compact(
             document.get("reasoning_summary"), 500, f"{field}.reasoning_summary"
         ),
@@ -176,7 +187,9 @@ def normalise_reflection(document: dict[str, Any], field: str) -> dict[str, Any]
 _ATTESTATION_KEYS = frozenset({"schema_version", "status", "reflection_digest", "evidence_refs"})
 
 
-def parse_attestation(stdout: str, raw_digest: str, evidence_refs: list[str]) -> dict[str, Any] | None:
+def parse_attestation(
+    stdout: str, raw_digest: str, evidence_refs: list[str]
+) -> dict[str, Any] | None:
     """The attestation a validator printed, if it is exactly one for this reflection (§13.3)."""
     text = stdout.strip()
     if not text or len(text.encode("utf-8")) > MAX_ATTESTATION_BYTES:

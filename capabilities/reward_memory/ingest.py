@@ -145,7 +145,9 @@ def _verification_recall(
     return execute_recall(packet, provider_binding=binding, provider=provider)
 
 
-def _base_receipt(candidate_packet: dict[str, Any], corpus: dict[str, Any], policy: dict[str, Any]) -> dict[str, Any]:
+def _base_receipt(
+    candidate_packet: dict[str, Any], corpus: dict[str, Any], policy: dict[str, Any]
+) -> dict[str, Any]:
     candidate = candidate_packet["candidate"]
     quality = candidate_packet["guard"]["experience_quality"]
     return {
@@ -234,12 +236,24 @@ def ingest_candidate(
         return receipt
     if result.status != "completed" or target not in result.result_refs:
         receipt["status"] = (
-            "committed_pending" if result.status in PENDING_SYNC_STATUSES else "provider_unavailable"
+            "committed_pending"
+            if result.status in PENDING_SYNC_STATUSES
+            else "provider_unavailable"
         )
         receipt["reason_codes"] = [result.reason_code or "provider_sync_unverified"]
         return receipt
     receipt["deduplicated"] = result.write_count == 0
-    return _verify(receipt, record, body, target, corpus, standing_policy, provider_binding, provider, observed_at)
+    return _verify(
+        receipt,
+        record,
+        body,
+        target,
+        corpus,
+        standing_policy,
+        provider_binding,
+        provider,
+        observed_at,
+    )
 
 
 def _verify(

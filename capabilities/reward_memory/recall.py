@@ -35,7 +35,15 @@ QUERY_KINDS = ("business_recall", "ingest_verification")
 RECORD_SCHEMA = "reward_memory_active_record_v0"
 
 _REQUEST_REQUIRED = frozenset(
-    {"workspace_ref", "project_ref", "surface_id", "mode", "queries", "observed_at", "conflict_state"}
+    {
+        "workspace_ref",
+        "project_ref",
+        "surface_id",
+        "mode",
+        "queries",
+        "observed_at",
+        "conflict_state",
+    }
 )
 _CHECKPOINT_REQUIRED = frozenset(
     {"verified", "corpus_id", "workspace_ref", "project_ref", "surface_id", "read_authority"}
@@ -55,7 +63,9 @@ def _queries(value: object, mode: str) -> list[dict[str, str]]:
                 500,
                 "request.queries[].query",
             ),
-            "query_summary": v.compact(item["query_summary"], 220, "request.queries[].query_summary"),
+            "query_summary": v.compact(
+                item["query_summary"], 220, "request.queries[].query_summary"
+            ),
         }
         for item in items
     ]
@@ -80,7 +90,9 @@ def _checkpoint(value: object, corpus: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(value, dict) or not _CHECKPOINT_REQUIRED <= set(value):
         v.fail("read_authority_checkpoint", "is invalid", "read_authority_checkpoint_invalid")
     if not isinstance(value["verified"], bool):
-        v.fail("read_authority_checkpoint.verified", "is invalid", "read_authority_checkpoint_invalid")
+        v.fail(
+            "read_authority_checkpoint.verified", "is invalid", "read_authority_checkpoint_invalid"
+        )
     normal: dict[str, Any] = {"verified": value["verified"]}
     for key in _CHECKPOINT_KEYS:
         normal[key] = value[key]
@@ -166,7 +178,10 @@ def _guard_reasons(
         age = freshness.get("age_seconds")
         if age is None or age > corpus["freshness"]["max_age_seconds"]:
             reasons.append("source_age_exceeded")
-    if mode == "revision_bound" and request["revision_ref"] != corpus["freshness"]["source_revision"]:
+    if (
+        mode == "revision_bound"
+        and request["revision_ref"] != corpus["freshness"]["source_revision"]
+    ):
         reasons.append("request_revision_mismatch")
     for key in IDENTITY_FIELDS:
         if scope[key] is not None and request.get(key) != scope[key]:
@@ -247,7 +262,9 @@ def _legacy_maintenance(refs: list[str]) -> dict[str, Any]:
         "record_refs": sorted(refs),
         "allowed_actions": ["migrate", "retire"] if found else [],
         "migration_path": "ingest_validated_replacement_then_retire_legacy" if found else None,
-        "retirement_path": "declared_retirement_authority_write_then_exact_readback" if found else None,
+        "retirement_path": "declared_retirement_authority_write_then_exact_readback"
+        if found
+        else None,
         "write_authority_required": True,
         "provider_write_performed": False,
         "exact_readback_verified": False,
@@ -393,7 +410,9 @@ def execute_recall(
             if reason is not None:
                 filtered[reason] = filtered.get(reason, 0) + 1
                 if reason == "legacy_contract_missing":
-                    legacy.append(provider_ref(provider_binding["provider_id"], namespace, item.uri))
+                    legacy.append(
+                        provider_ref(provider_binding["provider_id"], namespace, item.uri)
+                    )
                 continue
             assert record is not None and quality is not None
             if record["candidate_ref"] in seen_candidates or len(session.items) >= limit:
@@ -408,7 +427,11 @@ def execute_recall(
     if session.items:
         packet.update(status="completed", reason_code=None)
     else:
-        cause = "all_provider_items_filtered" if packet["provider_item_count"] else "provider_returned_no_items"
+        cause = (
+            "all_provider_items_filtered"
+            if packet["provider_item_count"]
+            else "provider_returned_no_items"
+        )
         packet.update(
             status="empty", reason_code="no_active_exact_corpus_results", empty_cause=cause
         )

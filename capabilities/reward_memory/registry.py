@@ -164,7 +164,12 @@ def repair_plan(goal_id: str, agent_id: str) -> dict[str, Any]:
 
 
 def _receipt_verified(
-    receipt: dict[str, Any], goal_id: str, agent: str, digest: str, config: dict[str, Any], scope: dict[str, Any]
+    receipt: dict[str, Any],
+    goal_id: str,
+    agent: str,
+    digest: str,
+    config: dict[str, Any],
+    scope: dict[str, Any],
 ) -> bool:
     private = scope["isolation_mode"] == "goal_scoped_agent_private"
     return (
@@ -211,7 +216,9 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     if "binding_revision" in binding:
         status["binding_revision"] = binding["binding_revision"]
 
-    def stop(name: str, reason: str | None = None, route: str | None = None, **extra: Any) -> Resolution:
+    def stop(
+        name: str, reason: str | None = None, route: str | None = None, **extra: Any
+    ) -> Resolution:
         status["status"] = name
         status["available"] = False
         if reason is not None:
@@ -247,7 +254,11 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     receipts = binding.get("enablement_receipts")
     receipt = receipts.get(agent) if isinstance(receipts, dict) else None
     receipt = receipt if isinstance(receipt, dict) else None
-    if receipt is None or binding.get("config_digest") != digest or receipt.get("config_digest") != digest:
+    if (
+        receipt is None
+        or binding.get("config_digest") != digest
+        or receipt.get("config_digest") != digest
+    ):
         return stop(
             "enablement_stale",
             "config_digest_missing_or_drifted",

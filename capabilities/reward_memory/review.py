@@ -6,14 +6,28 @@ import copy
 from typing import Any
 
 from capabilities.reward_memory import values as v
-from capabilities.reward_memory.candidate import CANDIDATE_SCHEMA, DECISIONS, REVIEW_SCHEMA, _identity
+from capabilities.reward_memory.candidate import (
+    CANDIDATE_SCHEMA,
+    DECISIONS,
+    REVIEW_SCHEMA,
+    _identity,
+)
 from capabilities.reward_memory.identities import candidate_ref
 
 PERSIST = "caller_uses_declared_corpus_write_authority_then_readback"
 _REVIEW_KEYS = frozenset({"decision", "reviewer_ref", "review_ref", "reasoning_summary"})
-_RETIRED = {"reject": "rejected_in_review", "retire": "reviewed_retirement", "no_write": "no_write_rationale"}
-_STATUS = {"accept": "active", "edit": "review_ready", "reject": "rejected", "retire": "retired",
-           "no_write": "no_write"}
+_RETIRED = {
+    "reject": "rejected_in_review",
+    "retire": "reviewed_retirement",
+    "no_write": "no_write_rationale",
+}
+_STATUS = {
+    "accept": "active",
+    "edit": "review_ready",
+    "reject": "rejected",
+    "retire": "retired",
+    "no_write": "no_write",
+}
 
 
 def _subject(value: object) -> tuple[dict[str, Any], bool]:
@@ -41,12 +55,19 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
     reviewed = {
         "reviewer_ref": v.token(decision_input["reviewer_ref"], "review.reviewer_ref"),
         "review_ref": v.token(decision_input["review_ref"], "review.review_ref"),
-        "reasoning_summary": v.compact(decision_input["reasoning_summary"], 500, "review.reasoning_summary"),
+        "reasoning_summary": v.compact(
+            decision_input["reasoning_summary"], 500, "review.reasoning_summary"
+        ),
     }
-    lifecycle = record.get("lifecycle") if isinstance(record.get("lifecycle"), dict) else {}
+    raw_lifecycle = record.get("lifecycle")
+    lifecycle: dict[str, Any] = raw_lifecycle if isinstance(raw_lifecycle, dict) else {}
     state = lifecycle.get("state")
     if requested == "retire" and state != "active":
-        v.fail("review.decision", "retire requires an active reviewed record", "review_precondition_failed")
+        v.fail(
+            "review.decision",
+            "retire requires an active reviewed record",
+            "review_precondition_failed",
+        )
     if requested != "retire" and state != "candidate":
         v.fail("review.decision", f"{requested} requires a candidate", "review_precondition_failed")
     effective = requested
@@ -58,15 +79,20 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
     elif effective == "accept":
         record["lifecycle"] = {"state": "active", "supersedes_refs": supersedes}
     elif effective == "edit":
-        summary = v.compact(decision_input.get("edited_content_summary"), 500, "review.edited_content_summary")
+        summary = v.compact(
+            decision_input.get("edited_content_summary"), 500, "review.edited_content_summary"
+        )
         old_ref = record["candidate_ref"]
         record["content_summary"] = summary
         record["lifecycle"] = {"state": "candidate", "supersedes_refs": [old_ref]}
         record.pop("candidate_ref")
         record["candidate_ref"] = candidate_ref(_identity(record))
     else:
-        record["lifecycle"] = {"state": "retired", "supersedes_refs": supersedes,
-                               "retired_reason": _RETIRED[effective]}
+        record["lifecycle"] = {
+            "state": "retired",
+            "supersedes_refs": supersedes,
+            "retired_reason": _RETIRED[effective],
+        }
     if "expires_at" in lifecycle and effective in {"accept", "retire"}:
         record["lifecycle"]["expires_at"] = lifecycle["expires_at"]
     status = "guard_blocked" if effective != requested else _STATUS[effective]

@@ -44,7 +44,9 @@ def apply_recall(
     """Run the caller's applier over one recall; fail open to ``base_output`` (§12)."""
     status = session.packet.get("status")
 
-    def wrap(outcome: str, output: Any, uris: list[str], summary: str, verified: bool) -> dict[str, Any]:
+    def wrap(
+        outcome: str, output: Any, uris: list[str], summary: str, verified: bool
+    ) -> dict[str, Any]:
         receipt = application_receipt(
             session,
             application_id=application_id,
@@ -67,7 +69,11 @@ def apply_recall(
         return wrap("not_available", base_output, [], f"recall_{status or 'invalid'}", False)
     if apply_memory is None:
         return wrap(
-            "available_not_applied", base_output, [], "model_application_callback_not_supplied", False
+            "available_not_applied",
+            base_output,
+            [],
+            "model_application_callback_not_supplied",
+            False,
         )
     try:
         decision = apply_memory(base_output, tuple(session.items))
@@ -157,22 +163,29 @@ def run_recall_hook(
     }
     result = RecallHookResult(document=document)
     if not config["automation"]["automatic_recall"]:
-        document.update(reason_code="automatic_recall_explicitly_disabled", telemetry=_telemetry(None, 0, 0))
+        document.update(
+            reason_code="automatic_recall_explicitly_disabled", telemetry=_telemetry(None, 0, 0)
+        )
         return result
     surface = config["surfaces"].get(surface_id)
-    profile = surface["recall_profile"] if surface else None
-    if (
-        surface is None
-        or not 1 <= len(queries) <= profile["max_queries"]
-        or (profile["mode"] == "function_boundary" and len(queries) != 1)
+    if surface is None:
+        document.update(
+            status="guard_rejected",
+            reason_code="surface_profile_or_query_invalid",
+            telemetry=_telemetry(None, 0, 0),
+        )
+        return result
+    profile = surface["recall_profile"]
+    telemetry = _telemetry(profile, len(surface["corpus_ids"]), len(queries))
+    if not 1 <= len(queries) <= profile["max_queries"] or (
+        profile["mode"] == "function_boundary" and len(queries) != 1
     ):
         document.update(
             status="guard_rejected",
             reason_code="surface_profile_or_query_invalid",
-            telemetry=_telemetry(profile if surface else None, len(surface["corpus_ids"]) if surface else 0, len(queries) if surface else 0),
+            telemetry=telemetry,
         )
         return result
-    telemetry = _telemetry(profile, len(surface["corpus_ids"]), len(queries))
     document["telemetry"] = telemetry
     attempts: list[dict[str, Any]] = []
     request: dict[str, Any] = {
@@ -194,7 +207,9 @@ def run_recall_hook(
         entry = config["corpora"][corpus_id]
         try:
             packet = build_recall_request(
-                entry["corpus"], request, read_authority_checkpoint=read_authority_checkpoints.get(corpus_id)
+                entry["corpus"],
+                request,
+                read_authority_checkpoint=read_authority_checkpoints.get(corpus_id),
             )
         except v.RewardMemoryInputError as exc:
             document.update(
@@ -205,7 +220,9 @@ def run_recall_hook(
             )
             return result
         session = execute_recall(
-            packet, provider_binding=entry["provider_binding"], provider=provider_for(entry["provider_binding"])
+            packet,
+            provider_binding=entry["provider_binding"],
+            provider=provider_for(entry["provider_binding"]),
         )
         telemetry["attempted_corpus_count"] += 1
         telemetry["provider_call_count"] += session.packet["provider_call_count"]

@@ -31,8 +31,12 @@ def run_python(body: str, request: Any) -> Any:
     """Run ``body`` in the oracle interpreter; it must print one JSON document."""
     result = subprocess.run(
         [str(ORACLE_PYTHON), "-c", PRELUDE + body],
-        input=json.dumps(request), capture_output=True, text=True, env=oracle_env(),
-        check=False, timeout=120,
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=oracle_env(),
+        check=False,
+        timeout=120,
     )
     if result.returncode != 0:
         raise RuntimeError(f"oracle failed: {result.stderr[-2000:]}")
@@ -42,7 +46,11 @@ def run_python(body: str, request: Any) -> Any:
 def run_cli(*args: str) -> tuple[int, Any]:
     """Run the oracle CLI; return its exit code and parsed JSON output."""
     result = subprocess.run(
-        [str(ORACLE_CLI), *args], capture_output=True, text=True, env=oracle_env(),
-        check=False, timeout=120,
+        [str(ORACLE_CLI), *args],
+        capture_output=True,
+        text=True,
+        env=oracle_env(),
+        check=False,
+        timeout=120,
     )
     return result.returncode, json.loads(result.stdout)

@@ -4,7 +4,7 @@ It is our own small test double, written against the oracle's provider dataclass
 so the oracle's ingest and recall can run deterministically without the `ov` CLI.
 """
 
-MEM_PROVIDER = '''
+MEM_PROVIDER = """
 from loopx.capabilities.context_providers.base import (
     ContextProviderItem, ContextProviderRetrieval, ContextProviderSync)
 
@@ -50,4 +50,4 @@ class MemProvider:
             status="completed", query_summary=query_summary, observed_at=observed_at,
             search_performed=True, read_performed=bool(items), items=items[:max_results],
             requested_limit=max_results)
-'''
+"""

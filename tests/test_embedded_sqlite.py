@@ -1,0 +1,176 @@
+"""The embedded provider: a real SQLite file with FTS5 (providers.md §2)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from capabilities.providers.base import ProviderPermissionError, ProviderScopeError
+from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider, _operational_reason
+
+USER = "viking://user/alice"
+A = f"{USER}/peers/peer-a/memories/goals/g/experience"
+B = f"{USER}/peers/peer-b/memories/goals/g/experience"
+SHARED = f"{USER}/memories/shared"
+
+
+@pytest.fixture
+def store(tmp_path):
+    return EmbeddedSqliteProvider(tmp_path / "local" / "memory.sqlite3")
+
+
+def test_preflight_creates_a_private_database(store):
+    result = store.preflight(timeout=5)
+    assert result.ok and result.provider_version.startswith("sqlite-")
+    assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(store.path.parent).st_mode) == 0o700
+    with sqlite3.connect(store.path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert connection.execute("SELECT value FROM meta").fetchone()[0] == "turn_hooks_sqlite_v1"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":"é — 目标"}', "  leading and trailing  ", "line1\r\nline2\n", "x" * 100_000],
+)
+def test_reads_return_exactly_the_bytes_written(store, text):
+    store.write(f"{A}/r.json", text, actor_peer_id="peer-a", timeout=5)
+    assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) == text
+
+
+def test_absent_is_none_and_upsert_replaces(store):
+    assert store.read_exact(f"{A}/none.json", actor_peer_id="peer-a", timeout=5) is None
+    store.write(f"{A}/r.json", "one", actor_peer_id="peer-a", timeout=5)
+    store.write(f"{A}/r.json", "two", actor_peer_id="peer-a", timeout=5)
+    assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) == "two"
+    assert store.list(A, limit=10, actor_peer_id="peer-a", timeout=5) == [f"{A}/r.json"]
+
+
+def test_peer_partitions_are_separate(store):
+    store.write(
+        f"{A}/a.json", '{"content_summary":"alpha secret plan"}', actor_peer_id="peer-a", timeout=5
+    )
+    store.write(f"{B}/b.json", '{"content_summary":"beta plan"}', actor_peer_id="peer-b", timeout=5)
+    store.write(
+        f"{SHARED}/s.json", '{"content_summary":"shared plan"}', actor_peer_id=None, timeout=5
+    )
+    with pytest.raises(ProviderPermissionError):
+        store.read_exact(f"{A}/a.json", actor_peer_id="peer-b", timeout=5)
+    with pytest.raises(ProviderPermissionError):
+        store.write(f"{A}/x.json", "intrude", actor_peer_id="peer-b", timeout=5)
+    with pytest.raises(ProviderPermissionError):
+        store.search(A, "plan", limit=5, actor_peer_id="peer-b", timeout=5)
+    with pytest.raises(ProviderPermissionError):
+        store.list(A, limit=5, actor_peer_id="peer-b", timeout=5)
+    with pytest.raises(ProviderPermissionError):
+        store.delete(f"{A}/a.json", actor_peer_id="peer-b", timeout=5)
+    own = store.search(B, "plan", limit=10, actor_peer_id="peer-b", timeout=5)
+    assert [hit.uri for hit in own] == [f"{B}/b.json"]
+    shared = store.search(SHARED, "plan", limit=10, actor_peer_id="peer-b", timeout=5)
+    assert [hit.uri for hit in shared] == [f"{SHARED}/s.json"], "user memories stay visible"
+    with pytest.raises(ProviderScopeError):
+        store.search(f"{USER}/peers", "plan", limit=10, actor_peer_id="peer-b", timeout=5)
+
+
+def test_search_is_strictly_below_the_scope_and_literal(store):
+    store.write(
+        f"{A}/x_1.json",
+        '{"content_summary":"focused tests first"}',
+        actor_peer_id="peer-a",
+        timeout=5,
+    )
+    store.write(
+        f"{A}2/y.json",
+        '{"content_summary":"focused tests first"}',
+        actor_peer_id="peer-a",
+        timeout=5,
+    )
+    hits = store.search(A, "focused", limit=5, actor_peer_id="peer-a", timeout=5)
+    assert [hit.uri for hit in hits] == [f"{A}/x_1.json"]
+    assert hits[0].summary == "focused tests first"
+    assert (
+        store.search(
+            A.replace("experience", "exp%"), "focused", limit=5, actor_peer_id="peer-a", timeout=5
+        )
+        == []
+    )
+    for hostile in ('" OR 1', "NEAR(a b)", "*", "focused) OR (x", ""):
+        store.search(A, hostile, limit=5, actor_peer_id="peer-a", timeout=5)
+
+
+def test_search_ranks_better_matches_first(store):
+    store.write(f"{A}/weak.json", '{"content_summary":"tests"}', actor_peer_id="peer-a", timeout=5)
+    store.write(
+        f"{A}/strong.json",
+        '{"content_summary":"focused module tests first"}',
+        actor_peer_id="peer-a",
+        timeout=5,
+    )
+    hits = store.search(A, "focused module tests", limit=5, actor_peer_id="peer-a", timeout=5)
+    assert hits[0].uri == f"{A}/strong.json" and hits[0].score >= hits[1].score
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["viking://agent/shared/memories/x.json", "http://x/y", "viking://user/a/peers/../memories/x"],
+)
+def test_unaccepted_scopes_are_rejected(store, uri):
+    with pytest.raises(ProviderScopeError):
+        store.write(uri, "x", actor_peer_id=None, timeout=5)
+
+
+def test_delete(store):
+    store.write(f"{A}/r.json", "x", actor_peer_id="peer-a", timeout=5)
+    assert store.delete(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) is True
+    assert store.delete(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) is False
+    assert store.search(A, "x", limit=5, actor_peer_id="peer-a", timeout=5) == []
+
+
+def test_unopenable_database_is_unavailable(tmp_path):
+    (tmp_path / "dir.sqlite3").mkdir()
+    store = EmbeddedSqliteProvider(tmp_path / "dir.sqlite3")
+    result = store.preflight(timeout=1)
+    assert result.ok is False and result.reason_code
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("no such module: fts5", "embedded_fts5_unavailable"),
+        ("database is locked", "embedded_store_busy"),
+        ("disk I/O error", "embedded_store_failed"),
+    ],
+)
+def test_operational_errors_map_to_reason_codes(message, reason):
+    assert _operational_reason(sqlite3.OperationalError(message)) == reason
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+    store = EmbeddedSqliteProvider(sys.argv[1])
+    for i in range(20):
+        uri = f"viking://user/alice/peers/p/memories/w{sys.argv[2]}-{i}.json"
+        store.write(uri, '{"content_summary":"row"}', actor_peer_id="p", timeout=30)
+    """
+)
+
+
+@pytest.mark.slow
+def test_concurrent_writers_lose_nothing(store):
+    store.preflight(timeout=5)
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), str(n)]) for n in range(4)
+    ]
+    assert [w.wait(timeout=120) for w in workers] == [0] * 4
+    rows = store.list(
+        "viking://user/alice/peers/p/memories", limit=1000, actor_peer_id="p", timeout=5
+    )
+    assert len(rows) == 80

@@ -1,0 +1,298 @@
+"""`turn-hooks reward-memory ...` end to end on the embedded store."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures import f1
+from public_safety import public_safety_violations
+
+from hosts import cli
+
+
+@pytest.fixture
+def goal(tmp_path):
+    """An embedded-store Goal whose Agent is registered but not yet enabled."""
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    document = json.loads(registry.read_text())
+    binding = document["goals"][0]["control_plane"]["reward_memory"]
+    binding.update(enabled=False, enabled_agents=[])
+    binding.pop("enablement_receipts")
+    registry.write_text(json.dumps(document))
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"event": f1.event(), "observed_at": f1.OBSERVED_AT}))
+    return {
+        "registry": str(registry),
+        "event": str(event),
+        "repo": tmp_path / "repo",
+        "root": tmp_path,
+    }
+
+
+def run(capsys, *argv, private=False):
+    code = cli.main(list(argv))
+    out = capsys.readouterr().out
+    document = json.loads(out)
+    if not private:
+        problems = public_safety_violations(document, raw_texts=(f1.REFLECTION["content_summary"],))
+        assert not problems, problems
+    return code, document
+
+
+def binding(goal, *more):
+    return ("--registry", goal["registry"], "--goal-id", f1.GOAL, "--agent-id", f1.AGENT, *more)
+
+
+def test_configure_ingest_recall_loop(capsys, goal):
+    code, status = run(capsys, "reward-memory", "experiment-status", *binding(goal))
+    assert (code, status["status"]) == (0, "disabled")
+
+    code, preview = run(
+        capsys, "reward-memory", "configure", *binding(goal), "--config", f1.CONFIG_PATH
+    )
+    assert (code, preview["status"], preview["binding_committed"]) == (0, "preflight_ready", False)
+    registry = json.loads(Path(goal["registry"]).read_text())
+    assert registry["goals"][0]["control_plane"]["reward_memory"]["enabled"] is False, (
+        "preview never commits"
+    )
+
+    code, configured = run(
+        capsys,
+        "reward-memory",
+        "configure",
+        *binding(goal),
+        "--config",
+        f1.CONFIG_PATH,
+        "--execute",
+    )
+    assert (configured["status"], configured["binding_committed"]) == ("verified", True)
+    assert configured["experiment"]["status"] == "available"
+    assert configured["corpora"][0]["canary_written"] is True
+
+    code, first = run(
+        capsys,
+        "reward-memory",
+        "ingest-event",
+        *binding(goal),
+        "--input",
+        goal["event"],
+        "--execute",
+    )
+    assert (code, first["status"], first["exact_readback_verified"]) == (0, "activated", True)
+    assert first["experiment"]["status"] == "available"
+    code, second = run(
+        capsys,
+        "reward-memory",
+        "ingest-event",
+        *binding(goal),
+        "--input",
+        goal["event"],
+        "--execute",
+    )
+    assert (second["status"], second["deduplicated"]) == ("activated", True)
+
+    code, recalled = run(
+        capsys, "reward-memory", "recall", *binding(goal), "--query", "focused test module"
+    )
+    assert (code, recalled["status"]) == (0, "applied")
+    assert recalled["output"]["guidance"] == [
+        {"candidate_ref": "candidate:6916d2a6fb7a59fefa81", "target_class": "procedural_experience"}
+    ]
+    code, private = run(
+        capsys,
+        "reward-memory",
+        "recall",
+        *binding(goal),
+        "--query",
+        "focused test module",
+        "--show-guidance",
+        private=True,
+    )
+    assert private["output"]["guidance"][0]["content_summary"] == f1.REFLECTION["content_summary"]
+
+    database = goal["repo"] / ".local" / "turn-hooks" / "memory.sqlite3"
+    assert stat.S_IMODE(os.stat(database).st_mode) == 0o600
+
+    code, cleared = run(capsys, "reward-memory", "configure", *binding(goal), "--clear")
+    assert (cleared["status"], cleared["experiment"]["status"]) == ("cleared", "disabled")
+
+
+def test_changed_config_makes_the_binding_stale(capsys, goal):
+    run(
+        capsys,
+        "reward-memory",
+        "configure",
+        *binding(goal),
+        "--config",
+        f1.CONFIG_PATH,
+        "--execute",
+    )
+    config = goal["repo"] / f1.CONFIG_PATH
+    config.write_text(config.read_text() + "\n")
+    code, status = run(capsys, "reward-memory", "experiment-status", *binding(goal))
+    assert (status["status"], status["reason_code"]) == (
+        "enablement_stale",
+        "config_digest_missing_or_drifted",
+    )
+    code, refused = run(
+        capsys,
+        "reward-memory",
+        "ingest-event",
+        *binding(goal),
+        "--input",
+        goal["event"],
+        "--execute",
+    )
+    assert (code, refused["reason_code"]) == (2, "experiment_unavailable")
+
+
+def test_dry_run_ingest_writes_nothing(capsys, goal):
+    run(
+        capsys,
+        "reward-memory",
+        "configure",
+        *binding(goal),
+        "--config",
+        f1.CONFIG_PATH,
+        "--execute",
+    )
+    code, receipt = run(
+        capsys, "reward-memory", "ingest-event", *binding(goal), "--input", goal["event"]
+    )
+    assert (code, receipt["status"]) == (0, "preflight_ready")
+    code, recalled = run(capsys, "reward-memory", "recall", *binding(goal), "--query", "focused")
+    assert recalled["status"] == "not_available"
+
+
+def test_full_fixture_form_never_writes(capsys, goal, monkeypatch):
+    from capabilities.reward_memory.config import normalise_config
+
+    entry = normalise_config(f1.config("embedded_sqlite"))["corpora"]["experience"]
+    fixture = goal["root"] / "fixture.json"
+    fixture.write_text(
+        json.dumps(
+            {
+                "adapter": "scoped_feedback",
+                "event": f1.event(),
+                "corpus": f1.corpus("embedded_sqlite"),
+                "standing_policy": f1.standing_policy(),
+                "provider_binding": entry["provider_binding"],
+                "observed_at": f1.OBSERVED_AT,
+            }
+        )
+    )
+    monkeypatch.setenv("TURN_HOOKS_SQLITE_PATH", str(goal["root"] / "fixture.sqlite3"))
+    code, receipt = run(capsys, "reward-memory", "ingest-event", "--input", str(fixture))
+    assert (code, receipt["status"]) == (0, "preflight_ready")
+    assert receipt["candidate_ref"] == "candidate:6916d2a6fb7a59fefa81"
+    code, error = run(capsys, "reward-memory", "ingest-event", "--input", str(fixture), "--execute")
+    assert (code, error["status"]) == (2, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (
+            ("reward-memory", "experiment-status", "--goal-id", "g", "--agent-id", "a"),
+            "registry_missing",
+        ),
+        (
+            ("reward-memory", "ingest-event", "--input", "/nonexistent/file.json"),
+            "input_unreadable",
+        ),
+        (("reward-memory", "nope"), "usage_invalid"),
+    ],
+)
+def test_bad_invocations_are_json_errors_with_exit_2(capsys, argv, reason):
+    code, error = run(capsys, *argv)
+    assert (code, error["reason_code"]) == (2, reason)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{",
+        "[]",
+        json.dumps({"event": f1.event()}),
+        json.dumps({"event": f1.event(), "observed_at": f1.OBSERVED_AT, "adapter": "other"}),
+        json.dumps(
+            {
+                "event": {**f1.event(), "surface_id": "unknown.surface"},
+                "observed_at": f1.OBSERVED_AT,
+            }
+        ),
+        json.dumps({"event": f1.event(), "observed_at": "yesterday"}),
+        json.dumps(
+            {
+                "event": {**f1.event(), "content_summary": "see /home/me/notes"},
+                "observed_at": f1.OBSERVED_AT,
+            }
+        ),
+    ],
+)
+def test_bad_events_write_nothing(capsys, goal, payload):
+    run(
+        capsys,
+        "reward-memory",
+        "configure",
+        *binding(goal),
+        "--config",
+        f1.CONFIG_PATH,
+        "--execute",
+    )
+    database = goal["repo"] / ".local" / "turn-hooks" / "memory.sqlite3"
+    before = database.read_bytes()
+    bad = goal["root"] / "bad.json"
+    bad.write_text(payload)
+    code, error = run(
+        capsys, "reward-memory", "ingest-event", *binding(goal), "--input", str(bad), "--execute"
+    )
+    assert (code, error["ok"], error["status"]) == (2, False, "invalid_request")
+    assert database.read_bytes() == before
+
+
+def test_unregistered_agent_cannot_configure(capsys, goal):
+    code, error = run(
+        capsys,
+        "reward-memory",
+        "configure",
+        "--registry",
+        goal["registry"],
+        "--goal-id",
+        f1.GOAL,
+        "--agent-id",
+        "stranger",
+        "--config",
+        f1.CONFIG_PATH,
+    )
+    assert (code, error["reason_code"]) == (2, "agent_not_registered")
+
+
+def test_registry_from_the_environment(capsys, goal, monkeypatch):
+    monkeypatch.setenv("TURN_HOOKS_REGISTRY", goal["registry"])
+    code, status = run(
+        capsys, "reward-memory", "experiment-status", "--goal-id", f1.GOAL, "--agent-id", f1.AGENT
+    )
+    assert (code, status["status"]) == (0, "disabled")
+
+
+def test_markdown_receipt(capsys, goal):
+    assert (
+        cli.main(["reward-memory", "experiment-status", *binding(goal), "--format", "markdown"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert out.startswith("## Reward memory experiment status")
+    assert "| status | disabled |" in out
+
+
+def test_stdin_is_not_read_by_reward_memory_commands(capsys, goal, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("should not be read"))
+    code, _ = run(capsys, "reward-memory", "experiment-status", *binding(goal))
+    assert code == 0
