@@ -47,4 +47,4 @@ test: lint typecheck schema
 	exit $$rc
 
 bench: setup
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/bench_core.py

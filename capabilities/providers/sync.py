@@ -266,15 +266,25 @@ def retrieve(
 ) -> Retrieval:
     """Search below the scope, then read every usable hit back exactly, in order."""
     prefix = scope_ref.strip().rstrip("/") + "/"
+    search_read = getattr(provider, "search_read", None)
     try:
-        hits = provider.search(
-            scope_ref, query, limit=max_results, actor_peer_id=actor_peer_id, timeout=timeout
-        )
+        if search_read is not None:
+            pairs = search_read(
+                scope_ref, query, limit=max_results, actor_peer_id=actor_peer_id, timeout=timeout
+            )
+        else:
+            pairs = [
+                (hit, None)
+                for hit in provider.search(
+                    scope_ref, query, limit=max_results, actor_peer_id=actor_peer_id,
+                    timeout=timeout,
+                )
+            ]
     except ProviderError:
         return Retrieval(status="unavailable", reason_code="provider_search_failed")
     retrieval = Retrieval(status="completed", search_performed=True)
     seen: set[str] = set()
-    for hit in hits:
+    for hit, known_text in pairs:
         uri = hit.uri.split("#", 1)[0]
         if (
             not uri.startswith(prefix)
@@ -284,15 +294,15 @@ def retrieve(
             continue
         seen.add(uri)
         retrieval.read_performed = True
-        try:
-            text = provider.read_exact(uri, actor_peer_id=actor_peer_id, timeout=timeout)
-        except ProviderError:
-            continue
+        text = known_text
+        if text is None or hit.uri != uri:
+            try:
+                text = provider.read_exact(uri, actor_peer_id=actor_peer_id, timeout=timeout)
+            except ProviderError:
+                continue
         if text is None or not _is_record_text(text):
             continue
-        retrieval.items.append(
-            RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score)
-        )
+        retrieval.items.append(RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score))
         if len(retrieval.items) >= max_results:
             break
     if retrieval.read_performed and not retrieval.items:

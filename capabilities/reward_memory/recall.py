@@ -401,6 +401,8 @@ def execute_recall(
         if retrieval.search_performed and retrieval.items:
             packet["result_readback_verified"] = True
         for item in retrieval.items:
+            if len(session.items) >= limit:
+                break  # stop at `limit` qualified items
             if item.uri in seen_uris:
                 packet["duplicate_item_count"] += 1
                 continue
@@ -415,7 +417,7 @@ def execute_recall(
                     )
                 continue
             assert record is not None and quality is not None
-            if record["candidate_ref"] in seen_candidates or len(session.items) >= limit:
+            if record["candidate_ref"] in seen_candidates:
                 continue
             seen_candidates.add(record["candidate_ref"])
             session.items.append(_recall_item(item, record, quality, provider_binding, public_safe))
