@@ -9,7 +9,7 @@ VENV := $(CACHE)/venv
 BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 
-.PHONY: demo test setup lint typecheck schema bench
+.PHONY: demo test setup lint typecheck schema bench oracle
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -45,6 +45,10 @@ test: lint typecheck schema
 	cd $(CURDIR) && $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	exit $$rc
+
+# Side-by-side comparison with LoopX 2.1.1, installed into $(CACHE)/oracle-venv.
+oracle: setup
+	cd $(CURDIR) && $(BIN)/pytest -m oracle tests/oracle -p no:randomly
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py

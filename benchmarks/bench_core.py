@@ -21,9 +21,13 @@ from capabilities.reward_memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.recall import build_recall_request, execute_recall
 
 CHECKPOINT = {
-    "verified": True, "corpus_id": "experience", "workspace_ref": "workspace:demo",
-    "project_ref": "project:demo", "surface_id": "agent_workflow.turn_admission",
-    "read_authority": "actor_scoped", "source_ref": "registry:demo-goal:reward-memory",
+    "verified": True,
+    "corpus_id": "experience",
+    "workspace_ref": "workspace:demo",
+    "project_ref": "project:demo",
+    "surface_id": "agent_workflow.turn_admission",
+    "read_authority": "actor_scoped",
+    "source_ref": "registry:demo-goal:reward-memory",
     "peer_ref": "agent:explorer",
 }
 
@@ -35,16 +39,24 @@ def percentile(samples: list[float], q: float) -> float:
 
 def recall_once(store: EmbeddedSqliteProvider, corpus_entry: dict, query: str) -> list[str]:
     request = {
-        "workspace_ref": "workspace:demo", "project_ref": "project:demo",
-        "peer_ref": "agent:explorer", "surface_id": "agent_workflow.turn_admission",
-        "mode": "function_boundary", "queries": [{"query": query, "query_summary": "bench"}],
-        "limit": 5, "observed_at": "2026-08-16T00:00:00+00:00", "conflict_state": "clear",
+        "workspace_ref": "workspace:demo",
+        "project_ref": "project:demo",
+        "peer_ref": "agent:explorer",
+        "surface_id": "agent_workflow.turn_admission",
+        "mode": "function_boundary",
+        "queries": [{"query": query, "query_summary": "bench"}],
+        "limit": 5,
+        "observed_at": "2026-08-16T00:00:00+00:00",
+        "conflict_state": "clear",
         "freshness_context": {"source_truth_current": True},
+        "raw_content_captured": False,
     }
-    packet = build_recall_request(corpus_entry["corpus"], request,
-                                  read_authority_checkpoint=CHECKPOINT)
-    session = execute_recall(packet, provider_binding=corpus_entry["provider_binding"],
-                             provider=store)
+    packet = build_recall_request(
+        corpus_entry["corpus"], request, read_authority_checkpoint=CHECKPOINT
+    )
+    session = execute_recall(
+        packet, provider_binding=corpus_entry["provider_binding"], provider=store
+    )
     return [item["candidate_ref"] for item in session.packet["results"]]
 
 
@@ -58,8 +70,13 @@ def measure(size: int, recalls: int = 200, ingests: int = 60) -> dict[str, float
         rng = random.Random(11)
         # Each query is four words of one stored record's summary; a hit means that
         # very record is among the five results.
-        targets = [(" ".join(json.loads(text)["content_summary"].split()[:4]),
-                    json.loads(text)["candidate_ref"]) for text in probes]
+        targets = [
+            (
+                " ".join(json.loads(text)["content_summary"].split()[:4]),
+                json.loads(text)["candidate_ref"],
+            )
+            for text in probes
+        ]
         recall_ms, hits = [], 0
         for index in range(recalls):
             query, wanted = targets[index % len(targets)]
@@ -72,30 +89,42 @@ def measure(size: int, recalls: int = 200, ingests: int = 60) -> dict[str, float
             document = event(rng, size + index)
             t0 = time.perf_counter()
             receipt = ingest_scoped_event(
-                document, corpus=corpus_entry["corpus"],
+                document,
+                corpus=corpus_entry["corpus"],
                 standing_policy=corpus_entry["standing_policy"],
                 provider_binding=corpus_entry["provider_binding"],
-                observed_at="2026-08-16T00:00:00+00:00", execute=True, provider=store)
+                observed_at="2026-08-16T00:00:00+00:00",
+                execute=True,
+                provider=store,
+            )
             ingest_ms.append((time.perf_counter() - t0) * 1000)
             assert receipt["status"] == "activated", receipt["status"]
     return {
-        "size": size, "seed_s": seeded, "hit_rate": hits / recalls,
-        "recall_p50": statistics.median(recall_ms), "recall_p95": percentile(recall_ms, 0.95),
-        "ingest_p50": statistics.median(ingest_ms), "ingest_p95": percentile(ingest_ms, 0.95),
+        "size": size,
+        "seed_s": seeded,
+        "hit_rate": hits / recalls,
+        "recall_p50": statistics.median(recall_ms),
+        "recall_p95": percentile(recall_ms, 0.95),
+        "ingest_p50": statistics.median(ingest_ms),
+        "ingest_p95": percentile(ingest_ms, 0.95),
     }
 
 
 def main(sizes: list[int]) -> None:
     rows = [measure(size) for size in sizes]
     base = rows[0]
-    print("| records | recall p50 ms | recall p95 ms | ingest+readback p50 ms | "
-          "ingest+readback p95 ms | recall p50 vs smallest | target in top 5 | seed s |")
+    print(
+        "| records | recall p50 ms | recall p95 ms | ingest+readback p50 ms | "
+        "ingest+readback p95 ms | recall p50 vs smallest | target in top 5 | seed s |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         growth = row["recall_p50"] / base["recall_p50"]
-        print(f"| {row['size']:,} | {row['recall_p50']:.2f} | {row['recall_p95']:.2f} | "
-              f"{row['ingest_p50']:.2f} | {row['ingest_p95']:.2f} | {growth:.2f}x | "
-              f"{row['hit_rate']:.2f} | {row['seed_s']:.0f} |")
+        print(
+            f"| {row['size']:,} | {row['recall_p50']:.2f} | {row['recall_p95']:.2f} | "
+            f"{row['ingest_p50']:.2f} | {row['ingest_p95']:.2f} | {growth:.2f}x | "
+            f"{row['hit_rate']:.2f} | {row['seed_s']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

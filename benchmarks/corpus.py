@@ -60,12 +60,17 @@ def record_text(rng: random.Random, index: int, corpus_entry: dict[str, Any]) ->
     packet = build_candidate(normalise_event(event(rng, index)))
     candidate = packet["candidate"]
     policy = corpus_entry["standing_policy"]
-    review = {"reviewer_ref": policy["reviewer_ref"],
-              "review_ref": review_ref(policy["policy_id"], candidate["candidate_ref"]),
-              "reasoning_summary": STANDING_POLICY_REASONING}
+    review = {
+        "reviewer_ref": policy["reviewer_ref"],
+        "review_ref": review_ref(policy["policy_id"], candidate["candidate_ref"]),
+        "reasoning_summary": STANDING_POLICY_REASONING,
+    }
     record = build_active_record(candidate, corpus_entry["corpus"], review, f1.OBSERVED_AT)
-    uri = target_uri(corpus_entry["provider_binding"]["scope_ref"], policy["policy_id"],
-                     candidate["candidate_ref"])
+    uri = target_uri(
+        corpus_entry["provider_binding"]["scope_ref"],
+        policy["policy_id"],
+        candidate["candidate_ref"],
+    )
     return uri, stored_form(record_body(record))
 
 

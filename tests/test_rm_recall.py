@@ -40,6 +40,7 @@ def request(**changes):
         "observed_at": "2026-08-16T00:00:00+00:00",
         "conflict_state": "clear",
         "freshness_context": {"source_truth_current": True},
+        "raw_content_captured": False,
     }
     document.update(changes)
     return document

@@ -119,8 +119,12 @@ def _strings(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [text for key, item in sorted(value.items()) if key != "schema_version"
-                for text in _strings(item)]
+        return [
+            text
+            for key, item in sorted(value.items())
+            if key != "schema_version"
+            for text in _strings(item)
+        ]
     if isinstance(value, list):
         return [text for item in value for text in _strings(item)]
     return []
@@ -337,7 +341,9 @@ class EmbeddedSqliteProvider:
         :meth:`read_exact` would return, without a connection per hit.
         """
         rows = self._search_rows(scope_ref, query, limit, actor_peer_id, timeout)
-        return [(Hit(uri=uri, score=score, summary=_summary(text)), text) for uri, score, text in rows]
+        return [
+            (Hit(uri=uri, score=score, summary=_summary(text)), text) for uri, score, text in rows
+        ]
 
     def list(
         self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float = 5.0

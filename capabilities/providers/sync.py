@@ -276,7 +276,10 @@ def retrieve(
             pairs = [
                 (hit, None)
                 for hit in provider.search(
-                    scope_ref, query, limit=max_results, actor_peer_id=actor_peer_id,
+                    scope_ref,
+                    query,
+                    limit=max_results,
+                    actor_peer_id=actor_peer_id,
                     timeout=timeout,
                 )
             ]
@@ -302,7 +305,9 @@ def retrieve(
                 continue
         if text is None or not _is_record_text(text):
             continue
-        retrieval.items.append(RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score))
+        retrieval.items.append(
+            RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score)
+        )
         if len(retrieval.items) >= max_results:
             break
     if retrieval.read_performed and not retrieval.items:

@@ -122,6 +122,7 @@ def _verification_recall(
         "observed_at": observed_at,
         "conflict_state": "clear",
         "query_kind": query_kind,
+        "raw_content_captured": False,
         "freshness_context": {
             "source_truth_current": True,
             "source_revision": corpus["freshness"]["source_revision"],

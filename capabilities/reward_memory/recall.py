@@ -110,7 +110,7 @@ def normalise_request(request: object) -> dict[str, Any]:
     missing = _REQUEST_REQUIRED - set(document)
     if missing:
         v.fail(f"request.{sorted(missing)[0]}", "is required", "missing_key")
-    if document.get("raw_content_captured", False) is not False:
+    if v.boolean(document.get("raw_content_captured"), "request.raw_content_captured"):
         v.fail("request.raw_content_captured", "must be false", "raw_content_rejected")
     mode = v.enum(document["mode"], MODES, "request.mode")
     normal: dict[str, Any] = {

@@ -199,6 +199,7 @@ def run_recall_hook(
         "observed_at": observed_at,
         "conflict_state": conflict_state,
         "freshness_context": freshness_context,
+        "raw_content_captured": False,
     }
     for key in IDENTITY_FIELDS:
         if identity and identity.get(key) is not None:

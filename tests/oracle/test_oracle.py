@@ -1,0 +1,320 @@
+"""Side-by-side comparison with LoopX 2.1.1 on our own fixtures (shared/spec/oracle.md)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from capabilities.reward_memory.candidate import (
+    build_candidate,
+    normalise_event,
+    scoped_feedback_candidate,
+)
+from capabilities.reward_memory.config import normalise_config
+from capabilities.reward_memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.recall import build_recall_request
+from capabilities.reward_memory.registry import load_registry, resolve
+from capabilities.reward_memory.review import review_candidate
+from capabilities.reward_memory.values import RewardMemoryInputError
+from fixtures import f1
+from oracle.driver import run_cli, run_python
+from oracle.memprovider import MEM_PROVIDER
+from rm_support import recording
+
+pytestmark = pytest.mark.oracle
+
+
+def ours_or_error(call):
+    try:
+        return call()
+    except RewardMemoryInputError as exc:
+        return {"error": exc.reason_code}
+
+
+def same_verdict(ours, theirs):
+    if "error" in ours or "error" in theirs:
+        return ("error" in ours) == ("error" in theirs)
+    return ours == theirs
+
+
+def changed(document, change):
+    copied = copy.deepcopy(document)
+    change(copied)
+    return copied
+
+
+CONFIGS = {
+    "f1": f1.config(),
+    "explicit-ingest-off": f1.config(automatic_ingest=False),
+    "hints": changed(
+        f1.config(),
+        lambda d: d["project_provider_binding"].update(
+            timeout_seconds=12.5, setup_hints={"install": " pip  install x ", "configure": ""}
+        ),
+    ),
+    "fail-open-false": changed(f1.config(), lambda d: d.update(automation={"fail_open": False})),
+    "unknown-key": changed(f1.config(), lambda d: d.update(extra=1)),
+    "bad-digest": changed(
+        f1.config(), lambda d: d["corpora"][0]["corpus"].update(provider_scope_ref_digest="0" * 16)
+    ),
+    "wrong-peer": changed(
+        f1.config(), lambda d: d["project_provider_binding"].update(actor_peer_id="other")
+    ),
+    "policy-owner": changed(
+        f1.config(), lambda d: d["corpora"][0]["standing_policy"].update(owner_ref="owner:x")
+    ),
+    "bool-timeout": changed(
+        f1.config(), lambda d: d["project_provider_binding"].update(timeout_seconds=True)
+    ),
+}
+
+LOAD_CONFIGS = """
+from loopx.capabilities.reward_memory import experiment as e
+import tempfile
+out = {}
+for name, document in request.items():
+    directory = Path(tempfile.mkdtemp()); (directory / "c.json").write_text(json.dumps(document))
+    try:
+        out[name] = e.load_reward_memory_experiment_config(project=directory, config_path="c.json")
+    except Exception as exc:
+        out[name] = {"error": type(exc).__name__}
+print(json.dumps(out))
+"""
+
+
+def test_config_normalisation_matches():
+    theirs = run_python(LOAD_CONFIGS, CONFIGS)
+    for name, document in CONFIGS.items():
+        assert same_verdict(ours_or_error(lambda d=document: normalise_config(d)), theirs[name]), (
+            name
+        )
+
+
+def event_with(change):
+    return changed(f1.event(), change)
+
+
+EVENTS = {
+    "f1": f1.event(),
+    "no-experience": event_with(lambda e: e.pop("experience")),
+    "stale": event_with(
+        lambda e: e["guard_context"].update(
+            source_freshness="stale", conflict_state="unresolved", current_artifact_verified=False
+        )
+    ),
+    "scopes": event_with(lambda e: e.update(requested_action_scopes=["deploy", "a"])),
+    "hard": event_with(lambda e: e.update(target_class="hard_policy")),
+    "unicode": event_with(lambda e: e.update(content_summary="  先运行  聚焦测试，再跑全量。 ")),  # noqa: RUF001 - Chinese text by design
+    "long": event_with(lambda e: e.update(content_summary="word " * 200)),
+    "path": event_with(lambda e: e.update(content_summary="see /home/u/x")),
+    "extra-key": event_with(lambda e: e.update(extra=1)),
+    "raw": event_with(lambda e: e.update(raw_content_captured=True)),
+    "user-ref": event_with(lambda e: e.update(user_ref="user:lin", session_ref="")),
+    "wrong-role": event_with(lambda e: e["source"].update(actor_role="maintainer")),
+}
+
+CANDIDATES = """
+from loopx.capabilities.reward_memory.scoped_feedback import build_scoped_feedback_reward_memory_candidate as build
+out = {}
+for name, event in request.items():
+    try:
+        out[name] = build(event)
+    except Exception as exc:
+        out[name] = {"error": type(exc).__name__}
+print(json.dumps(out))
+"""
+
+
+def test_candidate_packets_match():
+    theirs = run_python(CANDIDATES, EVENTS)
+    for name, event in EVENTS.items():
+        ours = ours_or_error(lambda e=event: scoped_feedback_candidate(normalise_event(e)))
+        assert same_verdict(ours, theirs[name]), name
+
+
+INGEST = (
+    MEM_PROVIDER
+    + """
+from loopx.capabilities.reward_memory.scoped_feedback import ingest_scoped_feedback_reward_memory_event as ingest
+out = {}
+for name, event in request["events"].items():
+    provider = MemProvider()
+    kwargs = dict(corpus=request["corpus"], standing_policy=request["policy"],
+                  provider_binding=request["binding"], observed_at=request["observed_at"],
+                  provider=provider)
+    try:
+        out[name] = {"dry": ingest(event, **kwargs), "first": ingest(event, execute=True, **kwargs),
+                     "second": ingest(event, execute=True, **kwargs), "store": provider.store}
+    except Exception as exc:
+        out[name] = {"error": type(exc).__name__}
+print(json.dumps(out))
+"""
+)
+PROVIDER_SPECIFIC = {"write", "readback", "destination_recall", "provider_ref"}
+
+
+def test_ingest_receipts_and_stored_bytes_match(tmp_path):
+    entry = normalise_config(f1.config())["corpora"]["experience"]
+    request = {
+        "events": EVENTS,
+        "corpus": entry["corpus"],
+        "policy": entry["standing_policy"],
+        "binding": entry["provider_binding"],
+        "observed_at": f1.OBSERVED_AT,
+    }
+    theirs = run_python(INGEST, request)
+    for name, event in EVENTS.items():
+        provider = recording(tmp_path / name)
+        kwargs = {
+            "corpus": entry["corpus"],
+            "standing_policy": entry["standing_policy"],
+            "provider_binding": {**entry["provider_binding"]},
+            "observed_at": f1.OBSERVED_AT,
+            "provider": provider,
+        }
+        if "error" in theirs[name]:
+            with pytest.raises(RewardMemoryInputError):
+                ingest_scoped_event(copy.deepcopy(event), **kwargs)
+            continue
+        for phase, execute in (("dry", False), ("first", True), ("second", True)):
+            ours = ingest_scoped_event(copy.deepcopy(event), execute=execute, **kwargs)
+            mask = {k: v for k, v in ours.items() if k not in PROVIDER_SPECIFIC}
+            expected = {k: v for k, v in theirs[name][phase].items() if k not in PROVIDER_SPECIFIC}
+            assert mask == expected, (name, phase)
+        for uri, text in theirs[name]["store"].items():
+            assert provider.inner.read_exact(uri, actor_peer_id=f1.PEER) == text, name
+
+
+RECALL_REQUESTS = """
+from loopx.capabilities.reward_memory.application import build_reward_memory_recall_request as build
+out = {}
+for name, (corpus, req, checkpoint) in request.items():
+    try:
+        out[name] = build(corpus, req, read_authority_checkpoint=checkpoint)
+    except Exception as exc:
+        out[name] = {"error": type(exc).__name__}
+print(json.dumps(out))
+"""
+
+
+def test_recall_requests_match():
+    corpus = normalise_config(f1.config())["corpora"]["experience"]["corpus"]
+    base = {
+        "workspace_ref": "workspace:demo",
+        "project_ref": "project:demo",
+        "peer_ref": "agent:explorer",
+        "surface_id": f1.SURFACE,
+        "revision_ref": "turn-0001",
+        "mode": "function_boundary",
+        "queries": [{"query": "q", "query_summary": "s"}],
+        "limit": 5,
+        "observed_at": f1.OBSERVED_AT,
+        "conflict_state": "clear",
+        "freshness_context": {"source_truth_current": True},
+        "raw_content_captured": False,
+    }
+    checkpoint = {
+        "verified": True,
+        "corpus_id": "experience",
+        "workspace_ref": "workspace:demo",
+        "project_ref": "project:demo",
+        "surface_id": f1.SURFACE,
+        "read_authority": "actor_scoped",
+        "source_ref": "registry:x",
+        "peer_ref": "agent:explorer",
+    }
+    cases = {
+        "base": (corpus, base, checkpoint),
+        "no-peer": (corpus, {k: v for k, v in base.items() if k != "peer_ref"}, checkpoint),
+        "wrong": (
+            corpus,
+            {**base, "workspace_ref": "w:x", "conflict_state": "unresolved"},
+            {**checkpoint, "verified": False, "source_ref": None},
+        ),
+        "no-freshness": (
+            corpus,
+            {k: v for k, v in base.items() if k != "freshness_context"},
+            checkpoint,
+        ),
+        "no-checkpoint": (corpus, base, None),
+    }
+    theirs = run_python(RECALL_REQUESTS, cases)
+    for name, (c, r, cp) in cases.items():
+        ours = ours_or_error(
+            lambda c=c, r=r, cp=cp: build_recall_request(c, r, read_authority_checkpoint=cp)
+        )
+        assert same_verdict(ours, theirs[name]), name
+
+
+REVIEWS = """
+from loopx.capabilities.reward_memory.scoped_feedback import build_scoped_feedback_reward_memory_candidate as build
+from loopx.capabilities.reward_memory.candidate_review import review_reward_memory_candidate as review
+packet = build(request["event"])["shared_candidate"]
+out = {}
+for decision in ["accept", "edit", "reject", "retire", "no_write"]:
+    extra = {"edited_content_summary": "Run the focused module first."} if decision == "edit" else {}
+    try:
+        out[decision] = review(packet, {"decision": decision, **request["review"], **extra})
+    except Exception as exc:
+        out[decision] = {"error": type(exc).__name__}
+out["retire_after_accept"] = review(out["accept"], {"decision": "retire", **request["review"]})
+print(json.dumps(out))
+"""
+
+
+def test_review_decisions_match():
+    rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
+    theirs = run_python(REVIEWS, {"event": f1.event(), "review": rev})
+    packet = build_candidate(normalise_event(f1.event()))
+    for decision in ["accept", "edit", "reject", "retire", "no_write"]:
+        extra = (
+            {"edited_content_summary": "Run the focused module first."}
+            if decision == "edit"
+            else {}
+        )
+        ours = ours_or_error(
+            lambda d=decision, x=extra: review_candidate(packet, {"decision": d, **rev, **x})
+        )
+        assert same_verdict(ours, theirs[decision]), decision
+    accepted = review_candidate(packet, {"decision": "accept", **rev})
+    assert (
+        review_candidate(accepted, {"decision": "retire", **rev}) == theirs["retire_after_accept"]
+    )
+
+
+STATUS_VARIANTS = {
+    "available": None,
+    "disabled": lambda b: b.update(enabled=False),
+    "agent-not-enabled": lambda b: b.update(enabled_agents=["other"]),
+    "config-missing": lambda b: b.pop("config_path"),
+    "drift": lambda b: b.update(config_digest="sha256:" + "0" * 64),
+    "receipt-blocked": lambda b: b["enablement_receipts"]["explorer"].update(status="blocked"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATUS_VARIANTS))
+def test_experiment_status_cli_matches(tmp_path, name):
+    registry = f1.write_goal(tmp_path)
+    document = json.loads(registry.read_text())
+    if STATUS_VARIANTS[name]:
+        STATUS_VARIANTS[name](document["goals"][0]["control_plane"]["reward_memory"])
+    registry.write_text(json.dumps(document))
+    code, theirs = run_cli(
+        "--registry",
+        str(registry),
+        "reward-memory",
+        "experiment-status",
+        "--goal-id",
+        f1.GOAL,
+        "--agent-id",
+        f1.AGENT,
+        "--format",
+        "json",
+    )
+    ours = resolve(load_registry(registry), f1.GOAL, f1.AGENT).status
+    for document in (ours, theirs):
+        for key in ("instruction", "preview_command", "apply_command", "verify_command"):
+            document.get("repair", {}).pop(key, None)  # tool-specific commands and prose
+    assert (code, ours) == (0, theirs)
