@@ -12,6 +12,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fixtures import f1  # noqa: E402
+
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider  # noqa: E402
 from capabilities.providers.sync import stored_form  # noqa: E402
 from capabilities.reward_memory.candidate import (  # noqa: E402
@@ -26,7 +28,6 @@ from capabilities.reward_memory.identities import (  # noqa: E402
     review_ref,
     target_uri,
 )
-from fixtures import f1  # noqa: E402
 
 SYLLABLES = [c + v for c in "bcdfgklmnprstvz" for v in "aeiou"]
 WORDS = [a + b + c for a in SYLLABLES[:40] for b in SYLLABLES[:25] for c in SYLLABLES[:20]]

@@ -6,6 +6,8 @@ import copy
 import json
 
 import pytest
+from fixtures import f1
+from rm_support import recording
 
 from capabilities.reward_memory.candidate import (
     build_candidate,
@@ -18,10 +20,8 @@ from capabilities.reward_memory.recall import build_recall_request
 from capabilities.reward_memory.registry import load_registry, resolve
 from capabilities.reward_memory.review import review_candidate
 from capabilities.reward_memory.values import RewardMemoryInputError
-from fixtures import f1
 from oracle.driver import run_cli, run_python
 from oracle.memprovider import MEM_PROVIDER
-from rm_support import recording
 
 pytestmark = pytest.mark.oracle
 
@@ -116,7 +116,8 @@ EVENTS = {
 }
 
 CANDIDATES = """
-from loopx.capabilities.reward_memory.scoped_feedback import build_scoped_feedback_reward_memory_candidate as build
+from loopx.capabilities.reward_memory import scoped_feedback
+build = scoped_feedback.build_scoped_feedback_reward_memory_candidate
 out = {}
 for name, event in request.items():
     try:
@@ -137,7 +138,8 @@ def test_candidate_packets_match():
 INGEST = (
     MEM_PROVIDER
     + """
-from loopx.capabilities.reward_memory.scoped_feedback import ingest_scoped_feedback_reward_memory_event as ingest
+from loopx.capabilities.reward_memory import scoped_feedback
+ingest = scoped_feedback.ingest_scoped_feedback_reward_memory_event
 out = {}
 for name, event in request["events"].items():
     provider = MemProvider()
@@ -248,13 +250,18 @@ def test_recall_requests_match():
         assert same_verdict(ours, theirs[name]), name
 
 
-REVIEWS = """
-from loopx.capabilities.reward_memory.scoped_feedback import build_scoped_feedback_reward_memory_candidate as build
-from loopx.capabilities.reward_memory.candidate_review import review_reward_memory_candidate as review
+EDITED = "Run the focused module first."
+REVIEWS = (
+    f"EDITED = {EDITED!r}\n"
+    + """
+from loopx.capabilities.reward_memory import scoped_feedback
+build = scoped_feedback.build_scoped_feedback_reward_memory_candidate
+from loopx.capabilities.reward_memory import candidate_review
+review = candidate_review.review_reward_memory_candidate
 packet = build(request["event"])["shared_candidate"]
 out = {}
 for decision in ["accept", "edit", "reject", "retire", "no_write"]:
-    extra = {"edited_content_summary": "Run the focused module first."} if decision == "edit" else {}
+    extra = {"edited_content_summary": EDITED} if decision == "edit" else {}
     try:
         out[decision] = review(packet, {"decision": decision, **request["review"], **extra})
     except Exception as exc:
@@ -262,6 +269,7 @@ for decision in ["accept", "edit", "reject", "retire", "no_write"]:
 out["retire_after_accept"] = review(out["accept"], {"decision": "retire", **request["review"]})
 print(json.dumps(out))
 """
+)
 
 
 def test_review_decisions_match():
