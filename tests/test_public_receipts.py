@@ -16,8 +16,11 @@ import pytest
 from fixtures import f1
 from public_safety import public_safety_violations
 
-RAW = (f1.REFLECTION["content_summary"], f1.EXPERIENCE["attribution"],
-       f1.EXPERIENCE["future_behavior"]["action"])
+RAW = (
+    f1.REFLECTION["content_summary"],
+    f1.EXPERIENCE["attribution"],
+    f1.EXPERIENCE["future_behavior"]["action"],
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +33,7 @@ def goal(tmp_path_factory):
     blocked_event = f1.event()
     blocked_event["source"]["actor_role"] = "maintainer"
     blocked.write_text(json.dumps({"event": blocked_event, "observed_at": f1.OBSERVED_AT}))
-    return {"registry": str(registry), "event": str(event), "blocked": str(blocked),
-            "root": root}
+    return {"registry": str(registry), "event": str(event), "blocked": str(blocked), "root": root}
 
 
 def commands(goal):
@@ -48,8 +50,15 @@ def commands(goal):
         ["reward-memory", "ingest-event", *binding, "--input", goal["blocked"], "--execute"],
         ["reward-memory", "recall", *binding, "--query", "focused test module"],
         ["reward-memory", "ingest-event", *binding, "--input", str(goal["root"] / "missing")],
-        ["reward-memory", "experiment-status", *binding[:2], "--goal-id", "nope", "--agent-id",
-         "x"],
+        [
+            "reward-memory",
+            "experiment-status",
+            *binding[:2],
+            "--goal-id",
+            "nope",
+            "--agent-id",
+            "x",
+        ],
         ["sidecar", "check", "--root", sidecar_root],
     ]
 
@@ -60,7 +69,9 @@ def test_no_public_receipt_leaks(goal, fmt):
     for argv in commands(goal):
         result = subprocess.run(
             [sys.executable, "-m", "hosts.cli", *argv, "--format", fmt],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert "Traceback" not in result.stdout + result.stderr, argv
         output = result.stdout
