@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from fixtures import f1
 from public_safety import public_safety_violations
 
