@@ -7,6 +7,7 @@ from sidecars.store import (
     FILE_MODE,
     SidecarCheck,
     SidecarStore,
+    SidecarTransaction,
     atomic_write_text,
     dumps,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "SIDECAR_DIR",
     "SidecarCheck",
     "SidecarStore",
+    "SidecarTransaction",
     "atomic_write_text",
     "dumps",
     "lock_path",

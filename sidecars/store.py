@@ -191,6 +191,16 @@ class SidecarStore:
         with self.lock(path):
             self._replace(path, document)
 
+    @contextlib.contextmanager
+    def transaction(self, path: Path) -> Iterator[SidecarTransaction]:
+        """Hold the sidecar's lock for a longer read-modify-write (several writes).
+
+        The lock is held until the block ends, so another process's transaction on
+        the same sidecar waits (up to the lock timeout) instead of interleaving.
+        """
+        with self.lock(path):
+            yield SidecarTransaction(self, path)
+
     def update(
         self, path: Path, change: Callable[[Document | None], Document | None]
     ) -> Document | None:
@@ -267,6 +277,22 @@ class SidecarStore:
             size=info.st_size,
             schema_version=version if isinstance(version, str) else None,
         )
+
+
+class SidecarTransaction:
+    """Reads and atomic writes of one sidecar while its lock is held."""
+
+    def __init__(self, store: SidecarStore, path: Path) -> None:
+        self._store = store
+        self.path = path
+
+    def read(self) -> Document | None:
+        """The current document, or ``None``."""
+        return self._store.read(self.path)
+
+    def write(self, document: Document) -> None:
+        """Atomically replace the document."""
+        self._store._replace(self.path, document)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int) -> None:
