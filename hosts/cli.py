@@ -183,7 +183,33 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
     return receipt, "PostSettlement receipt"
 
 
-CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch"})
+CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host"})
+
+
+def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
+    # A hook must never block or break the Turn: any failure prints {} and exits 0.
+    from hosts import generic
+
+    try:
+        event = generic.parse_event(sys.stdin.read())
+        binding = {
+            "goal_id": args.goal_id,
+            "agent_id": args.agent_id,
+            "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
+        }
+        if args.event == "pre-turn":
+            return generic.pre_turn(event, **binding), "PreTurn context"
+        argv = json.loads(args.validation_command_json) if args.validation_command_json else None
+        return generic.post_settlement(
+            event,
+            validation_argv=argv,
+            validation_timeout=args.validation_timeout_seconds,
+            **binding,
+        ), "Settlement receipt"
+    except Exception:  # fail open, by contract
+        if os.environ.get("TURN_HOOKS_DEBUG") == "1":
+            raise
+        return {}, "Nothing added"
 
 
 def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
@@ -241,6 +267,23 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         sub.add_argument("--input", default="-", help="JSON file, or - for stdin (default)")
         _format_option(sub)
         sub.set_defaults(handler=handler)
+    host = commands.add_parser("host", help="hook commands that host runtimes call each Turn")
+    host_commands = host.add_subparsers(dest="host_name", required=True)
+    generic = host_commands.add_parser(
+        "generic", help="the generic JSON contract (stdin event, stdout JSON; always exit 0)"
+    )
+    generic.add_argument("event", choices=("pre-turn", "post-settlement"))
+    generic.add_argument("--goal-id", required=True)
+    generic.add_argument("--agent-id", required=True)
+    generic.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
+    generic.add_argument(
+        "--validation-command-json", help='the independent validator argv, e.g. ["cmd", "arg"]'
+    )
+    generic.add_argument(
+        "--validation-timeout-seconds", type=int, default=20, choices=range(1, 30), metavar="1..29"
+    )
+    _format_option(generic)
+    generic.set_defaults(handler=_cmd_host)
     if with_plugins:
         from turn_hooks import make_plugin_manager
 

@@ -1,13 +1,15 @@
-"""`make demo`: the reward-memory main job on the embedded store, shown as receipts.
+"""`make demo`: two Turns of a generic CLI host on the embedded store, as receipts.
 
 It builds a throw-away Goal repository with the example config in scripts/demo/,
-then drives the installed `turn-hooks` command exactly as an operator would:
-status → configure (preview, then canary write + exact readback) → ingest an event
-twice (activated, then deduplicated) → recall it → the PreTurn dispatch of the
-example plugin. Everything runs offline; nothing is left behind.
-"""
+enables the Agent with the real `turn-hooks` command, then plays a host:
 
-from __future__ import annotations
+- Turn 1: PreTurn recall is empty; the model's final message carries a reflection;
+  settlement runs the independent validator (scripts/demo/validator.py), which
+  attests it, and the reflection is activated after exact readback;
+- Turn 2: PreTurn recall delivers it, inside the budget.
+
+Everything runs offline through the installed console script; nothing is left behind.
+"""
 
 import json
 import shutil
@@ -44,6 +46,25 @@ def show(title: str, document: dict, keys: list[str]) -> None:
     print()
 
 
+def reflection_message() -> str:
+    reflection = json.loads((HERE / "event.json").read_text())["event"]
+    body = {
+        "schema_version": "turn_reward_memory_reflection_v1",
+        "status": "eligible",
+        "surface_id": reflection["surface_id"],
+        "outcome_kind": "engineering",
+        "content_summary": reflection["content_summary"],
+        "reasoning_summary": reflection["reasoning"]["summary"],
+        "confidence": reflection["reasoning"]["confidence"],
+        "evidence_refs": reflection["experience"]["evidence_refs"],
+        "experience": reflection["experience"],
+    }
+    return (
+        "The flaky test is fixed; the focused module run caught it first.\n"
+        f"<reward_memory_reflection_json>{json.dumps(body)}</reward_memory_reflection_json>"
+    )
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="turn-hooks-demo-") as scratch:
         root = Path(scratch)
@@ -66,92 +87,101 @@ def main() -> None:
             )
         )
         binding = ["--registry", str(registry), "--goal-id", GOAL, "--agent-id", AGENT]
+        validator = json.dumps([sys.executable, str(HERE / "validator.py")])
 
-        print("# turn-hooks demo: reward memory on the embedded store\n")
-        status = turn_hooks("reward-memory", "experiment-status", *binding)
-        show("1. Status before enabling", status, ["status", "available"])
-        preview = turn_hooks("reward-memory", "configure", *binding, "--config", CONFIG_PATH)
-        show(
-            "2. Configure (preview: provider preflight, no write)",
-            preview,
-            ["status", "provider_id", "isolation_mode", "binding_committed"],
-        )
+        print("# turn-hooks demo: two Turns of a generic CLI host, embedded store\n")
         enabled = turn_hooks(
             "reward-memory", "configure", *binding, "--config", CONFIG_PATH, "--execute"
         )
         show(
-            "3. Configure --execute (canary write + exact readback)",
+            "Enable the Agent (canary write + exact readback)",
             enabled,
-            [
-                "status",
-                "binding_committed",
-                "experiment.status",
-                "experiment.automatic_recall",
-                "experiment.automatic_ingest",
-            ],
+            ["status", "binding_committed", "experiment.status"],
         )
-        for label in ("4. Ingest a validated event", "5. Ingest it again (replay)"):
-            receipt = turn_hooks(
-                "reward-memory",
-                "ingest-event",
-                *binding,
-                "--input",
-                str(HERE / "event.json"),
-                "--execute",
-            )
-            show(
-                label,
-                receipt,
-                [
-                    "status",
-                    "candidate_ref",
-                    "activation_ref",
-                    "exact_readback_verified",
-                    "deduplicated",
-                    "external_writes_performed",
-                    "destination_recall.verified",
-                ],
-            )
-        recalled = turn_hooks(
-            "reward-memory",
-            "recall",
+
+        first = turn_hooks(
+            "host",
+            "generic",
+            "pre-turn",
             *binding,
-            "--query",
-            "a change touches one module: which tests first?",
+            stdin=json.dumps(
+                {
+                    "turn_id": "turn-1",
+                    "session_id": "demo",
+                    "cwd": str(repo),
+                    "prompt": "Fix the flaky parser test",
+                }
+            ),
         )
+        context = first.get("additional_context", "")
         show(
-            "6. Recall at the Turn-admission surface",
-            recalled,
+            "Turn 1, PreTurn: no memory yet, the reflection is requested",
+            {
+                "guidance_items": context.count("[memory "),
+                "reflection_requested": "<reward_memory_reflection_json>" in context,
+                "context_chars": len(context),
+            },
+            ["guidance_items", "reflection_requested", "context_chars"],
+        )
+        settled = turn_hooks(
+            "host",
+            "generic",
+            "post-settlement",
+            *binding,
+            "--validation-command-json",
+            validator,
+            stdin=json.dumps(
+                {
+                    "turn_id": "turn-1",
+                    "session_id": "demo",
+                    "cwd": str(repo),
+                    "last_assistant_message": reflection_message(),
+                }
+            ),
+        )
+        ingest = settled["results"]["reward-memory.outcome-ingest"]
+        show(
+            "Turn 1, PostSettlement: validated, written, read back",
+            ingest,
             [
                 "status",
-                "output.guidance",
-                "telemetry.provider_call_count",
-                "application.receipt.memory_ref_digests",
+                "exact_readback_verified",
+                "reconciliation_state",
+                "destination_recall.verified",
+                "provider_sync_count",
+                "source_event_id",
             ],
         )
-        print(
-            "Public receipts above carry refs and digests only; "
-            "`recall --show-guidance` prints the private text.\n"
+
+        second = turn_hooks(
+            "host",
+            "generic",
+            "pre-turn",
+            *binding,
+            stdin=json.dumps(
+                {
+                    "turn_id": "turn-2",
+                    "session_id": "demo",
+                    "cwd": str(repo),
+                    "prompt": "A change touches one module: which tests first?",
+                }
+            ),
         )
-        turn = {
-            "host": "generic_cli",
-            "host_turn_id": "demo-turn-1",
-            "goal_id": GOAL,
-            "agent_id": AGENT,
-            "observed_at": "2026-08-16T00:00:00+00:00",
-            "turn_envelope": {
-                "goal_id": GOAL,
-                "agent_id": AGENT,
-                "boundary": {"capabilities": {"example_echo": True}},
-            },
-            "payload": {"turn_envelope": {"goal_id": GOAL, "agent_id": AGENT}},
-        }
-        dispatched = turn_hooks("dispatch", "pre-turn", stdin=json.dumps(turn))
+        context = second.get("additional_context", "")
         show(
-            "7. Kernel PreTurn dispatch (built-in example plugin)",
-            dispatched,
-            ["projection.capability_context_fields", "projection.capability_instructions"],
+            "Turn 2, PreTurn: the memory is recalled inside the budget",
+            {
+                "guidance_items": context.count("[memory "),
+                "context_chars": len(context),
+                "context_limit": 8000,
+                "delivered_as": "private, non-authoritative guidance",
+            },
+            ["guidance_items", "context_chars", "context_limit", "delivered_as"],
         )
+        print("What Turn 2's host injects (private context for the model):\n")
+        print("```")
+        print(context[context.find("[memory") :])
+        print("```")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`make demo` runs the main job end to end and prints only public receipts."""
+"""`make demo` runs the two-Turn main job end to end."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from public_safety import public_safety_violations
 ROOT = Path(__file__).parent.parent
 
 
-def test_demo_runs_the_reward_memory_loop():
+def test_demo_runs_the_two_turn_loop():
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "demo.py")],
         capture_output=True,
@@ -21,9 +21,11 @@ def test_demo_runs_the_reward_memory_loop():
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert '| status | "verified" |' in out
-    assert out.count('| status | "activated" |') == 2
-    assert "| deduplicated | true |" in out
-    assert '| status | "applied" |' in out
+    turn1, turn2 = out.split("### Turn 2")
+    assert "| guidance_items | 0 |" in turn1 and "| reflection_requested | true |" in turn1
+    assert '| status | "activated" |' in turn1
+    assert "| exact_readback_verified | true |" in turn1
+    assert "| guidance_items | 1 |" in turn2
+    assert "trigger: a change touches one module" in turn2
     assert not public_safety_violations(out)
     assert "turn-hooks-demo-" not in out, "no temporary path is printed"

@@ -60,6 +60,9 @@ class TurnContext(_Document):
     """The host request under construction; readback slots are merged into a copy."""
     observed_at: str
     prompt: str | None = None
+    """The user's prompt, when the host has one (never put in a public receipt)."""
+    registry: str | None = None
+    """The binding registry file the host was installed with (a private local path)."""
 
     def __post_init__(self) -> None:
         if not self.turn_key:

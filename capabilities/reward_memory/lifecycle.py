@@ -99,12 +99,16 @@ def accepted_attestation(
     quota = evidence.get("quota_spend")
     if not isinstance(validation, dict) or validation.get("ok") is not True:
         return None
-    if not isinstance(writeback, dict) or writeback.get("ok") is not True or (
-        writeback.get("appended") is not True
+    if (
+        not isinstance(writeback, dict)
+        or writeback.get("ok") is not True
+        or (writeback.get("appended") is not True)
     ):
         return None
     if quota is not None and (
-        not isinstance(quota, dict) or quota.get("ok") is not True or quota.get("appended") is not True
+        not isinstance(quota, dict)
+        or quota.get("ok") is not True
+        or quota.get("appended") is not True
     ):
         return None
     attestation = validation.get("reward_memory_reflection_validation")
@@ -121,8 +125,13 @@ def accepted_attestation(
 
 
 def reflection_event(
-    reflection: dict[str, Any], *, corpus: dict[str, Any], agent: str, turn_key: str,
-    event_id: str, evidence: str,
+    reflection: dict[str, Any],
+    *,
+    corpus: dict[str, Any],
+    agent: str,
+    turn_key: str,
+    event_id: str,
+    evidence: str,
 ) -> dict[str, Any]:
     """The scoped-feedback event a validated reflection maps to (§7.3)."""
     scope = corpus["scope"]
@@ -164,9 +173,12 @@ def reflection_event(
 def _route(config: dict[str, Any], reflection: dict[str, Any], agent: str) -> dict[str, Any]:
     surface = config["surfaces"].get(reflection["surface_id"])
     if surface is None or surface["adapter"] != "scoped_feedback":
-        v.fail("reflection.surface_id", "is not a configured scoped_feedback surface",
-               "surface_not_configured")
-    entry = config["corpora"][surface["ingest_corpus_id"]]
+        v.fail(
+            "reflection.surface_id",
+            "is not a configured scoped_feedback surface",
+            "surface_not_configured",
+        )
+    entry: dict[str, Any] = config["corpora"][surface["ingest_corpus_id"]]
     peer = entry["corpus"]["scope"]["peer_ref"]
     if peer is not None and peer != f"agent:{agent}":
         v.fail("corpus.scope.peer_ref", "is not this Agent's peer", "ingest_peer_mismatch")
@@ -223,20 +235,24 @@ def run_turn_ingest(
         return receipt
     config = resolution.config
     if not config["automation"]["automatic_ingest"]:
-        receipt.update(status="explicitly_disabled",
-                       reason_code="automatic_ingest_explicitly_disabled")
+        receipt.update(
+            status="explicitly_disabled", reason_code="automatic_ingest_explicitly_disabled"
+        )
         return receipt
     raw = host_result.get("reward_memory_reflection_json")
     if isinstance(raw, str) and len(raw) > 2400:
         v.fail("reward_memory_reflection_json", "exceeds 2400 characters", "reflection_too_large")
     parsed = parse_reflection(raw)
     if parsed.kind in {"none", "no_evidence"}:
-        receipt.update(status="no_eligible_evidence",
-                       reason_code="validated_turn_declared_no_reward_evidence")
+        receipt.update(
+            status="no_eligible_evidence", reason_code="validated_turn_declared_no_reward_evidence"
+        )
         return receipt
     if parsed.kind == "legacy":
-        receipt.update(status="no_eligible_evidence",
-                       reason_code="legacy_reflection_requires_transferable_experience")
+        receipt.update(
+            status="no_eligible_evidence",
+            reason_code="legacy_reflection_requires_transferable_experience",
+        )
         return receipt
     reflection = parsed.normalised
     assert reflection is not None and parsed.raw_digest is not None
@@ -250,12 +266,26 @@ def run_turn_ingest(
     receipt.update(surface_id=reflection["surface_id"], source_event_id=event_id)
     store = journal_store(resolution.repo)
     path = journal_path(store, status["goal_id"], agent, event_id)
-    identity = {"goal_id": status["goal_id"], "agent_id": agent, "turn_key": turn_key,
-                "source_event_id": event_id}
+    identity = {
+        "goal_id": status["goal_id"],
+        "agent_id": agent,
+        "turn_key": turn_key,
+        "source_event_id": event_id,
+    }
     try:
         with store.transaction(path) as journal:
-            return _attempt(journal, receipt, resolution, identity, reflection, parsed.raw_digest,
-                            entry, evidence, provider_for, observed_at)
+            return _attempt(
+                journal,
+                receipt,
+                resolution,
+                identity,
+                reflection,
+                parsed.raw_digest,
+                entry,
+                evidence,
+                provider_for,
+                observed_at,
+            )
     except SidecarError as exc:
         receipt.update(status="runtime_state_unavailable", reason_code=exc.reason_code)
         return receipt
@@ -278,24 +308,36 @@ def _attempt(
         if stored.get("schema_version") != JOURNAL_SCHEMA or any(
             stored.get(key) != value for key, value in identity.items()
         ):
-            receipt.update(status="runtime_state_invalid",
-                           reason_code="outcome_sidecar_identity_mismatch")
+            receipt.update(
+                status="runtime_state_invalid", reason_code="outcome_sidecar_identity_mismatch"
+            )
             return receipt
         if stored.get("reflection") != reflection:
-            receipt.update(status="runtime_state_invalid",
-                           reason_code="outcome_sidecar_payload_mismatch")
+            receipt.update(
+                status="runtime_state_invalid", reason_code="outcome_sidecar_payload_mismatch"
+            )
             return receipt
         if stored.get("status") == "completed":
-            return {**stored.get("public_receipt", receipt), "status": "activated",
-                    "provider_sync_count": 0, "exact_readback_verified": True,
-                    "deduplicated": True, "external_writes_performed": False,
-                    "reconciliation_state": "completed", "sidecar_receipt_reused": True}
+            return {
+                **stored.get("public_receipt", receipt),
+                "status": "activated",
+                "provider_sync_count": 0,
+                "exact_readback_verified": True,
+                "deduplicated": True,
+                "external_writes_performed": False,
+                "reconciliation_state": "completed",
+                "sidecar_receipt_reused": True,
+            }
         if stored.get("status") == "rejected":
-            return {**stored.get("public_receipt", receipt), "reconciliation_state": "rejected",
-                    "sidecar_receipt_reused": True}
+            return {
+                **stored.get("public_receipt", receipt),
+                "reconciliation_state": "rejected",
+                "sidecar_receipt_reused": True,
+            }
         if not isinstance(stored.get("observed_at"), str):
-            receipt.update(status="runtime_state_invalid",
-                           reason_code="outcome_sidecar_observation_missing")
+            receipt.update(
+                status="runtime_state_invalid", reason_code="outcome_sidecar_observation_missing"
+            )
             return receipt
         observed_at = stored["observed_at"]
     attestation = accepted_attestation(evidence or {}, raw_digest, reflection["evidence_refs"])
@@ -304,9 +346,11 @@ def _attempt(
         attestation = stored.get("reflection_validation")
         settlement = stored.get("settlement_validation", settlement)
     if attestation is None:
-        receipt.update(status="evidence_validation_required",
-                       reason_code="reflection_not_bound_to_independent_validation",
-                       candidate_state="awaiting_evidence_validation")
+        receipt.update(
+            status="evidence_validation_required",
+            reason_code="reflection_not_bound_to_independent_validation",
+            candidate_state="awaiting_evidence_validation",
+        )
         return receipt
     observed = observed_at or now_timestamp()
     document = {
@@ -328,12 +372,17 @@ def _attempt(
     try:
         journal.write(document)
     except SidecarError:
-        receipt.update(status="runtime_state_unavailable",
-                       reason_code="outcome_sidecar_write_failed_before_provider")
+        receipt.update(
+            status="runtime_state_unavailable",
+            reason_code="outcome_sidecar_write_failed_before_provider",
+        )
         return receipt
     event = reflection_event(
-        reflection, corpus=entry["corpus"], agent=identity["agent_id"],
-        turn_key=identity["turn_key"], event_id=identity["source_event_id"],
+        reflection,
+        corpus=entry["corpus"],
+        agent=identity["agent_id"],
+        turn_key=identity["turn_key"],
+        event_id=identity["source_event_id"],
         evidence=evidence_digest(reflection["evidence_refs"]),
     )
     ingest = ingest_scoped_event(
@@ -354,7 +403,9 @@ def _attempt(
         journal.write(document)
     except SidecarError:
         receipt["reconciliation_state"] = "state_write_failed"
-        receipt["reason_code"] = receipt["reason_code"] or "outcome_sidecar_write_failed_after_provider"
+        receipt["reason_code"] = (
+            receipt["reason_code"] or "outcome_sidecar_write_failed_after_provider"
+        )
     return receipt
 
 
@@ -441,7 +492,10 @@ def _replay(
     observed_at: str | None,
 ) -> dict[str, Any]:
     reflection = document.get("reflection")
-    if isinstance(reflection, dict) and reflection.get("schema_version") != "turn_reward_memory_reflection_v1":
+    if (
+        isinstance(reflection, dict)
+        and reflection.get("schema_version") != "turn_reward_memory_reflection_v1"
+    ):
         return _terminalise_legacy(store, path, resolution, observed_at)
     # The stored attestation and settlement evidence are what made the first attempt
     # accountable; the journal supplies them, so nothing is re-attested here.
@@ -477,7 +531,9 @@ def _terminalise_legacy(
 
     store.update(path, terminal)
     receipt = base_receipt(resolution.status)
-    receipt.update(status="no_eligible_evidence",
-                   reason_code="legacy_reflection_requires_transferable_experience",
-                   reconciliation_state="rejected")
+    receipt.update(
+        status="no_eligible_evidence",
+        reason_code="legacy_reflection_requires_transferable_experience",
+        reconciliation_state="rejected",
+    )
     return receipt

@@ -1,18 +1,92 @@
 """The ``reward_memory`` entry point: the capability as a turn-hooks plugin.
 
 Importing this module is cheap: the core is imported inside the hooks and command
-handlers that need it.
+handlers that need it, so a Turn without a reward-memory binding pays almost nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from turn_hooks import hookimpl
+from turn_hooks import (
+    ContextRegistration,
+    ContextResult,
+    Settlement,
+    SettlementRegistration,
+    TurnContext,
+    hookimpl,
+)
+
+SLOT = "reward_memory_recall"
+
+
+def _resolution(turn: TurnContext) -> Any:
+    """The Turn's binding, or ``None`` when the Turn names no registry, Goal or Agent."""
+    if not (turn.registry and turn.goal_id and turn.agent_id):
+        return None
+    from capabilities.reward_memory.registry import load_registry, resolve
+    from capabilities.reward_memory.values import RewardMemoryInputError
+
+    try:
+        return resolve(load_registry(turn.registry), turn.goal_id, turn.agent_id)
+    except RewardMemoryInputError:
+        return None
+
+
+def _provider_for(resolution: Any) -> Any:
+    from capabilities.providers.factory import build_provider
+
+    return lambda binding: build_provider(binding, repo=resolution.repo)
 
 
 class RewardMemoryPlugin:
     """Reward memory's hooks and commands."""
+
+    registrations: ClassVar[dict[str, Any]] = {
+        "pre_turn": ContextRegistration(
+            hook_id="reward-memory.turn-context",
+            capability_id="reward-memory",
+            readback_slots=(SLOT,),
+        ),
+        "post_settlement": SettlementRegistration(
+            hook_id="reward-memory.outcome-ingest", capability_id="reward-memory"
+        ),
+    }
+
+    @hookimpl
+    def pre_turn(self, turn: TurnContext) -> ContextResult | dict[str, Any] | None:
+        """Recall for the Turn and contribute it, within 64 KiB, with the reflection request."""
+        resolution = _resolution(turn)
+        if resolution is None:
+            return None
+        from capabilities.reward_memory.turn import (
+            memory_contribution,
+            runtime_failure,
+            turn_recall,
+        )
+
+        try:
+            packet = turn_recall(turn, resolution, provider_for=_provider_for(resolution))
+        except Exception:  # recall is advisory: any failure leaves the Turn as it was
+            packet = runtime_failure(resolution.status)
+        return memory_contribution(dict(turn.payload), packet)
+
+    @hookimpl
+    def post_settlement(self, turn: TurnContext, settlement: Settlement) -> dict[str, Any] | None:
+        """Turn an attested reflection into one verified memory (journal first)."""
+        resolution = _resolution(turn)
+        if resolution is None:
+            return None
+        from capabilities.reward_memory.lifecycle import run_turn_ingest_fail_open
+
+        return run_turn_ingest_fail_open(
+            resolution,
+            turn_key=turn.turn_key,
+            host_result=dict(settlement.host_result),
+            evidence=settlement.evidence.to_json(),
+            provider_for=_provider_for(resolution),
+            observed_at=turn.observed_at,
+        )
 
     @hookimpl
     def register_commands(self, commands: Any) -> None:

@@ -1,0 +1,82 @@
+"""The text a host injects: the projected contribution, bounded (hosts.md §1.2-§1.3).
+
+Order: the instructions, then the guidance items, then the reflection request. Over
+the bound, whole guidance items are dropped from the end and one line says how many;
+the reflection request is never dropped and no item is ever cut in the middle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turn_hooks import HostProjection
+
+RENDER_LIMIT = 8000
+BLOCK_TAG = "reward_memory_reflection_json"
+REFLECTION_REQUEST = (
+    f"End your final message with exactly one <{BLOCK_TAG}>…</{BLOCK_TAG}> block holding "
+    "the reflection JSON described above, or an empty block when there is none."
+)
+
+
+def _guidance(projection: HostProjection) -> list[dict[str, Any]]:
+    recall = projection.context_fields.get("reward_memory_recall")
+    context = recall.get("context") if isinstance(recall, dict) else None
+    items = context.get("guidance") if isinstance(context, dict) else None
+    return [item for item in items or [] if isinstance(item, dict)]
+
+
+def _item_text(index: int, item: dict[str, Any]) -> str:
+    lines = [
+        f"[memory {index}] {item.get('candidate_ref')} ({item.get('target_class')})",
+        f"  summary: {item.get('content_summary')}",
+    ]
+    experience = item.get("experience")
+    behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
+    if isinstance(behaviour, dict):
+        for key in ("trigger", "action", "validation", "stop_condition"):
+            if behaviour.get(key):
+                lines.append(f"  {key.replace('_', ' ')}: {behaviour[key]}")
+    return "\n".join(lines)
+
+
+def render_context(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> str:
+    """The bounded text rendering of a projection ("" when there is nothing to add)."""
+    head = list(projection.capability_instructions)
+    tail = [REFLECTION_REQUEST] if BLOCK_TAG in projection.capability_result_fields else []
+    items = [_item_text(i + 1, item) for i, item in enumerate(_guidance(projection))]
+    if not head and not items and not tail:
+        return ""
+    kept = list(items)
+    while True:
+        omitted = len(items) - len(kept)
+        note = (
+            [f"({omitted} recalled memories omitted to fit the context limit.)"] if omitted else []
+        )
+        text = "\n\n".join([*head, *kept, *note, *tail])
+        if len(text) <= limit or not kept:
+            return text
+        kept.pop()
+
+
+def rendered_refs(projection: HostProjection, text: str) -> list[str]:
+    """The candidate refs whose items made it into ``text``."""
+    return [
+        str(item.get("candidate_ref"))
+        for index, item in enumerate(_guidance(projection))
+        if f"[memory {index + 1}] {item.get('candidate_ref')}" in text
+    ]
+
+
+def extract_reflection(message: str | None) -> str | None:
+    """The last ``<reward_memory_reflection_json>`` block of a final message, or ``None``."""
+    if not message:
+        return None
+    opening, closing = f"<{BLOCK_TAG}>", f"</{BLOCK_TAG}>"
+    end = message.rfind(closing)
+    if end < 0:
+        return None
+    start = message.rfind(opening, 0, end)
+    if start < 0:
+        return None
+    return message[start + len(opening) : end].strip() or None
