@@ -1,0 +1,197 @@
+"""The generic CLI host: fail-open hook commands, rendering and settlement (hosts.md §1, §5)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures import f1
+from public_safety import public_safety_violations
+from turn_support import RAW, bound_goal
+
+from hosts.render import REFLECTION_REQUEST, extract_reflection, render_context
+from hosts.settlement import goal_repository, run_validator
+from turn_hooks import HostProjection
+
+ROOT = Path(__file__).parent.parent
+VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
+
+
+def hook(event, registry, stdin=None, *extra):
+    text = stdin if stdin is not None else json.dumps(event)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "generic",
+            *extra,
+            "--goal-id",
+            f1.GOAL,
+            "--agent-id",
+            f1.AGENT,
+            "--registry",
+            str(registry),
+        ],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, "a hook always exits 0"
+    assert "Traceback" not in result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def message(reflection=RAW):
+    return f"All done.\n<reward_memory_reflection_json>{reflection}</reward_memory_reflection_json>"
+
+
+def test_two_turn_loop_through_the_hook_commands(tmp_path):
+    registry = bound_goal(tmp_path)
+    first = hook({"turn_id": "t1", "prompt": "fix tests"}, registry, None, "pre-turn")
+    assert "<reward_memory_reflection_json>" in first["additional_context"]
+    assert "[memory " not in first["additional_context"]
+    receipt = hook(
+        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)},
+        registry,
+        None,
+        "post-settlement",
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+    )
+    ingest = receipt["results"]["reward-memory.outcome-ingest"]
+    assert (ingest["status"], ingest["exact_readback_verified"]) == ("activated", True)
+    assert not public_safety_violations(receipt, raw_texts=(f1.REFLECTION["content_summary"],))
+    second = hook(
+        {"turn_id": "t2", "prompt": "a change touches one module"}, registry, None, "pre-turn"
+    )
+    assert "[memory 1] candidate:" in second["additional_context"]
+    assert "trigger: a change touches one module" in second["additional_context"]
+    spool = list((tmp_path / "repo" / ".local" / "turn-hooks" / "settlements").rglob("*.json"))
+    assert len(spool) == 1
+    assert json.loads(spool[0].read_text())["post_settlement"]["status"] == "observed"
+
+
+def test_without_a_validator_nothing_is_learned(tmp_path):
+    registry = bound_goal(tmp_path)
+    receipt = hook(
+        {"turn_id": "t1", "last_assistant_message": message()}, registry, None, "post-settlement"
+    )
+    assert receipt["results"]["reward-memory.outcome-ingest"]["status"] == (
+        "evidence_validation_required"
+    )
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    ["", "not json", "[]", json.dumps({"prompt": "no turn id"}), json.dumps({"turn_id": 7})],
+)
+@pytest.mark.parametrize("event", ["pre-turn", "post-settlement"])
+def test_malformed_stdin_fails_open_with_nothing_injected(tmp_path, stdin, event):
+    assert hook(None, bound_goal(tmp_path), stdin, event) == {}
+
+
+def test_a_missing_registry_injects_nothing(tmp_path):
+    assert hook({"turn_id": "t1"}, tmp_path / "absent.json", None, "pre-turn") == {}
+
+
+def projection(items, instructions=("be careful",), ingest=True):
+    guidance = [
+        {
+            "candidate_ref": f"candidate:{i}",
+            "target_class": "procedural_experience",
+            "content_summary": "s" * 500,
+            "experience": {
+                "future_behavior": {
+                    "trigger": "t",
+                    "action": "a",
+                    "validation": "v",
+                    "stop_condition": "x",
+                }
+            },
+        }
+        for i in range(items)
+    ]
+    return HostProjection(
+        context_fields={"reward_memory_recall": {"context": {"guidance": guidance}}},
+        capability_instructions=list(instructions),
+        capability_result_fields={"reward_memory_reflection_json": {}} if ingest else {},
+    )
+
+
+def test_render_drops_whole_items_from_the_end_and_keeps_the_request():
+    text = render_context(projection(30), limit=8000)
+    assert len(text) <= 8000
+    assert text.endswith(REFLECTION_REQUEST)
+    assert "recalled memories omitted" in text
+    kept = text.count("[memory ")
+    assert 0 < kept < 30 and f"[memory {kept}] candidate:{kept - 1}" in text
+    assert "s" * 500 in text, "items are whole, never cut"
+
+
+def test_render_without_anything_is_empty():
+    assert render_context(HostProjection()) == ""
+    assert REFLECTION_REQUEST not in render_context(projection(1, ingest=False))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, None),
+        ("no block here", None),
+        ("<reward_memory_reflection_json></reward_memory_reflection_json>", None),
+        ('<reward_memory_reflection_json>{"a":1}</reward_memory_reflection_json>', '{"a":1}'),
+        (
+            "<reward_memory_reflection_json>first</reward_memory_reflection_json> then "
+            "<reward_memory_reflection_json>last</reward_memory_reflection_json>",
+            "last",
+        ),
+        ("dangling </reward_memory_reflection_json>", None),
+    ],
+)
+def test_extract_the_last_reflection_block(text, expected):
+    assert extract_reflection(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (None, {"ok": False, "status": "unavailable", "validator_kind": "none"}),
+        (
+            [sys.executable, "-c", "import sys; sys.exit(3)"],
+            {"ok": False, "status": "failed", "exit_code": 3},
+        ),
+        (
+            [sys.executable, "-c", "import time; time.sleep(5)"],
+            {"ok": False, "status": "inconclusive"},
+        ),
+        (["/nonexistent/validator"], {"ok": False, "status": "inconclusive"}),
+        (
+            [sys.executable, "-c", "print('fine')"],
+            {"ok": True, "status": "passed", "validator_kind": "command"},
+        ),
+    ],
+)
+def test_validator_outcomes(argv, expected):
+    assert run_validator(argv, request={}, cwd=None, timeout=1) == expected
+
+
+def test_validator_attestation_is_attached(tmp_path):
+    result = run_validator(
+        VALIDATOR, request={"reward_memory_reflection_json": RAW}, cwd=None, timeout=10
+    )
+    assert result["reward_memory_reflection_validation"]["status"] == "validated"
+
+
+def test_goal_repository_lookup(tmp_path):
+    registry = bound_goal(tmp_path)
+    assert goal_repository(str(registry), f1.GOAL) == tmp_path / "repo"
+    assert goal_repository(str(registry), "other") is None
+    assert goal_repository(str(tmp_path / "none.json"), f1.GOAL) is None
+    assert goal_repository(None, f1.GOAL) is None
