@@ -11,6 +11,7 @@ from rm_support import Recording
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.identities import reflection_digest
+from capabilities.reward_memory.lifecycle import journal_files_of
 from capabilities.reward_memory.registry import load_registry, resolve
 from turn_hooks import TurnContext
 
@@ -83,5 +84,4 @@ def turn(
 
 
 def journal_files(registry: Path) -> list[Path]:
-    root = registry.parent / "repo" / ".local" / "turn-hooks" / "reward-memory-outcomes"
-    return sorted(root.rglob("*.json")) if root.exists() else []
+    return journal_files_of(registry.parent / "repo")

@@ -63,6 +63,12 @@ def journal_path(store: SidecarStore, goal_id: str, agent_id: str, event_id: str
     return store.path(*journal_dir(goal_id, agent_id), path_token(event_id, "event") + ".json")
 
 
+def journal_files_of(repo: Path) -> list[Path]:
+    """Every journal below a Goal repository, sorted (for operators and tests)."""
+    root = sidecar_root(repo) / JOURNAL_DIR
+    return sorted(root.rglob("*.json")) if root.is_dir() else []
+
+
 def base_receipt(status: dict[str, Any], wiring: str = CLI_WIRING) -> dict[str, Any]:
     """The receipt fields every Turn ingest outcome carries."""
     return {
