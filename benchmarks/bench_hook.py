@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from corpus import seed
+from fixtures import f1
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from fixtures import f1
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
@@ -42,18 +42,32 @@ def main(samples: int = 25, records: int = 10_000) -> None:
         store = EmbeddedSqliteProvider(root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3")
         seed(store, records)
         binding = ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
-        message = ("done\n<reward_memory_reflection_json>" + json.dumps(f1.REFLECTION)
-                   + "</reward_memory_reflection_json>")
+        message = (
+            "done\n<reward_memory_reflection_json>"
+            + json.dumps(f1.REFLECTION)
+            + "</reward_memory_reflection_json>"
+        )
         cases = {
-            "pre-turn": lambda i: ([script, "host", "generic", "pre-turn", *binding],
-                                   json.dumps({"turn_id": f"t{i}", "prompt": "module tests"})),
+            "pre-turn": lambda i: (
+                [script, "host", "generic", "pre-turn", *binding],
+                json.dumps({"turn_id": f"t{i}", "prompt": "module tests"}),
+            ),
             "post-settlement (no reflection)": lambda i: (
                 [script, "host", "generic", "post-settlement", *binding],
-                json.dumps({"turn_id": f"n{i}", "last_assistant_message": "done"})),
+                json.dumps({"turn_id": f"n{i}", "last_assistant_message": "done"}),
+            ),
             "post-settlement (validated ingest)": lambda i: (
-                [script, "host", "generic", "post-settlement", *binding,
-                 "--validation-command-json", json.dumps(VALIDATOR)],
-                json.dumps({"turn_id": f"v{i}", "last_assistant_message": message})),
+                [
+                    script,
+                    "host",
+                    "generic",
+                    "post-settlement",
+                    *binding,
+                    "--validation-command-json",
+                    json.dumps(VALIDATOR),
+                ],
+                json.dumps({"turn_id": f"v{i}", "last_assistant_message": message}),
+            ),
         }
         bare: list[float] = []
         results: dict[str, list[float]] = {name: [] for name in cases}

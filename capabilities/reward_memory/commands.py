@@ -171,6 +171,127 @@ def configure(args: argparse.Namespace) -> Result:
     return document, "Reward memory configuration"
 
 
+def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
+    from capabilities.reward_memory.identities import app_candidate_id
+
+    effect = args.effect_id or f"writeback:{args.turn_id}"
+    status = resolution.status
+    return effect, app_candidate_id(
+        status["goal_id"], status["agent_id"], args.todo_id, args.turn_id, effect
+    )
+
+
+def _finalize_if_settled(resolution: Any, candidate: str) -> dict[str, Any] | None:
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.app import finalize, ledger_state
+
+    state = ledger_state(resolution, candidate)
+    if not (state["writeback"] and state["spend"]):
+        return None
+    return finalize(
+        resolution,
+        candidate_id=candidate,
+        writeback_appended=True,
+        spend_appended=True,
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
+    )
+
+
+def app_refresh_state(args: argparse.Namespace) -> Result:
+    """``codex-app refresh-state``: record the settled Turn, stage and validate its reflection."""
+    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.app import declaration, record_step, stage
+
+    resolution = _resolve(args)
+    effect, candidate = _app_ids(args, resolution)
+    argv = None
+    if args.validation_command_json:
+        try:
+            argv = json.loads(args.validation_command_json)
+        except json.JSONDecodeError:
+            v.fail("validation_command_json", "is not JSON", "validation_declaration_invalid")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or not argv:
+            v.fail(
+                "validation_command_json",
+                "must be a JSON list of strings",
+                "validation_declaration_invalid",
+            )
+    declared = declaration(argv, args.validation_timeout_seconds) if argv else None
+    workspace = Path(args.validation_workspace) if args.validation_workspace else resolution.repo
+    staged = stage(
+        resolution,
+        todo_id=args.todo_id,
+        turn_instance_id=args.turn_id,
+        effect_id=effect,
+        reflection_json=args.reward_memory_reflection_json,
+        declared=declared,
+        workspace=workspace,
+        restage=args.restage,
+    )
+    if resolution.status["available"]:
+        record_step(resolution, candidate, "writeback")
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_codex_app_refresh_v0",
+        "stage": staged,
+        "finalize": _finalize_if_settled(resolution, candidate),
+    }, "Codex App refresh"
+
+
+def app_spend_slot(args: argparse.Namespace) -> Result:
+    """``codex-app spend-slot``: record the spend once, then finalize a staged candidate."""
+    from capabilities.reward_memory.app import ledger_state, record_step
+
+    resolution = _resolve(args)
+    _effect, candidate = _app_ids(args, resolution)
+    if not args.execute:
+        state = ledger_state(resolution, candidate)
+        return {
+            "ok": True,
+            "schema_version": "turn_hooks_codex_app_spend_v0",
+            "mode": "preview",
+            "already_charged": state["spend"],
+            "charged": False,
+            "finalize": None,
+        }, ("Codex App spend (preview)")
+    appended, charged = record_step(resolution, candidate, "spend")
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_codex_app_spend_v0",
+        "mode": "execute",
+        "already_charged": appended and not charged,
+        "charged": charged,
+        "spend_read_back": appended,
+        "finalize": _finalize_if_settled(resolution, candidate),
+    }, "Codex App spend"
+
+
+def _app_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    app = commands.add_parser("codex-app", help="Codex App two-phase settlement: stage, then spend")
+    sub = app.add_subparsers(dest="codex_app_command", required=True)
+    refresh = sub.add_parser("refresh-state", help="record the settled Turn; stage its reflection")
+    spend = sub.add_parser("spend-slot", help="record the spend once; finalize a staged candidate")
+    for parser in (refresh, spend):
+        _common(parser)
+        parser.add_argument("--goal-id", required=True)
+        parser.add_argument("--agent-id", required=True)
+        parser.add_argument("--todo-id", required=True, help="the Todo (or thread) id")
+        parser.add_argument("--turn-id", required=True, help="the App turn id")
+        parser.add_argument("--effect-id", help="settlement effect id (default writeback:<turn>)")
+    refresh.add_argument("--reward-memory-reflection-json", help="the v1 reflection JSON text")
+    refresh.add_argument("--validation-command-json", help="the Todo's validator argv as JSON")
+    refresh.add_argument("--validation-timeout-seconds", type=int, default=20)
+    refresh.add_argument("--validation-workspace", help="validator cwd (default: Goal repository)")
+    refresh.add_argument(
+        "--restage",
+        action="store_true",
+        help="accept a changed validator declaration for this identity",
+    )
+    refresh.set_defaults(handler=app_refresh_state)
+    spend.add_argument("--execute", action="store_true", help="record the spend (once)")
+    spend.set_defaults(handler=app_spend_slot)
+
+
 def _common(parser: argparse.ArgumentParser, *, binding: bool = True) -> None:
     parser.add_argument(
         "--format",
@@ -183,7 +304,8 @@ def _common(parser: argparse.ArgumentParser, *, binding: bool = True) -> None:
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``reward-memory`` and its sub-commands to the CLI."""
+    """Add ``reward-memory`` and ``codex-app`` and their sub-commands to the CLI."""
+    _app_parser(commands)
     group = commands.add_parser("reward-memory", help="reward memory: status, ingest, recall")
     sub = group.add_subparsers(dest="reward_memory_command", required=True)
 

@@ -232,8 +232,13 @@ def run_turn_ingest(
     provider_for: ProviderFor,
     observed_at: str | None = None,
     wiring: str = CLI_WIRING,
+    attested_digest: str | None = None,
 ) -> dict[str, Any]:
-    """One settled Turn's reflection → verified memory, or a receipt saying why not."""
+    """One settled Turn's reflection → verified memory, or a receipt saying why not.
+
+    ``attested_digest`` is the raw-text digest recorded when the reflection was first
+    submitted (the Codex App stages it); the attestation must bind that digest.
+    """
     status = resolution.status
     receipt = base_receipt(status, wiring)
     if not status["available"] or resolution.config is None:
@@ -286,7 +291,7 @@ def run_turn_ingest(
                 resolution,
                 identity,
                 reflection,
-                parsed.raw_digest,
+                attested_digest or parsed.raw_digest,
                 entry,
                 evidence,
                 provider_for,

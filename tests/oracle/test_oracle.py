@@ -364,42 +364,71 @@ print(json.dumps(out))
 
 
 def test_turn_ingest_journal_and_reconciliation_match(tmp_path):
-    from capabilities.reward_memory.lifecycle import journal_files_of, reconcile
-    from capabilities.reward_memory.lifecycle import run_turn_ingest_fail_open as run
     from rm_support import UNAVAILABLE
     from turn_support import RAW, evidence, resolution, store_provider
+
+    from capabilities.reward_memory.lifecycle import journal_files_of, reconcile
+    from capabilities.reward_memory.lifecycle import run_turn_ingest_fail_open as run
 
     # The oracle needs an openviking config and a quota readback; ours is the same binding.
     theirs_registry = f1.write_goal(tmp_path / "theirs")
     quota = {"ok": True, "appended": True}
-    no_evidence = json.dumps({"schema_version": "turn_reward_memory_reflection_v1",
-                              "status": "no_evidence"})
-    theirs = run_python(LIFECYCLE, {
-        "registry": str(theirs_registry), "raw": RAW, "no_evidence": no_evidence,
-        "evidence": evidence(quota=quota), "unattested": evidence(attested=False, quota=quota)})
+    no_evidence = json.dumps(
+        {"schema_version": "turn_reward_memory_reflection_v1", "status": "no_evidence"}
+    )
+    theirs = run_python(
+        LIFECYCLE,
+        {
+            "registry": str(theirs_registry),
+            "raw": RAW,
+            "no_evidence": no_evidence,
+            "evidence": evidence(quota=quota),
+            "unattested": evidence(attested=False, quota=quota),
+        },
+    )
 
     registry = f1.write_goal(tmp_path / "ours")
     bound = resolution(registry)
     provider = store_provider(registry)
-    common = {"turn_key": "turn-0001", "observed_at": f1.OBSERVED_AT,
-              "provider_for": lambda binding: provider}
+    common = {
+        "turn_key": "turn-0001",
+        "observed_at": f1.OBSERVED_AT,
+        "provider_for": lambda binding: provider,
+    }
     ours = {
-        "unvalidated": run(bound, host_result={"reward_memory_reflection_json": RAW},
-                           evidence=evidence(attested=False, quota=quota), **common),
-        "no_evidence": run(bound, host_result={"reward_memory_reflection_json": no_evidence},
-                           evidence=evidence(quota=quota), **common),
+        "unvalidated": run(
+            bound,
+            host_result={"reward_memory_reflection_json": RAW},
+            evidence=evidence(attested=False, quota=quota),
+            **common,
+        ),
+        "no_evidence": run(
+            bound,
+            host_result={"reward_memory_reflection_json": no_evidence},
+            evidence=evidence(quota=quota),
+            **common,
+        ),
     }
     provider.fail["write"] = UNAVAILABLE
-    ours["fail"] = run(bound, host_result={"reward_memory_reflection_json": RAW},
-                       evidence=evidence(quota=quota), **common)
+    ours["fail"] = run(
+        bound,
+        host_result={"reward_memory_reflection_json": RAW},
+        evidence=evidence(quota=quota),
+        **common,
+    )
     [journal] = journal_files_of(registry.parent / "repo")
     ours["journal_pending"] = json.loads(journal.read_text())
     provider.fail.clear()
-    ours["reconcile"] = reconcile(bound, provider_for=common["provider_for"],
-                                  observed_at="2026-08-16T00:00:00+00:00")
+    ours["reconcile"] = reconcile(
+        bound, provider_for=common["provider_for"], observed_at="2026-08-16T00:00:00+00:00"
+    )
     ours["journal_completed"] = json.loads(journal.read_text())
     ours["reconcile_again"] = reconcile(bound, provider_for=common["provider_for"])
-    ours["replay"] = run(bound, host_result={"reward_memory_reflection_json": RAW},
-                         evidence=evidence(quota=quota), **common)
+    ours["replay"] = run(
+        bound,
+        host_result={"reward_memory_reflection_json": RAW},
+        evidence=evidence(quota=quota),
+        **common,
+    )
     for key, value in ours.items():
         assert value == theirs[key], key
