@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from fixtures import f1
 from public_safety import public_safety_violations
 
+VALIDATOR = Path(__file__).parent.parent / "scripts" / "demo" / "validator.py"
 RAW = (
     f1.REFLECTION["content_summary"],
     f1.EXPERIENCE["attribution"],
@@ -59,6 +61,30 @@ def commands(goal):
             "x",
         ],
         ["sidecar", "check", "--root", sidecar_root],
+        ["reward-memory", "reconcile", *binding],
+        [
+            "codex-app",
+            "refresh-state",
+            *binding,
+            "--todo-id",
+            "todo-1",
+            "--turn-id",
+            "turn-1",
+            "--reward-memory-reflection-json",
+            json.dumps(f1.REFLECTION),
+            "--validation-command-json",
+            json.dumps([sys.executable, str(VALIDATOR)]),
+        ],
+        [
+            "codex-app",
+            "spend-slot",
+            *binding,
+            "--todo-id",
+            "todo-1",
+            "--turn-id",
+            "turn-1",
+            "--execute",
+        ],
     ]
 
 
@@ -88,3 +114,38 @@ def test_the_scanner_catches_each_kind_of_leak():
     assert public_safety_violations("Bearer abcdefghijklmnopqrstuvwx") == ["secret"]
     assert public_safety_violations({"t": RAW[0]}, raw_texts=RAW) == [f"raw text {RAW[0][:20]!r}"]
     assert public_safety_violations({"ok": True, "ref": "provider-967043053432713a5e4b"}) == []
+
+
+def test_host_settlement_receipts_leak_nothing(goal):
+    binding = ["--registry", goal["registry"], "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+    message = (
+        "done <reward_memory_reflection_json>"
+        + json.dumps(f1.REFLECTION)
+        + "</reward_memory_reflection_json>"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "generic",
+            "post-settlement",
+            *binding,
+            "--validation-command-json",
+            json.dumps([sys.executable, str(VALIDATOR)]),
+        ],
+        input=json.dumps(
+            {"turn_id": "receipt-turn", "last_assistant_message": message, "cwd": str(goal["root"])}
+        ),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    receipt = json.loads(result.stdout)
+    assert receipt["results"]["reward-memory.outcome-ingest"]["status"] in {
+        "activated",
+        "evidence_validation_required",
+    }
+    assert public_safety_violations(result.stdout, raw_texts=RAW) == []
+    assert str(goal["root"]) not in result.stdout

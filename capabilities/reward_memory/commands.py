@@ -156,6 +156,19 @@ def recall(args: argparse.Namespace) -> Result:
     return document, "Reward memory recall"
 
 
+def reconcile_journals(args: argparse.Namespace) -> Result:
+    """``reconcile``: retry pending Turn journals of the current binding (at most 3)."""
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.lifecycle import reconcile
+
+    resolution = _resolve(args)
+    return reconcile(
+        resolution,
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
+        limit=args.limit,
+    ), "Reward memory reconciliation"
+
+
 def configure(args: argparse.Namespace) -> Result:
     """``configure``: preview or commit a verified binding (canary write + readback)."""
     from capabilities.reward_memory.enablement import configure_binding
@@ -346,6 +359,13 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         help="print the recalled guidance text itself (private: do not paste publicly)",
     )
     recall_parser.set_defaults(handler=recall)
+
+    again = sub.add_parser("reconcile", help="retry pending Turn journals of this binding")
+    _common(again)
+    again.add_argument("--goal-id", required=True)
+    again.add_argument("--agent-id", required=True)
+    again.add_argument("--limit", type=int, default=3, help="journals to retry (1..3)")
+    again.set_defaults(handler=reconcile_journals)
 
     conf = sub.add_parser(
         "configure", help="enable reward memory for one Agent (preview unless --execute)"
