@@ -9,7 +9,9 @@ VENV := $(CACHE)/venv
 BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 
-.PHONY: demo test setup lint typecheck schema bench oracle
+OV_VENV := $(CACHE)/openviking-0.5.2
+
+.PHONY: demo test setup lint typecheck schema bench oracle openviking
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -40,9 +42,18 @@ typecheck: setup
 schema: setup
 	$(BIN)/turn-hooks schema --check --format markdown
 
+# The real OpenViking server the provider tests run against (about 1.3 GB, once per
+# machine); the tests start and stop it themselves on loopback.
+$(OV_VENV)/bin/openviking-server:
+	mkdir -p $(CACHE)
+	$(PYTHON) -m venv $(OV_VENV)
+	$(OV_VENV)/bin/python -m pip install --quiet openviking==0.5.2
+
+openviking: $(OV_VENV)/bin/openviking-server
+
 # pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
-test: lint typecheck schema
-	cd $(CURDIR) && $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+test: lint typecheck schema openviking
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	exit $$rc
 

@@ -66,5 +66,11 @@ def build_provider(provider_binding: dict[str, Any], *, repo: Path | None) -> Pr
     if provider_id == "embedded_sqlite":
         return EmbeddedSqliteProvider(embedded_path(repo))
     if provider_id == "openviking":
-        return UnavailableProvider("openviking", "openviking_http_provider_not_available")
+        from capabilities.providers.client import OpenVikingSettings, ProviderClient
+        from capabilities.providers.openviking import OpenVikingProvider
+
+        settings = OpenVikingSettings.resolve(timeout=provider_binding.get("timeout_seconds"))
+        if settings is None:
+            return UnavailableProvider("openviking", "provider_endpoint_unconfigured")
+        return OpenVikingProvider(ProviderClient(settings))
     return UnavailableProvider(str(provider_id), "provider_unsupported")

@@ -41,7 +41,16 @@ CLI_WIRING = "codex_cli_turn_post_settlement"
 APP_WIRING = "codex_app_refresh_spend_post_settlement"
 JOURNAL_DIR = "reward-memory-outcomes"
 PENDING_INGEST_STATUSES = frozenset(
-    {"committed_pending", "provider_unavailable", "readback_unverified", "recall_unverified"}
+    {
+        "committed_pending",
+        "provider_unavailable",
+        "readback_unverified",
+        "recall_unverified",
+        # A provider that failed its preflight (server down) is retried too: upstream
+        # rejects such a journal, the OpenViking provider issue asks for it to stay
+        # pending and be reconciled after the server is back.
+        "unavailable",
+    }
 )
 MAX_RECONCILE = 3
 

@@ -1,0 +1,149 @@
+"""A small OpenViking HTTP client: settings, headers, envelope, retries.
+
+The transport and the retry policy come from the caller (tests pass
+``httpx.MockTransport`` and a no-op sleep); every request has an explicit timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import tenacity
+
+from capabilities.providers._errors import error_for_response, map_httpx_errors
+from capabilities.providers.retry import default_retrying
+
+SETTING_KEYS = ("url", "api_key", "account", "user", "timeout")
+ENV_PREFIX = "OPENVIKING_"
+
+
+@dataclass(frozen=True)
+class OpenVikingSettings:
+    """Where the server is and who we are; the API key never leaves this object."""
+
+    url: str
+    api_key: str | None = None
+    account: str | None = None
+    user: str | None = None
+    timeout: float = 30.0
+
+    def __repr__(self) -> str:  # keep the key out of logs and tracebacks
+        return f"OpenVikingSettings(url={self.url!r}, account={self.account!r}, user={self.user!r})"
+
+    @classmethod
+    def resolve(cls, **explicit: Any) -> OpenVikingSettings | None:
+        """Explicit values, then ``OPENVIKING_*`` variables, then ``ovcli.conf``; ``None``
+        when no URL is configured anywhere."""
+        conf_path = os.environ.get("OPENVIKING_CLI_CONFIG_FILE") or str(
+            Path.home() / ".openviking" / "ovcli.conf"
+        )
+        try:
+            conf = json.loads(Path(conf_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            conf = {}
+        conf = conf if isinstance(conf, dict) else {}
+        values: dict[str, Any] = {}
+        for key in SETTING_KEYS:
+            value = explicit.get(key) or os.environ.get(ENV_PREFIX + key.upper()) or conf.get(key)
+            if value not in (None, ""):
+                values[key] = value
+        if not values.get("url"):
+            return None
+        try:
+            values["timeout"] = float(values.get("timeout", 30.0))
+        except (TypeError, ValueError):
+            values["timeout"] = 30.0
+        values["url"] = str(values["url"]).rstrip("/")
+        return cls(**values)
+
+
+class ProviderClient:
+    """JSON over HTTP to one OpenViking server, with retries on transient failures."""
+
+    def __init__(
+        self,
+        settings: OpenVikingSettings,
+        client: httpx.Client | None = None,
+        *,
+        timeout: httpx.Timeout | None = None,
+        retrying: tenacity.Retrying | None = None,
+    ) -> None:
+        self.settings = settings
+        self.timeout = timeout or httpx.Timeout(
+            settings.timeout, connect=min(5.0, settings.timeout)
+        )
+        self.client = client
+        self.retrying = retrying or default_retrying()
+
+    def _headers(self, peer: str | None, auth: bool) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if auth and self.settings.api_key:
+            headers["X-API-Key"] = self.settings.api_key
+        if auth and self.settings.account:
+            headers["X-OpenViking-Account"] = self.settings.account
+        if auth and self.settings.user:
+            headers["X-OpenViking-User"] = self.settings.user
+        if peer:
+            headers["X-OpenViking-Actor-Peer"] = peer
+        return headers
+
+    def _once(
+        self,
+        method: str,
+        path: str,
+        *,
+        peer: str | None,
+        auth: bool,
+        params: dict[str, Any] | None,
+        body: dict[str, Any] | None,
+    ) -> Any:
+        with map_httpx_errors():
+            if self.client is not None:
+                response = self.client.request(
+                    method,
+                    self.settings.url + path,
+                    params=params,
+                    json=body,
+                    headers=self._headers(peer, auth),
+                    timeout=self.timeout,
+                )
+            else:
+                # A client per call: providers are built per Turn step and never closed.
+                with httpx.Client(timeout=self.timeout) as client:
+                    response = client.request(
+                        method,
+                        self.settings.url + path,
+                        params=params,
+                        json=body,
+                        headers=self._headers(peer, auth),
+                    )
+        error = error_for_response(response)
+        if error is not None:
+            raise error
+        try:
+            document = response.json()
+        except ValueError:
+            return response.text
+        if isinstance(document, dict) and "result" in document and "status" in document:
+            return document["result"]
+        return document
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        peer: str | None = None,
+        auth: bool = True,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """One API call, retried on transient failures; returns the envelope's ``result``."""
+        return self.retrying(
+            self._once, method, path, peer=peer, auth=auth, params=params, body=body
+        )

@@ -1,0 +1,255 @@
+"""The OpenViking provider against a real `openviking-server` 0.5.2 on loopback.
+
+The server and a deterministic fake embedder are started once for the session from
+the cached install that `make test` provides; if the server cannot start, the tests
+fail with its log tail (never skipped). Each test uses its own Goal, so its own peer
+and its own `goals/<goal>` scope.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import threading
+
+import pytest
+import tenacity
+from fixtures import f1
+from ovserver.server import start_server, stop_server
+from public_safety import public_safety_violations
+from turn_support import RAW, evidence
+
+from capabilities.providers.client import OpenVikingSettings, ProviderClient
+from capabilities.providers.factory import build_provider
+from capabilities.providers.openviking import OpenVikingProvider
+from capabilities.reward_memory.identities import peer_token
+from capabilities.reward_memory.lifecycle import reconcile, run_turn_ingest_fail_open
+from capabilities.reward_memory.registry import load_registry, resolve
+from hosts import cli
+
+USER = "alice"
+
+
+@pytest.fixture(scope="session")
+def ov_server():
+    running = start_server()
+    yield running
+    stop_server(running)
+
+
+@pytest.fixture
+def ov_env(ov_server, monkeypatch, tmp_path):
+    """Point every provider built from config at the session's server."""
+    monkeypatch.setenv("OPENVIKING_URL", ov_server.url)
+    monkeypatch.setenv("OPENVIKING_API_KEY", ov_server.key)
+    monkeypatch.setenv("OPENVIKING_ACCOUNT", "ci")
+    monkeypatch.setenv("OPENVIKING_USER", USER)
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
+    return ov_server
+
+
+def goal_config(goal: str, agent: str = f1.AGENT) -> dict:
+    """F1's openviking config, moved to another Goal (and so another peer and scope)."""
+    peer = peer_token(goal, agent)
+    scope_ref = f"viking://user/{USER}/peers/{peer}/memories/reward-memory/goals/{goal}/experience"
+    text = json.dumps(f1.config())
+    text = text.replace(f1.SCOPE_REF, scope_ref).replace(f1.PEER, peer)
+    document = json.loads(text.replace("registry:demo-goal:", f"registry:{goal}:"))
+    document["corpora"][0]["corpus"]["provider_scope_ref_digest"] = hashlib.sha256(
+        scope_ref.encode()
+    ).hexdigest()[:16]
+    return document
+
+
+def write_goal(root, goal, agent=f1.AGENT):
+    registry = f1.write_goal(root, goal_config(goal, agent))
+    text = registry.read_text().replace('"demo-goal"', json.dumps(goal))
+    if agent != f1.AGENT:
+        text = text.replace('"explorer"', json.dumps(agent))
+    registry.write_text(text)
+    return registry
+
+
+def provider(server):
+    settings = OpenVikingSettings(url=server.url, api_key=server.key, account="ci", user=USER)
+    return OpenVikingProvider(ProviderClient(settings))
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    document = json.loads(capsys.readouterr().out)
+    assert not public_safety_violations(document, raw_texts=(f1.REFLECTION["content_summary"],))
+    return code, document
+
+
+def event_for(goal):
+    event = json.loads(json.dumps(f1.event()).replace("demo-goal", goal))
+    return {"event": event, "observed_at": f1.OBSERVED_AT}
+
+
+def test_configure_ingest_replay_recall_loop(ov_env, capsys, tmp_path):
+    goal = "ov-loop"
+    registry = write_goal(tmp_path, goal)
+    document = json.loads(registry.read_text())
+    binding = document["goals"][0]["control_plane"]["reward_memory"]
+    binding.pop("enablement_receipts")
+    binding.update(enabled=False, enabled_agents=[])
+    registry.write_text(json.dumps(document))
+    args = ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
+    _code, configured = run(
+        capsys, "reward-memory", "configure", *args, "--config", f1.CONFIG_PATH, "--execute"
+    )
+    assert (configured["status"], configured["corpora"][0]["exact_readback_verified"]) == (
+        "verified",
+        True,
+    ), "canary write + exact readback on the real server"
+    source = tmp_path / "event.json"
+    source.write_text(json.dumps(event_for(goal)))
+    _code, first = run(
+        capsys, "reward-memory", "ingest-event", *args, "--input", str(source), "--execute"
+    )
+    assert (
+        first["status"],
+        first["exact_readback_verified"],
+        first["destination_recall"]["verified"],
+    ) == ("activated", True, True)
+    assert first["write"]["provider"] == "openviking"
+    _code, second = run(
+        capsys, "reward-memory", "ingest-event", *args, "--input", str(source), "--execute"
+    )
+    assert (second["status"], second["deduplicated"], second["external_writes_performed"]) == (
+        "activated",
+        True,
+        False,
+    )
+    _code, recalled = run(
+        capsys, "reward-memory", "recall", *args, "--query", "a change touches one module"
+    )
+    assert recalled["status"] == "applied"
+    assert recalled["output"]["guidance"][0]["candidate_ref"] == first["candidate_ref"]
+
+
+def test_stored_bytes_equal_the_canonical_record(ov_env, tmp_path):
+    goal = "ov-bytes"
+    registry = write_goal(tmp_path, goal)
+    server_provider = provider(ov_env)
+    receipt = run_turn_ingest_fail_open(
+        resolve(load_registry(registry), goal, f1.AGENT),
+        turn_key="turn-0001",
+        host_result={"reward_memory_reflection_json": RAW},
+        evidence=evidence(),
+        provider_for=lambda binding: server_provider,
+        observed_at=f1.OBSERVED_AT,
+    )
+    assert receipt["status"] == "activated"
+    scope = goal_config(goal)["project_provider_binding"]["corpus_scopes"][0]["scope_ref"]
+    peer = peer_token(goal, f1.AGENT)
+    [uri] = server_provider.list(scope, limit=10, actor_peer_id=peer)
+    text = server_provider.read_exact(uri, actor_peer_id=peer)
+    record = json.loads(text)
+    assert text == json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_peer_isolation(ov_env, tmp_path):
+    goal = "ov-isolation"
+    registry = write_goal(tmp_path / "a", goal, "explorer")
+    resolved = resolve(load_registry(registry), goal, "explorer")
+    server_provider = provider(ov_env)
+    receipt = run_turn_ingest_fail_open(
+        resolved,
+        turn_key="turn-0001",
+        host_result={"reward_memory_reflection_json": RAW},
+        evidence=evidence(),
+        provider_for=lambda binding: server_provider,
+        observed_at=f1.OBSERVED_AT,
+    )
+    assert receipt["status"] == "activated"
+    scope_a = goal_config(goal)["project_provider_binding"]["corpus_scopes"][0]["scope_ref"]
+    peer_a = peer_token(goal, "explorer")
+    peer_b = peer_token(goal, "reviewer")
+    [uri] = server_provider.list(scope_a, limit=10, actor_peer_id=peer_a)
+    from capabilities.providers.base import ProviderPermissionError
+
+    with pytest.raises(ProviderPermissionError):
+        server_provider.read_exact(uri, actor_peer_id=peer_b)
+    with pytest.raises(ProviderPermissionError):
+        server_provider.list(scope_a, limit=10, actor_peer_id=peer_b)
+    with pytest.raises(ProviderPermissionError):
+        server_provider.search(scope_a, "focused test module", limit=5, actor_peer_id=peer_b)
+    scope_b = goal_config(goal, "reviewer")["project_provider_binding"]["corpus_scopes"][0][
+        "scope_ref"
+    ]
+    assert (
+        server_provider.search(scope_b, "focused test module", limit=5, actor_peer_id=peer_b) == []
+    )
+
+
+def test_eight_concurrent_writers_to_one_target(ov_env):
+    server_provider = provider(ov_env)
+    peer = peer_token("ov-race", "explorer")
+    uri = f"viking://user/{USER}/peers/{peer}/memories/race/target.json"
+    errors = []
+
+    def write(index):
+        try:
+            server_provider.write(uri, json.dumps({"writer": index}), actor_peer_id=peer)
+        except Exception as exc:  # recorded and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == [], "409 path_busy is retried until every writer lands"
+    assert json.loads(server_provider.read_exact(uri, actor_peer_id=peer))["writer"] in range(8)
+
+
+def test_server_stopped_mid_run_is_reconciled_after_restart(monkeypatch, tmp_path):
+    server = start_server(tmp_path / "run")
+    try:
+        for name, value in {
+            "OPENVIKING_URL": server.url,
+            "OPENVIKING_API_KEY": server.key,
+            "OPENVIKING_ACCOUNT": "ci",
+            "OPENVIKING_USER": USER,
+            "OPENVIKING_CLI_CONFIG_FILE": str(tmp_path / "none"),
+        }.items():
+            monkeypatch.setenv(name, value)
+        goal = "ov-restart"
+        registry = write_goal(tmp_path / "goal", goal)
+        resolved = resolve(load_registry(registry), goal, f1.AGENT)
+
+        def provider_for(binding):
+            built = build_provider(binding, repo=resolved.repo)
+            built.client.retrying = copy.copy(built.client.retrying)
+            built.client.retrying.stop = tenacity.stop_after_attempt(2)  # a down server fails fast
+            return built
+
+        stop_server(server, remove=False)
+        down = run_turn_ingest_fail_open(
+            resolved,
+            turn_key="turn-0001",
+            host_result={"reward_memory_reflection_json": RAW},
+            evidence=evidence(),
+            provider_for=provider_for,
+            observed_at=f1.OBSERVED_AT,
+        )
+        assert down["fail_open"] is True
+        assert down["reconciliation_state"] == "pending" or down["status"] == "unavailable"
+        server = start_server(server.run_dir, port=server.port, key=server.key)
+        result = reconcile(resolved, provider_for=provider_for)
+        assert result["receipts"][0]["status"] == "activated"
+        scope = goal_config(goal)["project_provider_binding"]["corpus_scopes"][0]["scope_ref"]
+        peer = peer_token(goal, f1.AGENT)
+        assert (
+            len(
+                provider_for({"provider_id": "openviking", "timeout_seconds": 30}).list(
+                    scope, limit=10, actor_peer_id=peer
+                )
+            )
+            == 1
+        ), "nothing lost, nothing duplicated"
+    finally:
+        stop_server(server)
