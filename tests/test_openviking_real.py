@@ -88,10 +88,21 @@ def event_for(goal):
     return {"event": event, "observed_at": f1.OBSERVED_AT}
 
 
-def test_configure_ingest_replay_recall_loop(ov_env, capsys, tmp_path):
-    goal = "ov-loop"
-    registry = write_goal(tmp_path, goal)
-    document = json.loads(registry.read_text())
+@pytest.fixture(params=["embedded_sqlite", "openviking"])
+def provider_id(request):
+    """The same end-to-end test on both providers, chosen only by the config."""
+    if request.param == "openviking":
+        request.getfixturevalue("ov_env")
+    return request.param
+
+
+def test_configure_ingest_replay_recall_loop(provider_id, capsys, tmp_path):
+    goal = f"e2e-{provider_id.replace('_', '-')}"
+    config = goal_config(goal)
+    config["project_provider_binding"]["provider_id"] = provider_id
+    config["corpora"][0]["corpus"]["provider_id"] = provider_id
+    registry = f1.write_goal(tmp_path, config)
+    document = json.loads(registry.read_text().replace('"demo-goal"', json.dumps(goal)))
     binding = document["goals"][0]["control_plane"]["reward_memory"]
     binding.pop("enablement_receipts")
     binding.update(enabled=False, enabled_agents=[])
@@ -103,7 +114,7 @@ def test_configure_ingest_replay_recall_loop(ov_env, capsys, tmp_path):
     assert (configured["status"], configured["corpora"][0]["exact_readback_verified"]) == (
         "verified",
         True,
-    ), "canary write + exact readback on the real server"
+    ), "canary write + exact readback"
     source = tmp_path / "event.json"
     source.write_text(json.dumps(event_for(goal)))
     _code, first = run(
@@ -113,8 +124,8 @@ def test_configure_ingest_replay_recall_loop(ov_env, capsys, tmp_path):
         first["status"],
         first["exact_readback_verified"],
         first["destination_recall"]["verified"],
-    ) == ("activated", True, True)
-    assert first["write"]["provider"] == "openviking"
+        first["write"]["provider"],
+    ) == ("activated", True, True, provider_id)
     _code, second = run(
         capsys, "reward-memory", "ingest-event", *args, "--input", str(source), "--execute"
     )
