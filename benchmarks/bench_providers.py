@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from bench_core import percentile, recall_once  # noqa: E402
 from corpus import entry, event, record_text  # noqa: E402
+from fixtures import f1  # noqa: E402
 from ovserver.server import start_server, stop_server  # noqa: E402
 from rm_support import Recording  # noqa: E402
 
@@ -26,7 +27,6 @@ from capabilities.providers.client import OpenVikingSettings, ProviderClient  # 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider  # noqa: E402
 from capabilities.providers.openviking import OpenVikingProvider  # noqa: E402
 from capabilities.reward_memory.ingest import ingest_scoped_event  # noqa: E402
-from fixtures import f1  # noqa: E402
 
 
 def seed(provider, count: int) -> list[str]:
