@@ -17,7 +17,7 @@ from typing import Any
 
 import pluggy
 
-from sidecars import SidecarStore, path_token, sidecar_root
+from sidecars import SidecarStore, goal_agent_parts, path_token, sidecar_root
 from turn_hooks import (
     Settlement,
     SettlementEvidence,
@@ -87,9 +87,7 @@ def goal_repository(registry: str | None, goal_id: str | None) -> Path | None:
 def spool_path(store: SidecarStore, turn: TurnContext) -> Path:
     """``settlements/T(goal)/T(agent)/T(turn_key).json``."""
     return store.path(
-        "settlements",
-        path_token(turn.goal_id, "goal"),
-        path_token(turn.agent_id, "agent"),
+        *goal_agent_parts("settlements", turn.goal_id, turn.agent_id),
         path_token(turn.turn_key, "turn") + ".json",
     )
 

@@ -1,6 +1,13 @@
 """Private JSON sidecar files: mode 0600, locked, atomically replaced, never via links."""
 
-from sidecars.paths import SIDECAR_DIR, lock_path, path_token, sidecar_path, sidecar_root
+from sidecars.paths import (
+    SIDECAR_DIR,
+    goal_agent_parts,
+    lock_path,
+    path_token,
+    sidecar_path,
+    sidecar_root,
+)
 from sidecars.store import (
     DEFAULT_LOCK_TIMEOUT,
     DIR_MODE,
@@ -22,6 +29,7 @@ __all__ = [
     "SidecarTransaction",
     "atomic_write_text",
     "dumps",
+    "goal_agent_parts",
     "lock_path",
     "path_token",
     "sidecar_path",

@@ -33,6 +33,11 @@ def path_token(value: str | None, fallback: str) -> str:
     return f"{readable[:_TOKEN_CHARS]}-{digest}"
 
 
+def goal_agent_parts(directory: str, goal_id: str | None, agent_id: str | None) -> tuple[str, ...]:
+    """``directory/T(goal)/T(agent)``: where one (Goal, Agent)'s sidecars of a kind live."""
+    return directory, path_token(goal_id, "goal"), path_token(agent_id, "agent")
+
+
 def sidecar_root(goal_repository: str | Path) -> Path:
     """The sidecar root of a Goal repository (absolute, not resolved through links)."""
     return Path(goal_repository).absolute() / SIDECAR_DIR

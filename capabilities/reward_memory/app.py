@@ -33,7 +33,7 @@ from capabilities.reward_memory.lifecycle import (
 )
 from capabilities.reward_memory.registry import Resolution
 from capabilities.reward_memory.runtime import now_timestamp
-from sidecars import SidecarStore, path_token, sidecar_root
+from sidecars import SidecarStore, goal_agent_parts, path_token
 
 SIDECAR_SCHEMA = "codex_app_reward_memory_outcome_sidecar_v0"
 STAGE_SCHEMA = "codex_app_reward_memory_outcome_candidate_v0"
@@ -107,16 +107,10 @@ def run_todo_validator(
     }
 
 
-def _store(resolution: Resolution) -> SidecarStore:
-    return SidecarStore(sidecar_root(resolution.repo))
-
-
 def candidate_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str) -> Path:
     """``reward-memory-app-outcomes/T(goal)/T(agent)/T(candidate_id).json`` (identities §4)."""
     return store.path(
-        CANDIDATE_DIR,
-        path_token(goal_id, "goal"),
-        path_token(agent_id, "agent"),
+        *goal_agent_parts(CANDIDATE_DIR, goal_id, agent_id),
         path_token(candidate_id, "candidate") + ".json",
     )
 
@@ -124,9 +118,7 @@ def candidate_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_i
 def ledger_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str) -> Path:
     """The settlement ledger of one App Turn effect."""
     return store.path(
-        LEDGER_DIR,
-        path_token(goal_id, "goal"),
-        path_token(agent_id, "agent"),
+        *goal_agent_parts(LEDGER_DIR, goal_id, agent_id),
         path_token(candidate_id, "candidate") + ".json",
     )
 
@@ -198,7 +190,7 @@ def stage(
     assert reflection is not None and parsed.raw_digest is not None
     fingerprint = binding_fingerprint(resolution.binding, status["agent_id"])
     declaration_digest = validation_declaration_sha256(declared or declaration(None, None))
-    store = _store(resolution)
+    store = resolution.sidecars
     path = candidate_path(store, status["goal_id"], status["agent_id"], candidate)
     with store.transaction(path) as sidecar:
         previous = sidecar.read()
@@ -276,7 +268,7 @@ def finalize(
 ) -> dict[str, Any] | None:
     """Finalize a staged candidate after writeback and spend read back (exact key only)."""
     status = resolution.status
-    store = _store(resolution)
+    store = resolution.sidecars
     path = candidate_path(store, status["goal_id"], status["agent_id"], candidate_id)
     staged = store.read(path)
     if staged is None:
@@ -320,7 +312,7 @@ def record_step(resolution: Resolution, candidate_id: str, step: str) -> tuple[b
     Returns (read back as appended, recorded by this call): a second spend of the
     same effect finds it already recorded, so nothing is charged twice.
     """
-    store = _store(resolution)
+    store = resolution.sidecars
     path = ledger_path(
         store, resolution.status["goal_id"], resolution.status["agent_id"], candidate_id
     )
@@ -340,7 +332,7 @@ def record_step(resolution: Resolution, candidate_id: str, step: str) -> tuple[b
 
 def ledger_state(resolution: Resolution, candidate_id: str) -> dict[str, bool]:
     """Which settlement steps of an App effect read back as appended."""
-    store = _store(resolution)
+    store = resolution.sidecars
     path = ledger_path(
         store, resolution.status["goal_id"], resolution.status["agent_id"], candidate_id
     )

@@ -30,7 +30,7 @@ from capabilities.reward_memory.identities import (
 from capabilities.reward_memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.registry import Resolution
 from capabilities.reward_memory.runtime import now_timestamp
-from sidecars import SidecarStore, path_token, sidecar_root
+from sidecars import SidecarStore, goal_agent_parts, path_token, sidecar_root
 from turn_hooks import SidecarError
 
 INGEST_SCHEMA = "turn_reward_memory_ingest_v0"
@@ -57,19 +57,11 @@ MAX_RECONCILE = 3
 ProviderFor = Callable[[dict[str, Any]], Provider]
 
 
-def journal_store(repo: Path) -> SidecarStore:
-    """The sidecar store of a Goal repository."""
-    return SidecarStore(sidecar_root(repo))
-
-
-def journal_dir(goal_id: str, agent_id: str) -> tuple[str, str, str]:
-    """The journal directory parts of one (Goal, Agent) below the sidecar root."""
-    return JOURNAL_DIR, path_token(goal_id, "goal"), path_token(agent_id, "agent")
-
-
 def journal_path(store: SidecarStore, goal_id: str, agent_id: str, event_id: str) -> Path:
     """``reward-memory-outcomes/T(goal)/T(agent)/T(source_event_id).json`` (identities §4)."""
-    return store.path(*journal_dir(goal_id, agent_id), path_token(event_id, "event") + ".json")
+    return store.path(
+        *goal_agent_parts(JOURNAL_DIR, goal_id, agent_id), path_token(event_id, "event") + ".json"
+    )
 
 
 def journal_files_of(repo: Path) -> list[Path]:
@@ -284,7 +276,7 @@ def run_turn_ingest(
         status["goal_id"], agent, turn_key, reflection["surface_id"], policy_id, evidence_id
     )
     receipt.update(surface_id=reflection["surface_id"], source_event_id=event_id)
-    store = journal_store(resolution.repo)
+    store = resolution.sidecars
     path = journal_path(store, status["goal_id"], agent, event_id)
     identity = {
         "goal_id": status["goal_id"],
@@ -478,10 +470,12 @@ def reconcile(
     if not resolution.config["automation"]["automatic_ingest"]:
         receipt["status"] = "explicitly_disabled"
         return receipt
-    store = journal_store(resolution.repo)
+    store = resolution.sidecars
     revision = status.get("binding_revision")
     eligible = []
-    for path in store.iter_documents(*journal_dir(status["goal_id"], status["agent_id"])):
+    for path in store.iter_documents(
+        *goal_agent_parts(JOURNAL_DIR, status["goal_id"], status["agent_id"])
+    ):
         try:
             document = store.read(path)
         except SidecarError:

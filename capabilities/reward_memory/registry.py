@@ -15,6 +15,7 @@ from typing import Any
 from capabilities.reward_memory import values as v
 from capabilities.reward_memory.config import goal_agent_scope, normalise_config, read_config_bytes
 from capabilities.reward_memory.identities import binding_revision, config_digest
+from sidecars import SidecarStore, sidecar_root
 
 STATUS_SCHEMA = "reward_memory_experiment_status_v1"
 ROUTE_SCHEMA = "reward_memory_config_runtime_route_v0"
@@ -53,6 +54,11 @@ class Resolution:
     def repo(self) -> Path:
         """The Goal repository (private: never in a receipt)."""
         return Path(str(self.goal.get("repo") or "."))
+
+    @property
+    def sidecars(self) -> SidecarStore:
+        """The Goal's sidecar store (``<repo>/.local/turn-hooks``)."""
+        return SidecarStore(sidecar_root(self.repo))
 
 
 def load_registry(path: str | Path) -> dict[str, Any]:

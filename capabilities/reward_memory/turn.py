@@ -21,7 +21,7 @@ from capabilities.reward_memory.identities import (
 from capabilities.reward_memory.lifecycle import reconcile
 from capabilities.reward_memory.registry import Resolution
 from capabilities.reward_memory.runtime import cite_guidance, read_checkpoint, run_recall_hook
-from sidecars import SidecarStore, path_token, sidecar_root
+from sidecars import SidecarStore, goal_agent_parts
 from turn_hooks import SidecarError, TurnContext, measure_result_bytes
 
 SURFACE = "agent_workflow.turn_admission"
@@ -178,16 +178,10 @@ def _packet(status: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return packet
 
 
-def receipt_store(resolution: Resolution) -> SidecarStore:
-    """The Goal's sidecar store."""
-    return SidecarStore(sidecar_root(resolution.repo))
-
-
 def receipt_path(store: SidecarStore, goal_id: str, agent_id: str) -> Any:
     """``agent-turn-recall/T(goal)/T(agent).json`` (identities §4)."""
-    return store.path(
-        "agent-turn-recall", path_token(goal_id, "goal"), path_token(agent_id, "agent") + ".json"
-    )
+    directory, goal, agent = goal_agent_parts("agent-turn-recall", goal_id, agent_id)
+    return store.path(directory, goal, agent + ".json")
 
 
 def turn_recall(
@@ -232,7 +226,7 @@ def turn_recall(
     recall_id = situation["turn_recall_id"]
     fingerprint = situation["situation_fingerprint"]
     ids = {"turn_recall_id": recall_id, "situation_fingerprint": fingerprint}
-    store = receipt_store(resolution)
+    store = resolution.sidecars
     path = receipt_path(store, status["goal_id"], status["agent_id"])
     revision = status.get("binding_revision")
     try:
