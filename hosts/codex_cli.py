@@ -1,0 +1,76 @@
+"""The Codex CLI adapter: ``UserPromptSubmit`` and ``Stop`` hooks (hosts.md §2).
+
+Codex keeps injected context in the conversation history, so a per-session sidecar
+remembers which memories were already rendered and they are not rendered again.
+``Stop`` fires only for successful turns and must print JSON: it prints ``{}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hosts.generic import build_turn
+from hosts.render import extract_reflection, render_context, rendered_refs, without_refs
+from hosts.settlement import goal_repository, settle
+from sidecars import SidecarStore, path_token, sidecar_root
+from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
+
+HOST = "codex_cli"
+INJECTED_SCHEMA = "turn_hooks_injected_context_v0"
+
+
+def _injected_store(registry: str | None, goal_id: str, cwd: str | None) -> SidecarStore:
+    repo = goal_repository(registry, goal_id) or Path(cwd or ".")
+    return SidecarStore(sidecar_root(repo))
+
+
+def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict[str, Any] | None:
+    """UserPromptSubmit: the bounded context, or ``None`` to print nothing."""
+    turn = build_turn(event, host=host, **binding)
+    outcome = call_pre_turn(make_plugin_manager(), turn)
+    projection = project_contributions(outcome.payload)
+    store = _injected_store(turn.registry, binding["goal_id"], turn.cwd)
+    path = store.path("injected", host, path_token(turn.host_session_id, "session") + ".json")
+    delivered: set[str] = set()
+    if turn.host_session_id:
+        previous = store.read(path) or {}
+        delivered = set(previous.get("candidate_refs") or [])
+    projection = without_refs(projection, delivered)
+    text = render_context(projection)
+    if not text:
+        return None
+    fresh = rendered_refs(projection, text)
+    if turn.host_session_id and fresh:
+        store.update(
+            path,
+            lambda doc: {
+                "schema_version": INJECTED_SCHEMA,
+                "host": host,
+                "candidate_refs": sorted({*(doc or {}).get("candidate_refs", []), *fresh}),
+            },
+        )
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+
+
+def post_settlement(
+    event: dict[str, Any],
+    *,
+    validation_argv: list[str] | None,
+    validation_timeout: int,
+    host: str = HOST,
+    **binding: Any,
+) -> dict[str, Any]:
+    """Stop: settle the successful turn; Codex gets ``{}`` whatever happened."""
+    turn = build_turn(event, host=host, **binding)
+    message = event.get("last_assistant_message")
+    message = message if isinstance(message, str) else None
+    settle(
+        make_plugin_manager(),
+        turn,
+        final_message=message,
+        reflection=extract_reflection(message),
+        validation_argv=validation_argv,
+        validation_timeout=validation_timeout,
+    )
+    return {}

