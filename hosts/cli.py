@@ -183,7 +183,7 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
     return receipt, "PostSettlement receipt"
 
 
-CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host"})
+CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host", "install"})
 
 
 def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
@@ -214,6 +214,48 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         if os.environ.get("TURN_HOOKS_DEBUG") == "1":
             raise
         return (None if quiet else {}), "Nothing added"
+
+
+def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
+    import shutil
+
+    from hosts.codex_install import install
+    from turn_hooks.errors import InvalidInputError
+
+    codex = args.codex_bin or shutil.which("codex")
+    if not codex:
+        raise InvalidInputError(
+            "no codex binary on PATH; pass --codex-bin", reason_code="codex_not_found"
+        )
+    argv = None
+    if args.validation_command_json:
+        try:
+            argv = json.loads(args.validation_command_json)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(
+                "--validation-command-json is not JSON",
+                reason_code="validation_declaration_invalid",
+            ) from exc
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise InvalidInputError(
+                "--validation-command-json must be a list of strings",
+                reason_code="validation_declaration_invalid",
+            )
+    home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    registry = str(Path(args.registry).absolute())
+    try:
+        report = install(
+            codex=codex,
+            codex_home=home,
+            registry=registry,
+            goal_id=args.goal_id,
+            agent_id=args.agent_id,
+            validation_argv=argv,
+            uninstall=args.uninstall,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise InvalidInputError(str(exc), reason_code="codex_install_failed") from exc
+    return report, "Codex hooks"
 
 
 def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
@@ -294,6 +336,17 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         )
         _format_option(adapter)
         adapter.set_defaults(handler=_cmd_host)
+    installer = commands.add_parser("install", help="install the per-Turn hooks into a host")
+    installer.add_argument("host", choices=("codex",))
+    installer.add_argument("--registry", required=True, help="binding registry file")
+    installer.add_argument("--goal-id", required=True)
+    installer.add_argument("--agent-id", required=True)
+    installer.add_argument("--validation-command-json", help="the independent validator argv")
+    installer.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
+    installer.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
+    installer.add_argument("--uninstall", action="store_true", help="remove exactly our hooks")
+    _format_option(installer)
+    installer.set_defaults(handler=_cmd_install)
     if with_plugins:
         from turn_hooks import make_plugin_manager
 

@@ -245,3 +245,77 @@ def _record(index: int) -> str:
     return stored_form(
         record_body(build_active_record(packet["candidate"], corpus, review, f1.OBSERVED_AT))
     )
+
+
+def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_path):
+    with FakeResponses() as fake:
+        run = CodexRun(
+            tmp_path,
+            fake,
+            hooks={
+                "hooks": {
+                    "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]
+                }
+            },
+        )
+        argv = [
+            "install",
+            "codex",
+            "--codex-home",
+            str(run.home),
+            "--registry",
+            str(run.registry),
+            "--goal-id",
+            f1.GOAL,
+            "--agent-id",
+            f1.AGENT,
+            "--codex-bin",
+            str(codex),
+            "--validation-command-json",
+            json.dumps(VALIDATOR),
+        ]
+        first = subprocess.run(
+            [sys.executable, "-m", "hosts.cli", *argv], capture_output=True, text=True, check=False
+        )
+        report = json.loads(first.stdout)
+        assert (report["changed"], report["trust_statuses"]) == (True, ["trusted", "trusted"])
+        again = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "hosts.cli", *argv],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
+        )
+        assert again["changed"] is False, "installing twice changes nothing"
+
+        env = {**os.environ, "CODEX_HOME": str(run.home), "FAKE_API_KEY": "dummy"}
+        fake.reply("hello")
+        result = subprocess.run(
+            [str(codex), "exec", "--skip-git-repo-check", "fix the tests"],
+            cwd=run.work,
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=180,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert any(
+            "reward_memory_reflection_json" in text for text in developer_texts(fake.requests[0])
+        ), "trusted without --dangerously-bypass-hook-trust"
+
+        removed = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "hosts.cli", *argv, "--uninstall"],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
+        )
+        assert removed["changed"] is True
+        hooks = json.loads((run.home / "hooks.json").read_text())["hooks"]
+        assert hooks == {
+            "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]
+        }, "the foreign hook is kept"

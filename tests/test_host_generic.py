@@ -195,3 +195,91 @@ def test_goal_repository_lookup(tmp_path):
     assert goal_repository(str(registry), "other") is None
     assert goal_repository(str(tmp_path / "none.json"), f1.GOAL) is None
     assert goal_repository(None, f1.GOAL) is None
+
+
+def test_codex_cli_does_not_reinject_a_memory_in_the_same_session(tmp_path):
+    registry = bound_goal(tmp_path)
+    hook(
+        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)},
+        registry,
+        None,
+        "post-settlement",
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+    )
+
+    def codex_pre_turn(turn_id, session):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hosts.cli",
+                "host",
+                "codex-cli",
+                "pre-turn",
+                "--goal-id",
+                f1.GOAL,
+                "--agent-id",
+                f1.AGENT,
+                "--registry",
+                str(registry),
+            ],
+            input=json.dumps(
+                {"turn_id": turn_id, "session_id": session, "prompt": "a change touches one module"}
+            ),
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
+        assert result.returncode == 0
+        return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    assert "[memory 1]" in codex_pre_turn("t2", "session-a")
+    assert "[memory 1]" not in codex_pre_turn("t3", "session-a"), "already in Codex's history"
+    assert "[memory 1]" in codex_pre_turn("t4", "session-b")
+
+
+def test_codex_cli_prints_nothing_when_it_has_nothing(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "codex-cli",
+            "pre-turn",
+            "--goal-id",
+            "g",
+            "--agent-id",
+            "a",
+            "--registry",
+            str(tmp_path / "none.json"),
+        ],
+        input="not json",
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert (result.returncode, result.stdout) == (0, "")
+    stop = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "codex-cli",
+            "post-settlement",
+            "--goal-id",
+            "g",
+            "--agent-id",
+            "a",
+        ],
+        input="{}",
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert (stop.returncode, json.loads(stop.stdout)) == (0, {}), "Stop always prints JSON"

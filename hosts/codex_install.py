@@ -1,0 +1,215 @@
+"""`turn-hooks install codex`: hooks.json entries, trusted through Codex's app-server.
+
+The handlers call this interpreter by absolute path. Trust is granted the way Codex
+itself records it: `hooks/list` reports each handler's current hash, and
+`config/batchWrite` upserts `hooks.state` with it (no hash is computed here).
+Installing twice changes nothing; `--uninstall` removes exactly our handlers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
+MARKER = " -m hosts.cli host codex-cli "
+HOOK_TIMEOUT = 30
+
+
+def hook_command(
+    event: str, *, registry: str, goal_id: str, agent_id: str, validation_argv: list[str] | None
+) -> str:
+    """The exact command line Codex runs for one of our handlers."""
+    parts = [
+        sys.executable,
+        "-m",
+        "hosts.cli",
+        "host",
+        "codex-cli",
+        EVENTS[event],
+        "--goal-id",
+        goal_id,
+        "--agent-id",
+        agent_id,
+        "--registry",
+        registry,
+    ]
+    if event == "Stop" and validation_argv:
+        parts += ["--validation-command-json", json.dumps(validation_argv)]
+    return shlex.join(parts)
+
+
+def _ours(handler: Any, goal_id: str, agent_id: str) -> bool:
+    command = handler.get("command") if isinstance(handler, dict) else None
+    return (
+        isinstance(command, str)
+        and MARKER in command
+        and f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}" in command
+    )
+
+
+def _without_ours(document: dict[str, Any], goal_id: str, agent_id: str) -> dict[str, Any]:
+    raw = document.get("hooks")
+    hooks: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    cleaned: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        kept_groups = []
+        for group in groups if isinstance(groups, list) else []:
+            handlers = [h for h in group.get("hooks", []) if not _ours(h, goal_id, agent_id)]
+            if handlers:
+                kept_groups.append({**group, "hooks": handlers})
+        if kept_groups:
+            cleaned[event] = kept_groups
+    return {**document, "hooks": cleaned}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"hooks": {}}
+    except ValueError as exc:
+        raise ValueError("hooks.json exists but is not JSON; fix or move it first") from exc
+    return document if isinstance(document, dict) else {"hooks": {}}
+
+
+def _write(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".turn-hooks.tmp")
+    temp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
+class AppServer:
+    """A minimal JSON-RPC client of `codex app-server` over stdio (JSON lines)."""
+
+    def __init__(self, codex: str, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [codex, "app-server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        self.next_id = 0
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        self.next_id += 1
+        ident = self.next_id
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(
+            json.dumps({"id": ident, "method": method, "params": params}) + "\n"
+        )
+        self.process.stdin.flush()
+        for line in self.process.stdout:
+            message = json.loads(line)
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method} failed: {message['error'].get('message')}")
+                return message.get("result")
+        raise RuntimeError(f"codex app-server closed before answering {method}")
+
+    def notify(self, method: str) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(json.dumps({"method": method}) + "\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout:
+            self.process.stdout.close()
+
+
+def trust_our_hooks(
+    codex: str, codex_home: Path, cwd: Path, goal_id: str, agent_id: str
+) -> list[str]:
+    """Trust our handlers through app-server; return their trust statuses afterwards."""
+    env = {**os.environ, "CODEX_HOME": str(codex_home)}
+    server = AppServer(codex, env)
+    try:
+        server.request("initialize", {"clientInfo": {"name": "turn-hooks", "version": "0.1"}})
+        server.notify("initialized")
+
+        def ours() -> list[dict[str, Any]]:
+            listed = server.request("hooks/list", {"cwds": [str(cwd)]})
+            return [
+                hook
+                for entry in listed.get("data", [])
+                for hook in entry.get("hooks", [])
+                if _ours(hook, goal_id, agent_id)
+            ]
+
+        pending = {
+            hook["key"]: {"trusted_hash": hook["currentHash"]}
+            for hook in ours()
+            if hook.get("trustStatus") in {"untrusted", "modified"}
+        }
+        if pending:
+            server.request(
+                "config/batchWrite",
+                {
+                    "edits": [
+                        {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": pending}
+                    ]
+                },
+            )
+        return [hook.get("trustStatus", "unknown") for hook in ours()]
+    finally:
+        server.close()
+
+
+def install(
+    *,
+    codex: str,
+    codex_home: Path,
+    registry: str,
+    goal_id: str,
+    agent_id: str,
+    validation_argv: list[str] | None,
+    uninstall: bool = False,
+) -> dict[str, Any]:
+    """Install (or remove) our handlers; a public-safe report of what changed."""
+    path = codex_home / "hooks.json"
+    before = _read(path)
+    document = _without_ours(before, goal_id, agent_id)
+    if not uninstall:
+        for event in EVENTS:
+            handler = {
+                "type": "command",
+                "timeout": HOOK_TIMEOUT,
+                "command": hook_command(
+                    event,
+                    registry=registry,
+                    goal_id=goal_id,
+                    agent_id=agent_id,
+                    validation_argv=validation_argv,
+                ),
+            }
+            document["hooks"].setdefault(event, []).append({"hooks": [handler]})
+    changed = document != before
+    if changed:
+        _write(path, document)
+    statuses = (
+        [] if uninstall else trust_our_hooks(codex, codex_home, Path.cwd(), goal_id, agent_id)
+    )
+    return {
+        "ok": uninstall or (bool(statuses) and all(s == "trusted" for s in statuses)),
+        "schema_version": "turn_hooks_install_v0",
+        "host": "codex_cli",
+        "action": "uninstall" if uninstall else "install",
+        "changed": changed,
+        "events": sorted(EVENTS) if not uninstall else [],
+        "trust_statuses": statuses,
+    }
