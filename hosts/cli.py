@@ -192,7 +192,13 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import codex_cli, generic
 
     adapter: Any = codex_cli if args.host_name == "codex-cli" else generic
-    quiet = args.host_name == "codex-cli" and args.event == "pre-turn"
+    dialect = getattr(args, "dialect", "plain")
+    extra = {"dialect": dialect} if args.host_name == "generic" else {}
+    # Codex's and Claude Code's pre-turn, and Claude Code's settlement, print nothing
+    # when they have nothing; JSON-only runtimes get {}.
+    quiet = (args.host_name == "codex-cli" and args.event == "pre-turn") or (
+        dialect == "claude-code"
+    )
     try:
         event = generic.parse_event(sys.stdin.read())
         binding = {
@@ -201,15 +207,17 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
         }
         if args.event == "pre-turn":
-            document = adapter.pre_turn(event, **binding)
+            document = adapter.pre_turn(event, **binding, **extra)
             return (None if quiet and not document else document or {}), "PreTurn context"
         argv = json.loads(args.validation_command_json) if args.validation_command_json else None
-        return adapter.post_settlement(
+        receipt = adapter.post_settlement(
             event,
             validation_argv=argv,
             validation_timeout=args.validation_timeout_seconds,
             **binding,
-        ), "Settlement receipt"
+            **extra,
+        )
+        return (None if quiet and not receipt else receipt), "Settlement receipt"
     except Exception:  # fail open, by contract
         if os.environ.get("TURN_HOOKS_DEBUG") == "1":
             raise
@@ -334,6 +342,13 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
             choices=range(1, 30),
             metavar="1..29",
         )
+        if name == "generic":
+            adapter.add_argument(
+                "--dialect",
+                choices=("plain", "claude-code", "gemini"),
+                default="plain",
+                help="how the runtime names fields and what it expects on stdout",
+            )
         _format_option(adapter)
         adapter.set_defaults(handler=_cmd_host)
     installer = commands.add_parser("install", help="install the per-Turn hooks into a host")

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.render import extract_reflection, render_context
-from hosts.settlement import settle
+from hosts.settlement import goal_repository, settle
+from sidecars import SidecarStore, path_token, sidecar_root
 from turn_hooks import TurnContext, call_pre_turn, make_plugin_manager, project_contributions
 
 
@@ -61,12 +64,39 @@ def build_turn(
     )
 
 
-def pre_turn(event: dict[str, Any], **binding: Any) -> dict[str, Any]:
-    """Dispatch PreTurn and render the contribution as text."""
-    turn = build_turn(event, host="generic_cli", **binding)
+def _store_for(binding: dict[str, Any], cwd: Any) -> SidecarStore:
+    repo = goal_repository(binding.get("registry"), binding.get("goal_id")) or Path(
+        cwd if isinstance(cwd, str) else "."
+    )
+    return SidecarStore(sidecar_root(repo))
+
+
+def _gemini_turn(event: dict[str, Any], binding: dict[str, Any], *, starting: bool) -> None:
+    """Gemini has no turn id: BeforeAgent mints one, AfterAgent reads it back."""
+    session = event.get("session_id")
+    if not isinstance(session, str) or not session:
+        return
+    store = _store_for(binding, event.get("cwd"))
+    path = store.path("injected", "gemini", path_token(session, "session") + ".json")
+    if starting:
+        turn_id = gemini_turn_id(event)
+        if turn_id:
+            store.update(path, lambda doc: {**(doc or {}), "current_turn_id": turn_id})
+            event["turn_id"] = turn_id
+        return
+    current = (store.read(path) or {}).get("current_turn_id")
+    if isinstance(current, str):
+        event["turn_id"] = current
+
+
+def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -> Any:
+    """Dispatch PreTurn and render the contribution in the runtime's dialect."""
+    style = DIALECTS[dialect]
+    if dialect == "gemini":
+        _gemini_turn(event, binding, starting=True)
+    turn = build_turn(event, host=style.host, **binding)
     outcome = call_pre_turn(make_plugin_manager(), turn)
-    text = render_context(project_contributions(outcome.payload))
-    return {"additional_context": text} if text else {}
+    return style.pre_turn_output(render_context(project_contributions(outcome.payload)))
 
 
 def post_settlement(
@@ -74,13 +104,17 @@ def post_settlement(
     *,
     validation_argv: list[str] | None,
     validation_timeout: int,
+    dialect: str = "plain",
     **binding: Any,
-) -> dict[str, Any]:
+) -> Any:
     """Settle a successful Turn: validator, spool readback, ``post_settlement``."""
-    turn = build_turn(event, host="generic_cli", **binding)
-    message = event.get("last_assistant_message")
+    style = DIALECTS[dialect]
+    if dialect == "gemini":
+        _gemini_turn(event, binding, starting=False)
+    turn = build_turn(event, host=style.host, **binding)
+    message = event.get(style.final_text_field)
     message = message if isinstance(message, str) else None
-    return settle(
+    receipt = settle(
         make_plugin_manager(),
         turn,
         final_message=message,
@@ -88,6 +122,7 @@ def post_settlement(
         validation_argv=validation_argv,
         validation_timeout=validation_timeout,
     )
+    return style.settlement_output(receipt)
 
 
 def parse_event(text: str) -> dict[str, Any]:

