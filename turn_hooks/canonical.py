@@ -23,7 +23,7 @@ def s2(value: Any) -> str:
 
 
 def s3(value: Any) -> str:
-    """S3: sorted keys, default separators, ``\\uXXXX`` escapes."""
+    """S3: sorted keys, default separators, ``\\u`` escapes for non-ASCII."""
     return json.dumps(value, sort_keys=True)
 
 
@@ -33,7 +33,7 @@ def s4(values: list[Any]) -> str:
 
 
 def s5(value: Any) -> str:
-    """S5: sorted keys, compact separators, ``\\uXXXX`` escapes."""
+    """S5: sorted keys, compact separators, ``\\u`` escapes for non-ASCII."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 

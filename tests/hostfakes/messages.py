@@ -3,34 +3,14 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from hostfakes.loopback import LoopbackServer
 
-class FakeMessages:
+
+class FakeMessages(LoopbackServer):
     """``with FakeMessages() as fake:``; ``fake.port``, ``fake.requests``, ``fake.reply()``."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.replies: deque[str] = deque()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeMessages:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def reply(self, *texts: str) -> None:
-        """Queue the assistant texts of the next streamed answers."""
-        self.replies.extend(texts)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

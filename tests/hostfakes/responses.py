@@ -7,34 +7,13 @@ HTTP 400 for a failure test), following the event order in shared/spec/hosts.md 
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+
+from hostfakes.loopback import LoopbackServer
 
 
-class FakeResponses:
+class FakeResponses(LoopbackServer):
     """Start with ``with FakeResponses() as fake:``; ``fake.port``, ``fake.requests``."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.replies: deque[str | int] = deque()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeResponses:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def reply(self, *replies: str | int) -> None:
-        """Queue reply texts (str) or HTTP error statuses (int), one per request."""
-        self.replies.extend(replies)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
