@@ -319,3 +319,58 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
         assert hooks == {
             "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]
         }, "the foreign hook is kept"
+
+
+def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):
+    from hosts.app_server import AppServerObserver
+
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hosts.cli",
+                "install",
+                "codex",
+                "--codex-home",
+                str(run.home),
+                "--registry",
+                str(run.registry),
+                "--goal-id",
+                f1.GOAL,
+                "--agent-id",
+                f1.AGENT,
+                "--codex-bin",
+                str(codex),
+                "--validation-command-json",
+                json.dumps(VALIDATOR),
+            ],
+            check=True,
+            capture_output=True,
+            cwd=run.work,
+        )
+        os.environ["FAKE_API_KEY"] = "dummy"
+        observer = AppServerObserver(
+            str(codex),
+            codex_home=run.home,
+            cwd=run.work,
+            registry=str(run.registry),
+            goal_id=f1.GOAL,
+            agent_id=f1.AGENT,
+            validation_argv=VALIDATOR,
+        )
+        try:
+            fake.reply(400)
+            failed = observer.run_turn("this turn fails")
+            assert (failed["status"], failed["settled"]) == ("failed", False)
+            assert run.journals() == []
+
+            fake.reply(REFLECTED)
+            done = observer.run_turn("fix the flaky parser test")
+            assert (done["status"], done["settled"]) == ("completed", True)
+            ingest = done["receipt"]["results"]["reward-memory.outcome-ingest"]
+            assert (ingest["status"], ingest["exact_readback_verified"]) == ("activated", True)
+        finally:
+            observer.close()
+            os.environ.pop("FAKE_API_KEY", None)
