@@ -205,6 +205,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "goal_id": args.goal_id,
             "agent_id": args.agent_id,
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
+            "prompt_in_recall": not args.no_prompt_in_recall,
         }
         if args.event == "pre-turn":
             document = adapter.pre_turn(event, **binding, **extra)
@@ -259,6 +260,7 @@ def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
             goal_id=args.goal_id,
             agent_id=args.agent_id,
             validation_argv=argv,
+            prompt_in_recall=not args.no_prompt_in_recall,
             uninstall=args.uninstall,
         )
     except (ValueError, RuntimeError, OSError) as exc:
@@ -342,6 +344,11 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
             choices=range(1, 30),
             metavar="1..29",
         )
+        adapter.add_argument(
+            "--no-prompt-in-recall",
+            action="store_true",
+            help="keep the user's prompt out of the recall query (goal and project only)",
+        )
         if name == "generic":
             adapter.add_argument(
                 "--dialect",
@@ -359,6 +366,11 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     installer.add_argument("--validation-command-json", help="the independent validator argv")
     installer.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
     installer.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
+    installer.add_argument(
+        "--no-prompt-in-recall",
+        action="store_true",
+        help="keep the user's prompt out of the recall query (goal and project only)",
+    )
     installer.add_argument("--uninstall", action="store_true", help="remove exactly our hooks")
     _format_option(installer)
     installer.set_defaults(handler=_cmd_install)

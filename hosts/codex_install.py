@@ -22,7 +22,13 @@ HOOK_TIMEOUT = 30
 
 
 def hook_command(
-    event: str, *, registry: str, goal_id: str, agent_id: str, validation_argv: list[str] | None
+    event: str,
+    *,
+    registry: str,
+    goal_id: str,
+    agent_id: str,
+    validation_argv: list[str] | None,
+    prompt_in_recall: bool = True,
 ) -> str:
     """The exact command line Codex runs for one of our handlers."""
     parts = [
@@ -41,6 +47,8 @@ def hook_command(
     ]
     if event == "Stop" and validation_argv:
         parts += ["--validation-command-json", json.dumps(validation_argv)]
+    if event == "UserPromptSubmit" and not prompt_in_recall:
+        parts.append("--no-prompt-in-recall")
     return shlex.join(parts)
 
 
@@ -199,6 +207,7 @@ def install(
     goal_id: str,
     agent_id: str,
     validation_argv: list[str] | None,
+    prompt_in_recall: bool = True,
     uninstall: bool = False,
 ) -> dict[str, Any]:
     """Install (or remove) our handlers; a public-safe report of what changed."""
@@ -216,6 +225,7 @@ def install(
                     goal_id=goal_id,
                     agent_id=agent_id,
                     validation_argv=validation_argv,
+                    prompt_in_recall=prompt_in_recall,
                 ),
             }
             document["hooks"].setdefault(event, []).append({"hooks": [handler]})

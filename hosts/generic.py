@@ -32,8 +32,13 @@ def build_turn(
     agent_id: str,
     registry: str | None,
     ingest_connected: bool = True,
+    prompt_in_recall: bool = True,
 ) -> TurnContext:
-    """The kernel's Turn from a host event; the boundary says which edges this host wires."""
+    """The kernel's Turn from a host event; the boundary says which edges this host wires.
+
+    ``prompt_in_recall=False`` withholds the user's prompt, so recall is keyed on the
+    goal and project alone (the upstream prompt-independent situation).
+    """
     turn_id = event.get("turn_id") or event.get("prompt_id")
     if not isinstance(turn_id, str) or not turn_id:
         raise ValueError("the host event names no turn id")
@@ -59,7 +64,7 @@ def build_turn(
         turn_envelope=envelope,
         payload={"turn_envelope": envelope},
         observed_at=_now(),
-        prompt=prompt if isinstance(prompt, str) else None,
+        prompt=prompt if prompt_in_recall and isinstance(prompt, str) else None,
         registry=registry,
     )
 

@@ -353,3 +353,30 @@ def test_claude_code_dialect_prints_nothing_when_it_has_nothing(tmp_path):
         cwd=ROOT,
     )
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def _recall_fingerprint(tmp_path):
+    (receipt,) = (tmp_path / "repo" / ".local" / "turn-hooks" / "agent-turn-recall").rglob("*.json")
+    return json.loads(receipt.read_text())["situation_fingerprint"]
+
+
+@pytest.mark.parametrize("withheld", [False, True])
+def test_no_prompt_in_recall_keys_the_situation_on_goal_and_project_alone(tmp_path, withheld):
+    registry = bound_goal(tmp_path)
+    flag = ("--no-prompt-in-recall",) if withheld else ()
+    fingerprints = set()
+    for turn_id, prompt in (("t1", "fix the tests"), ("t1", "write the docs")):
+        hook({"turn_id": turn_id, "prompt": prompt}, registry, None, "pre-turn", *flag)
+        fingerprints.add(_recall_fingerprint(tmp_path))
+    assert len(fingerprints) == (1 if withheld else 2)
+
+
+def test_the_installer_bakes_no_prompt_in_recall_into_the_pre_turn_hook_only():
+    from hosts.codex_install import hook_command
+
+    binding = {"registry": "r.json", "goal_id": "g", "agent_id": "a", "validation_argv": None}
+    pre = hook_command("UserPromptSubmit", prompt_in_recall=False, **binding)
+    stop = hook_command("Stop", prompt_in_recall=False, **binding)
+    assert pre.endswith(" --no-prompt-in-recall")
+    assert "--no-prompt-in-recall" not in stop
+    assert "--no-prompt-in-recall" not in hook_command("UserPromptSubmit", **binding)

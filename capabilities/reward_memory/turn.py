@@ -97,10 +97,11 @@ def _identity_scope(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_situation(
-    turn: TurnContext, goal_id: str, agent_id: str, scope: dict[str, Any], *, include_prompt: bool
+    turn: TurnContext, goal_id: str, agent_id: str, scope: dict[str, Any]
 ) -> dict[str, Any]:
-    """``agent_turn_situation_v0`` for an interactive host (no Todo, optional prompt)."""
-    text = v.compact_or_empty(turn.prompt, 320) if include_prompt else ""
+    """``agent_turn_situation_v0`` for an interactive host: no Todo, so the Turn's
+    prompt (when the host passed one) stands in as the selected Todo's text."""
+    text = v.compact_or_empty(turn.prompt, 320)
     situation: dict[str, Any] = {
         "schema_version": SITUATION_SCHEMA,
         "goal_id": goal_id,
@@ -189,7 +190,6 @@ def turn_recall(
     resolution: Resolution,
     *,
     provider_for: ProviderFor,
-    include_prompt: bool = True,
 ) -> dict[str, Any]:
     """The Turn's ``agent_turn_recall_v0`` packet; never raises for expected faults."""
     status = resolution.status
@@ -220,9 +220,7 @@ def turn_recall(
             **extra,
         )
     scope = _identity_scope(config)
-    situation = build_situation(
-        turn, status["goal_id"], status["agent_id"], scope, include_prompt=include_prompt
-    )
+    situation = build_situation(turn, status["goal_id"], status["agent_id"], scope)
     recall_id = situation["turn_recall_id"]
     fingerprint = situation["situation_fingerprint"]
     ids = {"turn_recall_id": recall_id, "situation_fingerprint": fingerprint}
