@@ -16,7 +16,6 @@ from typing import Any
 
 from hosts.codex_install import AppServer
 from hosts.generic import build_turn
-from hosts.render import extract_reflection
 from hosts.settlement import settle
 from turn_hooks import make_plugin_manager
 
@@ -88,7 +87,6 @@ class AppServerObserver:
             make_plugin_manager(),
             context,
             final_message=message,
-            reflection=extract_reflection(message),
             validation_argv=self.validation_argv,
         )
         report["settled"] = True

@@ -219,9 +219,15 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             **extra,
         )
         return (None if quiet and not receipt else receipt), "Settlement receipt"
-    except Exception:  # fail open, by contract
+    except Exception as exc:  # fail open, by contract; the reason goes to the hook log
         if os.environ.get("TURN_HOOKS_DEBUG") == "1":
             raise
+        from hosts.hook_log import record
+        from turn_hooks.errors import TurnHooksError
+
+        reason = exc.reason_code if isinstance(exc, TurnHooksError) else "internal_error"
+        host = dialect if dialect != "plain" else args.host_name
+        record(host, args.event.replace("-", "_"), [("adapter", reason)])
         return (None if quiet else {}), "Nothing added"
 
 

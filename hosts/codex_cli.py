@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hosts.generic import build_turn
-from hosts.render import extract_reflection, render_context, rendered_refs, without_refs
+from hosts.hook_log import record_pre_turn
+from hosts.render import render_context, rendered_refs, without_refs
 from hosts.settlement import goal_repository, settle
 from sidecars import SidecarStore, path_token, sidecar_root
 from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
@@ -29,6 +30,7 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     """UserPromptSubmit: the bounded context, or ``None`` to print nothing."""
     turn = build_turn(event, host=host, **binding)
     outcome = call_pre_turn(make_plugin_manager(), turn)
+    record_pre_turn(host, outcome)
     projection = project_contributions(outcome.payload)
     store = _injected_store(turn.registry, binding["goal_id"], turn.cwd)
     path = store.path("injected", host, path_token(turn.host_session_id, "session") + ".json")
@@ -69,7 +71,6 @@ def post_settlement(
         make_plugin_manager(),
         turn,
         final_message=message,
-        reflection=extract_reflection(message),
         validation_argv=validation_argv,
         validation_timeout=validation_timeout,
     )

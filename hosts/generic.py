@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from hosts.dialects import DIALECTS, gemini_turn_id
-from hosts.render import extract_reflection, render_context
+from hosts.hook_log import record_pre_turn
+from hosts.render import render_context
 from hosts.settlement import goal_repository, settle
 from sidecars import SidecarStore, path_token, sidecar_root
 from turn_hooks import TurnContext, call_pre_turn, make_plugin_manager, project_contributions
+from turn_hooks.errors import InvalidInputError
+
+MAX_EVENT_CHARS = 4 * 1024 * 1024
 
 
 def _now() -> str:
@@ -41,7 +45,9 @@ def build_turn(
     """
     turn_id = event.get("turn_id") or event.get("prompt_id")
     if not isinstance(turn_id, str) or not turn_id:
-        raise ValueError("the host event names no turn id")
+        raise InvalidInputError(
+            "the host event names no turn id", reason_code="host_turn_id_missing"
+        )
     envelope = {
         "goal_id": goal_id,
         "agent_id": agent_id,
@@ -101,6 +107,7 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
         _gemini_turn(event, binding, starting=True)
     turn = build_turn(event, host=style.host, **binding)
     outcome = call_pre_turn(make_plugin_manager(), turn)
+    record_pre_turn(style.host, outcome)
     return style.pre_turn_output(render_context(project_contributions(outcome.payload)))
 
 
@@ -123,7 +130,6 @@ def post_settlement(
         make_plugin_manager(),
         turn,
         final_message=message,
-        reflection=extract_reflection(message),
         validation_argv=validation_argv,
         validation_timeout=validation_timeout,
     )
@@ -131,8 +137,21 @@ def post_settlement(
 
 
 def parse_event(text: str) -> dict[str, Any]:
-    """One JSON object from hook stdin (hosts may or may not end it with a newline)."""
-    document = json.loads(text.strip())
+    """One JSON object from hook stdin (hosts may or may not end it with a newline).
+
+    Input over ``MAX_EVENT_CHARS`` is refused unread: no host event needs that much,
+    and a hook must not spend the Turn's time parsing it.
+    """
+    if len(text) > MAX_EVENT_CHARS:
+        raise InvalidInputError("hook stdin is too large", reason_code="hook_input_too_large")
+    try:
+        document = json.loads(text.strip())
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            "hook stdin is not JSON", reason_code="hook_input_not_json"
+        ) from exc
     if not isinstance(document, dict):
-        raise ValueError("hook stdin must be a JSON object")
+        raise InvalidInputError(
+            "hook stdin must be a JSON object", reason_code="hook_input_not_object"
+        )
     return document

@@ -68,18 +68,25 @@ def rendered_refs(projection: HostProjection, text: str) -> list[str]:
     ]
 
 
-def extract_reflection(message: str | None) -> str | None:
-    """The last ``<reward_memory_reflection_json>`` block of a final message, or ``None``."""
+def extract_reflection(message: str | None) -> tuple[str | None, str | None]:
+    """The ``<reward_memory_reflection_json>`` block's text, and why there is none.
+
+    No block, or an empty one, is no reflection and no fault: ``(None, None)``. A block
+    that appears twice is ambiguous and a tag without its partner is malformed; both
+    yield no reflection and a reason code, so nothing is learned from a guess.
+    """
     if not message:
-        return None
+        return None, None
     opening, closing = f"<{BLOCK_TAG}>", f"</{BLOCK_TAG}>"
-    end = message.rfind(closing)
-    if end < 0:
-        return None
-    start = message.rfind(opening, 0, end)
-    if start < 0:
-        return None
-    return message[start + len(opening) : end].strip() or None
+    opened, closed = message.count(opening), message.count(closing)
+    if opened == closed == 0:
+        return None, None
+    if opened > 1 or closed > 1:
+        return None, "reflection_block_repeated"
+    start, end = message.find(opening), message.find(closing)
+    if opened != closed or end < start:
+        return None, "reflection_block_malformed"
+    return message[start + len(opening) : end].strip() or None, None
 
 
 def without_refs(projection: HostProjection, refs: set[str]) -> HostProjection:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pluggy
 
+from hosts.hook_log import reasons_in, record
+from hosts.render import extract_reflection
 from sidecars import SidecarStore, goal_agent_parts, path_token, sidecar_root
 from turn_hooks import (
     Settlement,
@@ -97,11 +99,15 @@ def settle(
     turn: TurnContext,
     *,
     final_message: str | None,
-    reflection: str | None,
     validation_argv: list[str] | None,
     validation_timeout: int = VALIDATION_TIMEOUT,
 ) -> dict[str, Any]:
-    """Run the whole settlement of one successful Turn; returns the dispatcher receipt."""
+    """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
+
+    Why anything was not learned (a repeated reflection block, a plugin's reason code)
+    goes to the local hook log.
+    """
+    reflection, reflection_fault = extract_reflection(final_message)
     repo = goal_repository(turn.registry, turn.goal_id) or Path(turn.cwd or ".")
     store = SidecarStore(sidecar_root(repo))
     path = spool_path(store, turn)
@@ -142,4 +148,8 @@ def settle(
     call_post_writeback(
         pm, turn, WritebackEvent(turn_key=turn.turn_key, host=turn.host, spool=entry)
     )
+    reasons = reasons_in(receipt.get("results") or {})
+    if reflection_fault:
+        reasons.insert(0, ("adapter", reflection_fault))
+    record(turn.host, "post_settlement", reasons)
     return receipt

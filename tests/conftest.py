@@ -18,12 +18,16 @@ if os.environ.get("CI"):
 
 
 # Why autouse: a developer's shell may export TURN_HOOKS_* (say, a block-list);
-# every test must see the documented defaults instead.
+# every test must see the documented defaults instead, and hooks run by a test (also
+# in subprocesses) must log into the test's own state directory, not the user's.
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     for name in list(os.environ):
         if name.startswith("TURN_HOOKS_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
     yield
 
 

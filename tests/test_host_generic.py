@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,17 +89,110 @@ def test_without_a_validator_nothing_is_learned(tmp_path):
     )
 
 
+def hook_log_entries():
+    path = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json"
+    if not path.exists():
+        return []
+    assert path.stat().st_mode & 0o777 == 0o600
+    return json.loads(path.read_text())["entries"]
+
+
+def logged_reasons():
+    return [(entry["source"], entry["reason_code"]) for entry in hook_log_entries()]
+
+
 @pytest.mark.parametrize(
-    "stdin",
-    ["", "not json", "[]", json.dumps({"prompt": "no turn id"}), json.dumps({"turn_id": 7})],
+    ("stdin", "reason"),
+    [
+        ("", "hook_input_not_json"),
+        ("not json", "hook_input_not_json"),
+        ("[]", "hook_input_not_object"),
+        (json.dumps({"prompt": "no turn id"}), "host_turn_id_missing"),
+        (json.dumps({"turn_id": 7}), "host_turn_id_missing"),
+        (json.dumps({"turn_id": "t1", "prompt": "p" * (4 * 1024 * 1024)}), "hook_input_too_large"),
+    ],
 )
 @pytest.mark.parametrize("event", ["pre-turn", "post-settlement"])
-def test_malformed_stdin_fails_open_with_nothing_injected(tmp_path, stdin, event):
+def test_bad_stdin_fails_open_with_a_typed_reason_in_the_local_log(tmp_path, stdin, event, reason):
     assert hook(None, bound_goal(tmp_path), stdin, event) == {}
+    assert logged_reasons() == [("adapter", reason)]
+    (entry,) = hook_log_entries()
+    assert (entry["host"], entry["event"]) == ("generic", event.replace("-", "_"))
+    log = (Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json").read_text()
+    assert "no turn id" not in log and "ppp" not in log, "the log holds no prompt text"
 
 
-def test_a_missing_registry_injects_nothing(tmp_path):
-    assert hook({"turn_id": "t1"}, tmp_path / "absent.json", None, "pre-turn") == {}
+def test_an_unknown_event_is_a_usage_error_not_a_crash(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "hosts.cli", "host", "generic", "turn-start"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+    assert json.loads(result.stdout)["reason_code"] == "usage_invalid"
+
+
+def test_a_missing_registry_injects_nothing_and_logs_why(tmp_path):
+    assert (
+        hook(
+            {"turn_id": "t1", "prompt": "secret words"}, tmp_path / "absent.json", None, "pre-turn"
+        )
+        == {}
+    )
+    assert logged_reasons() == [("reward_memory", "registry_unreadable")]
+    assert "secret words" not in json.dumps(hook_log_entries())
+
+
+def test_a_binding_missing_from_the_registry_injects_nothing_and_logs_why(tmp_path):
+    registry = bound_goal(tmp_path)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "generic",
+            "pre-turn",
+            "--goal-id",
+            "goal-not-bound",
+            "--agent-id",
+            f1.AGENT,
+            "--registry",
+            str(registry),
+        ],
+        input=json.dumps({"turn_id": "t1", "prompt": "p"}),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert (result.returncode, json.loads(result.stdout)) == (0, {})
+    assert logged_reasons() == [("reward_memory", "goal_not_found")]
+
+
+@pytest.mark.parametrize(
+    ("final", "reason"),
+    [
+        (message() + message(), "reflection_block_repeated"),
+        (message().replace("</reward_memory_reflection_json>", ""), "reflection_block_malformed"),
+    ],
+)
+def test_a_repeated_or_malformed_reflection_block_learns_nothing(tmp_path, final, reason):
+    registry = bound_goal(tmp_path)
+    receipt = hook(
+        {"turn_id": "t1", "last_assistant_message": final, "cwd": str(tmp_path)},
+        registry,
+        None,
+        "post-settlement",
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+    )
+    assert receipt["results"]["reward-memory.outcome-ingest"]["status"] != "activated"
+    assert logged_reasons()[0] == ("adapter", reason)
+    assert f1.REFLECTION["content_summary"] not in json.dumps(hook_log_entries())
 
 
 def projection(items, instructions=("be careful",), ingest=True):
@@ -150,13 +244,22 @@ def test_render_without_anything_is_empty():
         (
             "<reward_memory_reflection_json>first</reward_memory_reflection_json> then "
             "<reward_memory_reflection_json>last</reward_memory_reflection_json>",
-            "last",
+            "reflection_block_repeated",
         ),
-        ("dangling </reward_memory_reflection_json>", None),
+        ("dangling </reward_memory_reflection_json>", "reflection_block_malformed"),
+        ("<reward_memory_reflection_json>{} unclosed", "reflection_block_malformed"),
+        (
+            "</reward_memory_reflection_json>{}<reward_memory_reflection_json>",
+            "reflection_block_malformed",
+        ),
     ],
 )
-def test_extract_the_last_reflection_block(text, expected):
-    assert extract_reflection(text) == expected
+def test_extract_the_one_reflection_block(text, expected):
+    reflection, fault = extract_reflection(text)
+    if expected is not None and expected.startswith("reflection_block_"):
+        assert (reflection, fault) == (None, expected)
+    else:
+        assert (reflection, fault) == (expected, None)
 
 
 @pytest.mark.parametrize(

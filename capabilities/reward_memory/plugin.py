@@ -21,16 +21,17 @@ SLOT = "reward_memory_recall"
 
 
 def _resolution(turn: TurnContext) -> Any:
-    """The Turn's binding, or ``None`` when the Turn names no registry, Goal or Agent."""
+    """The Turn's binding, or ``None`` when the Turn names no registry, Goal or Agent.
+
+    A registry that is named but unreadable, or that lacks the Goal or Agent, raises its
+    typed error: the dispatcher isolates it, so the Turn goes on without us and the
+    host's hook log records the reason code.
+    """
     if not (turn.registry and turn.goal_id and turn.agent_id):
         return None
     from capabilities.reward_memory.registry import load_registry, resolve
-    from capabilities.reward_memory.values import RewardMemoryInputError
 
-    try:
-        return resolve(load_registry(turn.registry), turn.goal_id, turn.agent_id)
-    except RewardMemoryInputError:
-        return None
+    return resolve(load_registry(turn.registry), turn.goal_id, turn.agent_id)
 
 
 def _provider_for(resolution: Any) -> Any:
