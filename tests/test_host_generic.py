@@ -21,7 +21,7 @@ ROOT = Path(__file__).parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
 
 
-def hook(event, registry, stdin=None, *extra):
+def hook(event, registry, stdin=None, *extra, goal=f1.GOAL):
     text = stdin if stdin is not None else json.dumps(event)
     result = subprocess.run(
         [
@@ -32,7 +32,7 @@ def hook(event, registry, stdin=None, *extra):
             "generic",
             *extra,
             "--goal-id",
-            f1.GOAL,
+            goal,
             "--agent-id",
             f1.AGENT,
             "--registry",
@@ -147,29 +147,8 @@ def test_a_missing_registry_injects_nothing_and_logs_why(tmp_path):
 
 
 def test_a_binding_missing_from_the_registry_injects_nothing_and_logs_why(tmp_path):
-    registry = bound_goal(tmp_path)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hosts.cli",
-            "host",
-            "generic",
-            "pre-turn",
-            "--goal-id",
-            "goal-not-bound",
-            "--agent-id",
-            f1.AGENT,
-            "--registry",
-            str(registry),
-        ],
-        input=json.dumps({"turn_id": "t1", "prompt": "p"}),
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert (result.returncode, json.loads(result.stdout)) == (0, {})
+    event = {"turn_id": "t1", "prompt": "p"}
+    assert hook(event, bound_goal(tmp_path), None, "pre-turn", goal="goal-not-bound") == {}
     assert logged_reasons() == [("reward_memory", "goal_not_found")]
 
 
