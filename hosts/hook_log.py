@@ -24,6 +24,8 @@ from turn_hooks import PreTurnOutcome
 LOG_SCHEMA = "turn_hooks_hook_log_v0"
 LOG_FILE = "hook-log.json"
 KEEP_ENTRIES = 200
+# Short: a busy log is skipped rather than waited for on the Turn's critical path.
+LOCK_TIMEOUT = 0.5
 # Reason codes and sources are identifiers; anything else is not written verbatim.
 _CODE = re.compile(r"[A-Za-z0-9_.:-]{1,80}")
 
@@ -66,15 +68,15 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     ]
     if not entries:
         return
-    store = SidecarStore(log_root())
 
     def append(document: dict[str, Any] | None) -> dict[str, Any]:
         kept = [*(document or {}).get("entries", []), *entries][-KEEP_ENTRIES:]
         return {"schema_version": LOG_SCHEMA, "entries": kept}
 
     try:
+        store = SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
         store.update(store.path(LOG_FILE), append)
-    except Exception:  # a full disk or a widened log must not cost the Turn
+    except Exception:  # no home, a full disk or a widened log must not cost the Turn
         return
 
 

@@ -462,3 +462,11 @@ def test_the_installer_bakes_no_prompt_in_recall_into_the_pre_turn_hook_only():
     assert pre.endswith(" --no-prompt-in-recall")
     assert "--no-prompt-in-recall" not in stop
     assert "--no-prompt-in-recall" not in hook_command("UserPromptSubmit", **binding)
+
+
+def test_an_unwritable_hook_log_never_costs_the_turn(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(blocker))
+    assert hook(None, bound_goal(tmp_path), "not json", "pre-turn") == {}
+    assert blocker.read_text() == ""
