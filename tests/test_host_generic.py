@@ -21,31 +21,35 @@ ROOT = Path(__file__).parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
 
 
-def hook(event, registry, stdin=None, *extra, goal=f1.GOAL):
-    text = stdin if stdin is not None else json.dumps(event)
+def run_cli(*args, stdin):
+    """``turn-hooks ARGS`` as a host runs it: a new process; never a traceback."""
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hosts.cli",
-            "host",
-            "generic",
-            *extra,
-            "--goal-id",
-            goal,
-            "--agent-id",
-            f1.AGENT,
-            "--registry",
-            str(registry),
-        ],
-        input=text,
+        [sys.executable, "-m", "hosts.cli", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         check=False,
         cwd=ROOT,
     )
-    assert result.returncode == 0, "a hook always exits 0"
     assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def hook(event, registry, stdin=None, *extra, goal=f1.GOAL):
+    text = stdin if stdin is not None else json.dumps(event)
+    result = run_cli(
+        "host",
+        "generic",
+        *extra,
+        "--goal-id",
+        goal,
+        "--agent-id",
+        f1.AGENT,
+        "--registry",
+        str(registry),
+        stdin=text,
+    )
+    assert result.returncode == 0, "a hook always exits 0"
     return json.loads(result.stdout)
 
 
@@ -123,15 +127,7 @@ def test_bad_stdin_fails_open_with_a_typed_reason_in_the_local_log(tmp_path, std
 
 
 def test_an_unknown_event_is_a_usage_error_not_a_crash(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "hosts.cli", "host", "generic", "turn-start"],
-        input="{}",
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert "Traceback" not in result.stdout + result.stderr
+    result = run_cli("host", "generic", "turn-start", stdin="{}")
     assert json.loads(result.stdout)["reason_code"] == "usage_invalid"
 
 
@@ -291,28 +287,19 @@ def test_codex_cli_does_not_reinject_a_memory_in_the_same_session(tmp_path):
     )
 
     def codex_pre_turn(turn_id, session):
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hosts.cli",
-                "host",
-                "codex-cli",
-                "pre-turn",
-                "--goal-id",
-                f1.GOAL,
-                "--agent-id",
-                f1.AGENT,
-                "--registry",
-                str(registry),
-            ],
-            input=json.dumps(
+        result = run_cli(
+            "host",
+            "codex-cli",
+            "pre-turn",
+            "--goal-id",
+            f1.GOAL,
+            "--agent-id",
+            f1.AGENT,
+            "--registry",
+            str(registry),
+            stdin=json.dumps(
                 {"turn_id": turn_id, "session_id": session, "prompt": "a change touches one module"}
             ),
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
         )
         assert result.returncode == 0
         return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -323,46 +310,28 @@ def test_codex_cli_does_not_reinject_a_memory_in_the_same_session(tmp_path):
 
 
 def test_codex_cli_prints_nothing_when_it_has_nothing(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hosts.cli",
-            "host",
-            "codex-cli",
-            "pre-turn",
-            "--goal-id",
-            "g",
-            "--agent-id",
-            "a",
-            "--registry",
-            str(tmp_path / "none.json"),
-        ],
-        input="not json",
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
+    result = run_cli(
+        "host",
+        "codex-cli",
+        "pre-turn",
+        "--goal-id",
+        "g",
+        "--agent-id",
+        "a",
+        "--registry",
+        str(tmp_path / "none.json"),
+        stdin="not json",
     )
     assert (result.returncode, result.stdout) == (0, "")
-    stop = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hosts.cli",
-            "host",
-            "codex-cli",
-            "post-settlement",
-            "--goal-id",
-            "g",
-            "--agent-id",
-            "a",
-        ],
-        input="{}",
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
+    stop = run_cli(
+        "host",
+        "codex-cli",
+        "post-settlement",
+        "--goal-id",
+        "g",
+        "--agent-id",
+        "a",
+        stdin="{}",
     )
     assert (stop.returncode, json.loads(stop.stdout)) == (0, {}), "Stop always prints JSON"
 
@@ -411,28 +380,19 @@ def test_gemini_dialect_on_its_documented_payloads(tmp_path):
 
 
 def test_claude_code_dialect_prints_nothing_when_it_has_nothing(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hosts.cli",
-            "host",
-            "generic",
-            "post-settlement",
-            "--goal-id",
-            f1.GOAL,
-            "--agent-id",
-            f1.AGENT,
-            "--registry",
-            str(bound_goal(tmp_path)),
-            "--dialect",
-            "claude-code",
-        ],
-        input=json.dumps({"prompt_id": "p1", "last_assistant_message": "done"}),
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
+    result = run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        "--goal-id",
+        f1.GOAL,
+        "--agent-id",
+        f1.AGENT,
+        "--registry",
+        str(bound_goal(tmp_path)),
+        "--dialect",
+        "claude-code",
+        stdin=json.dumps({"prompt_id": "p1", "last_assistant_message": "done"}),
     )
     assert (result.returncode, result.stdout) == (0, "")
 
