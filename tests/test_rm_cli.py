@@ -49,6 +49,19 @@ def binding(goal, *more):
     return ("--registry", goal["registry"], "--goal-id", f1.GOAL, "--agent-id", f1.AGENT, *more)
 
 
+def configure(capsys, goal):
+    """``reward-memory configure --execute`` with the fixture's config."""
+    return run(
+        capsys,
+        "reward-memory",
+        "configure",
+        *binding(goal),
+        "--config",
+        f1.CONFIG_PATH,
+        "--execute",
+    )
+
+
 def test_configure_ingest_recall_loop(capsys, goal):
     code, status = run(capsys, "reward-memory", "experiment-status", *binding(goal))
     assert (code, status["status"]) == (0, "disabled")
@@ -62,15 +75,7 @@ def test_configure_ingest_recall_loop(capsys, goal):
         "preview never commits"
     )
 
-    code, configured = run(
-        capsys,
-        "reward-memory",
-        "configure",
-        *binding(goal),
-        "--config",
-        f1.CONFIG_PATH,
-        "--execute",
-    )
+    code, configured = configure(capsys, goal)
     assert (configured["status"], configured["binding_committed"]) == ("verified", True)
     assert configured["experiment"]["status"] == "available"
     assert configured["corpora"][0]["canary_written"] is True
@@ -124,15 +129,7 @@ def test_configure_ingest_recall_loop(capsys, goal):
 
 
 def test_changed_config_makes_the_binding_stale(capsys, goal):
-    run(
-        capsys,
-        "reward-memory",
-        "configure",
-        *binding(goal),
-        "--config",
-        f1.CONFIG_PATH,
-        "--execute",
-    )
+    configure(capsys, goal)
     config = goal["repo"] / f1.CONFIG_PATH
     config.write_text(config.read_text() + "\n")
     code, status = run(capsys, "reward-memory", "experiment-status", *binding(goal))
@@ -153,15 +150,7 @@ def test_changed_config_makes_the_binding_stale(capsys, goal):
 
 
 def test_dry_run_ingest_writes_nothing(capsys, goal):
-    run(
-        capsys,
-        "reward-memory",
-        "configure",
-        *binding(goal),
-        "--config",
-        f1.CONFIG_PATH,
-        "--execute",
-    )
+    configure(capsys, goal)
     code, receipt = run(
         capsys, "reward-memory", "ingest-event", *binding(goal), "--input", goal["event"]
     )
@@ -237,15 +226,7 @@ def test_bad_invocations_are_json_errors_with_exit_2(capsys, argv, reason):
     ],
 )
 def test_bad_events_write_nothing(capsys, goal, payload):
-    run(
-        capsys,
-        "reward-memory",
-        "configure",
-        *binding(goal),
-        "--config",
-        f1.CONFIG_PATH,
-        "--execute",
-    )
+    configure(capsys, goal)
     database = goal["repo"] / ".local" / "turn-hooks" / "memory.sqlite3"
     before = database.read_bytes()
     bad = goal["root"] / "bad.json"
