@@ -122,6 +122,21 @@ def developer_texts(request: dict) -> list[str]:
     ]
 
 
+def install_codex(run: CodexRun, codex: Path, *more: str, cwd: Path | None = None) -> dict:
+    """``turn-hooks install codex`` into the run's home; its JSON report."""
+    argv = ["install", "codex", "--codex-home", str(run.home), "--registry", str(run.registry)]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--codex-bin", str(codex)]
+    argv += ["--validation-command-json", json.dumps(VALIDATOR), *more]
+    result = subprocess.run(
+        [sys.executable, "-m", "hosts.cli", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )
+    return json.loads(result.stdout)
+
+
 def test_two_turns_learn_then_recall(codex, tmp_path):
     with FakeResponses() as fake:
         run = CodexRun(tmp_path, fake)
@@ -258,35 +273,9 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
                 }
             },
         )
-        argv = [
-            "install",
-            "codex",
-            "--codex-home",
-            str(run.home),
-            "--registry",
-            str(run.registry),
-            "--goal-id",
-            f1.GOAL,
-            "--agent-id",
-            f1.AGENT,
-            "--codex-bin",
-            str(codex),
-            "--validation-command-json",
-            json.dumps(VALIDATOR),
-        ]
-        first = subprocess.run(
-            [sys.executable, "-m", "hosts.cli", *argv], capture_output=True, text=True, check=False
-        )
-        report = json.loads(first.stdout)
+        report = install_codex(run, codex)
         assert (report["changed"], report["trust_statuses"]) == (True, ["trusted", "trusted"])
-        again = json.loads(
-            subprocess.run(
-                [sys.executable, "-m", "hosts.cli", *argv],
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout
-        )
+        again = install_codex(run, codex)
         assert again["changed"] is False, "installing twice changes nothing"
 
         env = {**os.environ, "CODEX_HOME": str(run.home), "FAKE_API_KEY": "dummy"}
@@ -306,14 +295,7 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
             "reward_memory_reflection_json" in text for text in developer_texts(fake.requests[0])
         ), "trusted without --dangerously-bypass-hook-trust"
 
-        removed = json.loads(
-            subprocess.run(
-                [sys.executable, "-m", "hosts.cli", *argv, "--uninstall"],
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout
-        )
+        removed = install_codex(run, codex, "--uninstall")
         assert removed["changed"] is True
         hooks = json.loads((run.home / "hooks.json").read_text())["hooks"]
         assert hooks == {
@@ -326,30 +308,7 @@ def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):
 
     with FakeResponses() as fake:
         run = CodexRun(tmp_path, fake)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hosts.cli",
-                "install",
-                "codex",
-                "--codex-home",
-                str(run.home),
-                "--registry",
-                str(run.registry),
-                "--goal-id",
-                f1.GOAL,
-                "--agent-id",
-                f1.AGENT,
-                "--codex-bin",
-                str(codex),
-                "--validation-command-json",
-                json.dumps(VALIDATOR),
-            ],
-            check=True,
-            capture_output=True,
-            cwd=run.work,
-        )
+        assert install_codex(run, codex, cwd=run.work)["ok"] is True
         os.environ["FAKE_API_KEY"] = "dummy"
         observer = AppServerObserver(
             str(codex),
