@@ -17,8 +17,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from hostfakes.responses import FakeResponses  # noqa: E402
 from test_codex_real import REFLECTED, CodexRun  # noqa: E402
+
+from conformance.fakes import FakeResponses  # noqa: E402
 
 
 def two_turns(root: Path, hooks: bool) -> float:

@@ -3,7 +3,9 @@
 - plain: turn id `turn_id`; final text `last_assistant_message`; prints
   `{"additional_context"}` or `{}` before the Turn and the receipt after it.
 - claude-code: turn id `prompt_id`; final text `last_assistant_message`; prints
-  `hookSpecificOutput` or nothing before, nothing after.
+  `hookSpecificOutput` or nothing before, nothing after. Claude Code 2.1.332 also
+  fires Stop after a failed request, without `last_assistant_message`; such a Stop
+  is not a settlement.
 - gemini: no turn id, so BeforeAgent's `session_id:timestamp` is kept for AfterAgent;
   final text `prompt_response`; prints `hookSpecificOutput` or `{}` before, `{}` after
   (stdout must be JSON).
@@ -26,6 +28,8 @@ class Dialect:
     final_text_field: str
     settlement_prints: str  # "receipt", "nothing" or "empty-json"
     empty_pre_turn: dict[str, Any] | None
+    final_text_marks_success: bool = False
+    """An end event without the final-text field is a failed Turn, not a settlement."""
 
     def pre_turn_output(self, text: str) -> dict[str, Any] | None:
         """What to print for a rendered context (``None``: print nothing)."""
@@ -45,7 +49,13 @@ class Dialect:
 DIALECTS = {
     "plain": Dialect("plain", "generic_cli", None, "last_assistant_message", "receipt", {}),
     "claude-code": Dialect(
-        "claude-code", "claude_code", "UserPromptSubmit", "last_assistant_message", "nothing", None
+        "claude-code",
+        "claude_code",
+        "UserPromptSubmit",
+        "last_assistant_message",
+        "nothing",
+        None,
+        final_text_marks_success=True,
     ),
     "gemini": Dialect("gemini", "gemini", "BeforeAgent", "prompt_response", "empty-json", {}),
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hosts.dialects import DIALECTS, gemini_turn_id
-from hosts.hook_log import record_pre_turn
+from hosts.hook_log import record, record_pre_turn
 from hosts.render import render_context
 from hosts.settlement import goal_repository, settle
 from sidecars import SidecarStore, path_token, sidecar_root
@@ -124,6 +124,9 @@ def post_settlement(
     if dialect == "gemini":
         _gemini_turn(event, binding, starting=False)
     turn = build_turn(event, host=style.host, **binding)
+    if style.final_text_marks_success and style.final_text_field not in event:
+        record(style.host, "post_settlement", [("adapter", "host_turn_not_completed")])
+        return style.settlement_output({})
     message = event.get(style.final_text_field)
     message = message if isinstance(message, str) else None
     receipt = settle(

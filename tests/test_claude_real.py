@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from hostfakes.messages import FakeMessages
 
 from capabilities.reward_memory.lifecycle import journal_files_of
+from conformance.fakes import FakeMessages
 
 ROOT = Path(__file__).parent.parent
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
@@ -107,3 +107,21 @@ def test_claude_code_learns_then_recalls(claude, tmp_path):
         request = json.dumps(fake.requests[-1])
         assert request.count("[memory 1]") == 1
         assert PREFIX in request and "trigger: a change touches one module" in request
+
+
+def test_a_failed_claude_turn_settles_nothing(claude, tmp_path):
+    # Claude Code 2.1.332 fires Stop even when the model request failed, but without
+    # last_assistant_message; that Stop must not be taken for a settlement.
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    (tmp_path / "settings.json").write_text(json.dumps(settings(registry)))
+    with FakeMessages() as fake:
+        fake.reply(*[400] * 8)
+        failed = ask(claude, tmp_path, fake, "fix the flaky parser test")
+        assert failed.returncode != 0
+        assert fake.requests, "the model was asked"
+    assert list(journal_files_of(tmp_path / "repo")) == []
+    assert not (tmp_path / "repo" / ".local" / "turn-hooks" / "settlements").exists()
+    log = json.loads((Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json").read_text())
+    assert ("adapter", "host_turn_not_completed") in {
+        (e["source"], e["reason_code"]) for e in log["entries"]
+    }

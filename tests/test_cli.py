@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from public_safety import public_safety_violations
 
+from conformance.public_safety import public_safety_violations
 from hosts import cli
 from sidecars import SidecarStore
 

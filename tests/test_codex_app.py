@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 from turn_support import RAW, bound_goal
 
+from conformance.public_safety import public_safety_violations
 from hosts import cli
 
 ROOT = Path(__file__).parent.parent

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from hostfakes.responses import FakeResponses
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.lifecycle import journal_files_of
+from conformance.fakes import FakeResponses
 
 ROOT = Path(__file__).parent.parent
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from public_safety import public_safety_violations
+from conformance.public_safety import public_safety_violations
 
 ROOT = Path(__file__).parent.parent
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from hostfakes.chat import FakeChat
 
 from capabilities.reward_memory.lifecycle import journal_files_of
+from conformance.fakes import FakeChat
 from hosts.cli import main as cli_main
 
 ROOT = Path(__file__).parent.parent
@@ -27,7 +27,7 @@ CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "tu
 DSH_DIR = Path(os.environ.get("TURN_HOOKS_DSH_DIR") or CACHE / "dsh-0.1.0-rc.8")
 NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
 DSH = DSH_DIR / "node_modules" / ".bin" / "dsh"
-SHIM = Path(__file__).parent / "hostfakes" / "dsh_hmr_shim.mjs"
+SHIM = ROOT / "conformance" / "dsh_hmr_shim.mjs"
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
 REFLECTED = (
     "Fixed.\n<reward_memory_reflection_json>"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 from turn_support import RAW, bound_goal
 
+from conformance.public_safety import public_safety_violations
 from hosts.render import REFLECTION_REQUEST, extract_reflection, render_context
 from hosts.settlement import goal_repository, run_validator
 from turn_hooks import HostProjection
@@ -124,6 +124,27 @@ def test_bad_stdin_fails_open_with_a_typed_reason_in_the_local_log(tmp_path, std
     assert (entry["host"], entry["event"]) == ("generic", event.replace("-", "_"))
     log = (Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json").read_text()
     assert "no turn id" not in log and "ppp" not in log, "the log holds no prompt text"
+
+
+def test_a_claude_stop_without_final_text_is_not_a_settlement(tmp_path):
+    registry = bound_goal(tmp_path)
+    result = run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        "--dialect",
+        "claude-code",
+        "--goal-id",
+        f1.GOAL,
+        "--agent-id",
+        f1.AGENT,
+        "--registry",
+        str(registry),
+        stdin=json.dumps({"prompt_id": "p1", "hook_event_name": "Stop"}),
+    )
+    assert (result.returncode, result.stdout) == (0, "")
+    assert logged_reasons() == [("adapter", "host_turn_not_completed")]
+    assert not (tmp_path / "repo" / ".local" / "turn-hooks" / "settlements").exists()
 
 
 def test_an_unknown_event_is_a_usage_error_not_a_crash(tmp_path):

@@ -17,7 +17,6 @@ import pytest
 import tenacity
 from fixtures import f1
 from ovserver.server import start_server, stop_server
-from public_safety import public_safety_violations
 from turn_support import RAW, evidence
 
 from capabilities.providers.client import OpenVikingSettings, ProviderClient
@@ -26,6 +25,7 @@ from capabilities.providers.openviking import OpenVikingProvider
 from capabilities.reward_memory.identities import peer_token
 from capabilities.reward_memory.lifecycle import reconcile, run_turn_ingest_fail_open
 from capabilities.reward_memory.registry import load_registry, resolve
+from conformance.public_safety import public_safety_violations
 from hosts import cli
 
 USER = "alice"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 
+from conformance.public_safety import public_safety_violations
 from hosts import cli
 
 

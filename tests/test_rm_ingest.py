@@ -7,12 +7,12 @@ import json
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 from rm_support import TIMEOUT, UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
 from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.values import RewardMemoryInputError
+from conformance.public_safety import public_safety_violations
 
 
 def ingest(provider, event=None, *, execute=True, entry=None):

@@ -7,13 +7,13 @@ import json
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 from rm_support import UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
 from capabilities.reward_memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.recall import build_recall_request, execute_recall
 from capabilities.reward_memory.runtime import apply_recall, cite_guidance, run_recall_hook
 from capabilities.reward_memory.values import RewardMemoryInputError
+from conformance.public_safety import public_safety_violations
 
 CHECKPOINT = {
     "verified": True,

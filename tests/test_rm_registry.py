@@ -7,10 +7,10 @@ import json
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 
 from capabilities.reward_memory.registry import load_registry, resolve
 from capabilities.reward_memory.values import RewardMemoryInputError
+from conformance.public_safety import public_safety_violations
 
 
 def status_of(tmp_path, change=None, config=None, raw=None, agent="explorer"):

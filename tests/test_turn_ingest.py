@@ -12,11 +12,11 @@ import textwrap
 
 import pytest
 from fixtures import f1
-from public_safety import public_safety_violations
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
 
 from capabilities.reward_memory.lifecycle import reconcile, run_turn_ingest_fail_open
+from conformance.public_safety import public_safety_violations
 
 
 def ingest(registry, provider, raw=RAW, proof=None, turn_key="turn-0001"):

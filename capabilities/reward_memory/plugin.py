@@ -35,9 +35,11 @@ def _resolution(turn: TurnContext) -> Any:
 
 
 def _provider_for(resolution: Any) -> Any:
+    # One hook call runs inside a host's timeout: its provider calls share a budget.
+    from capabilities.providers.budget import budgeted
     from capabilities.providers.factory import build_provider
 
-    return lambda binding: build_provider(binding, repo=resolution.repo)
+    return budgeted(lambda binding: build_provider(binding, repo=resolution.repo))
 
 
 class RewardMemoryPlugin:

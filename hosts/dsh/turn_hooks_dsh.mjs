@@ -138,12 +138,15 @@ export function apply(ctx, config) {
     ctx.logger?.warn?.("turn-hooks: config needs command, goalId and agentId; hooks are off");
     return;
   }
+  // Which hooks run: both unless the config names a subset (["pre-turn"], ...).
+  const events = new Set(Array.isArray(config.events) ? config.events : ["pre-turn", "post-settlement"]);
   const lastTurnSeen = new Map(); // agent id -> the last turn whose first step we saw
   const finalText = new Map(); // session id -> the turn's latest assistant text
 
   ctx.on("agent/pre-step", async (payload, next) => {
     const { agent, messages, turn, signal } = payload;
     const decision = await next();
+    if (!events.has("pre-turn")) return decision;
     if (lastTurnSeen.get(agent.id) === turn) return decision;
     lastTurnSeen.set(agent.id, turn);
     if (!decision || decision.kind !== "enter") return decision;
@@ -174,7 +177,7 @@ export function apply(ctx, config) {
     if (event.type !== "turn/end") return;
     const text = finalText.get(id);
     finalText.delete(id);
-    if (event.data?.reason?.kind !== "completed") return;
+    if (event.data?.reason?.kind !== "completed" || !events.has("post-settlement")) return;
     startSettlement(config, {
       hook_event_name: "Stop",
       session_id: id,

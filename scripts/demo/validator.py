@@ -1,54 +1,12 @@
-"""The demo's independent validator: attests a reflection only against recorded evidence.
+"""The demo's independent validator: conformance.validator, with evidence.json beside it.
 
-A host runs it with the settled Turn's result on stdin: a CLI host sends
-``{reward_memory_reflection_json, host, host_turn_id}``, the Codex App sends a
-``reward_memory_reflection_validation_request_v0`` with the normalised reflection and
-the digest of the submitted text. It checks that every evidence ref the reflection
-cites is a check recorded as passed in evidence.json (next to this file, or
-$DEMO_EVIDENCE), and only then prints the exact attestation for that digest.
-Anything else exits 0 without an attestation (the task is fine, the reflection is
-not evidence) or non-zero (the request is malformed).
+$DEMO_EVIDENCE names another evidence file.
 """
 
-from __future__ import annotations
-
-import hashlib
-import json
-import os
 import sys
 from pathlib import Path
 
-
-def main() -> int:
-    request = json.load(sys.stdin)
-    if "reflection" in request:  # the Codex App protocol names the digest to attest
-        reflection, digest = request["reflection"], request["reflection_digest"]
-    else:
-        raw = request.get("reward_memory_reflection_json") or ""
-        if not raw.strip():
-            return 0
-        reflection = json.loads(raw)
-        canonical = json.dumps(
-            reflection, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-        digest = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
-    evidence_file = Path(os.environ.get("DEMO_EVIDENCE", Path(__file__).with_name("evidence.json")))
-    passed = set(json.loads(evidence_file.read_text())["passed_checks"])
-    refs = reflection.get("evidence_refs") or []
-    if not refs or not set(refs) <= passed:
-        return 0
-    print(
-        json.dumps(
-            {
-                "schema_version": "reward_memory_reflection_validation_v0",
-                "status": "validated",
-                "reflection_digest": digest,
-                "evidence_refs": refs,
-            }
-        )
-    )
-    return 0
-
+from conformance.validator import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(Path(__file__).with_name("evidence.json")))

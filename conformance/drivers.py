@@ -1,0 +1,441 @@
+"""Host drivers: each runs one Turn of a host with our hooks installed, offline.
+
+A *real* driver starts the host's own binary against a fake model server on
+127.0.0.1 and hands back the request bodies the model received; what it proves is
+``real_host_run``. A *payload* driver plays the host's documented hook payloads to our
+hook commands, which proves ``recorded_payload_contract`` only. Drivers speak to
+turn-hooks through its command line, as the hosts do, never through imports.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.fakes import FakeChat, FakeMessages, FakeResponses, LoopbackServer
+from conformance.workspace import AGENT, GOAL, Workspace
+
+HOOK_COMMAND = [sys.executable, "-m", "hosts.cli"]
+REAL = "real_host_run"
+PAYLOAD = "recorded_payload_contract"
+RUN_TIMEOUT = 180
+
+
+@dataclass
+class HookSetup:
+    """How the hooks are installed for one scenario."""
+
+    validation: bool = True
+    """Declare the independent validator for settlement (off: no evidence at all)."""
+    command: list[str] | None = None
+    """Replace our hook command (a crashing or hanging probe); ``None``: turn-hooks."""
+    timeout_seconds: int = 30
+    without_events: frozenset[str] = frozenset()
+    """Host event names left out of the install (``Stop``, ``AfterAgent``, ...)."""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TurnRun:
+    """What one Turn left behind."""
+
+    completed: bool
+    """The host finished the Turn and exited 0 (or our hook exited 0, for payloads)."""
+    answer: str
+    requests: list[Any]
+    """The model request bodies (real hosts) or the context our hook returned."""
+
+
+class HostDriver(abc.ABC):
+    """One host: ``prepare`` once per scenario, then any number of ``turn`` calls."""
+
+    host: str
+    """The report's host id (``codex-cli``, ``claude-code``, ...)."""
+    verification: str
+    recall_event: str
+    ingest_event: str
+    settle_parts: tuple[str, ...]
+    """Our settlement hook command as this host runs it."""
+    turn_id_field: str | None = "turn_id"
+    final_field = "last_assistant_message"
+    settles_detached = False
+    """Settlement may still be running when ``turn`` returns (DSH detaches it)."""
+
+    def prepare(self, workspace: Workspace, setup: HookSetup) -> None:
+        """Install the hooks for this scenario into a fresh, private host home."""
+        self.workspace = workspace
+        self.setup = setup
+        self.home = workspace.root / "host"
+        self.home.mkdir(exist_ok=True)
+        self.install()
+
+    @abc.abstractmethod
+    def install(self) -> None:
+        """Write the host's hook configuration under ``self.home``."""
+
+    @abc.abstractmethod
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """Run one Turn whose model answers ``reply`` (an int: that HTTP error)."""
+
+    def close(self) -> None:  # noqa: B027 - a driver that starts nothing has nothing to stop
+        """Release what ``prepare`` started."""
+
+    def hook_argv(self, *parts: str, validation: bool = False) -> list[str]:
+        """Our hook command for this host, or the scenario's replacement."""
+        if self.setup.command is not None:
+            return list(self.setup.command)
+        argv = [*HOOK_COMMAND, *parts, "--goal-id", GOAL, "--agent-id", AGENT]
+        argv += ["--registry", str(self.workspace.registry)]
+        if validation and self.setup.validation:
+            argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
+        return argv
+
+    def replay_settlement(self, spool: dict[str, Any], final: str) -> None:
+        """Deliver a settled Turn's end event again, as an at-least-once host may."""
+        event: dict[str, Any] = {
+            "session_id": spool.get("host_session_id"),
+            self.final_field: final,
+        }
+        event["cwd"] = spool.get("cwd")
+        if self.turn_id_field:
+            event[self.turn_id_field] = spool.get("turn_key")
+        subprocess.run(
+            self.hook_argv(*self.settle_parts, validation=True),
+            input=json.dumps(event),
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            cwd=self.workspace.work,
+            timeout=self.setup.timeout_seconds,
+            check=False,
+        )
+
+    def env(self) -> dict[str, str]:
+        """The environment the host (and so our hooks) runs with."""
+        return {**os.environ, **self.setup.env, "HOME": str(self.home)}
+
+
+class RealDriver(HostDriver):
+    """A host binary driven against a fake model server."""
+
+    verification = REAL
+    fake_class: type[LoopbackServer]
+
+    def __init__(self, binary: Path) -> None:
+        self.binary = binary
+
+    def prepare(self, workspace: Workspace, setup: HookSetup) -> None:
+        """Start the fake model server, then install."""
+        self.fake = self.fake_class()
+        self.fake.__enter__()
+        super().prepare(workspace, setup)
+
+    def close(self) -> None:
+        """Stop the fake model server."""
+        self.fake.__exit__(None, None, None)
+
+    def run(self, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        """The host process, in the workspace's work directory."""
+        return subprocess.run(
+            argv,
+            cwd=self.workspace.work,
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=RUN_TIMEOUT,
+            check=False,
+        )
+
+    def queue(self, reply: str | int) -> int:
+        """Queue this Turn's reply; a failure is repeated, as hosts retry requests.
+
+        Returns how many requests the fake had already received.
+        """
+        self.fake.replies.clear()
+        self.fake.reply(*([reply] * 8 if isinstance(reply, int) else [reply]))
+        return len(self.fake.requests)
+
+    def requests_since(self, start: int) -> list[Any]:
+        """The model requests of the Turn that began after ``start`` requests."""
+        return list(self.fake.requests[start:])
+
+
+class CodexCliDriver(RealDriver):
+    """Codex CLI: hooks installed and trusted by ``turn-hooks install codex``."""
+
+    host = "codex-cli"
+    recall_event = "UserPromptSubmit"
+    ingest_event = "Stop"
+    settle_parts = ("host", "codex-cli", "post-settlement")
+    fake_class = FakeResponses
+
+    def install(self) -> None:
+        """Our installer, then the scenario's edits; edited hooks run untrusted-bypassed."""
+        (self.home / "config.toml").write_text(
+            'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\n'
+            f'name = "fake"\nbase_url = "http://127.0.0.1:{self.fake.port}/v1"\n'
+            'wire_api = "responses"\nenv_key = "FAKE_API_KEY"\nrequest_max_retries = 0\n'
+            "stream_max_retries = 0\n"
+        )
+        argv = [*HOOK_COMMAND, "install", "codex", "--codex-home", str(self.home)]
+        argv += ["--codex-bin", str(self.binary), "--registry", str(self.workspace.registry)]
+        argv += ["--goal-id", GOAL, "--agent-id", AGENT]
+        if self.setup.validation:
+            argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
+        installed = subprocess.run(
+            argv, capture_output=True, text=True, check=False, env=self.env(), timeout=120
+        )
+        report = json.loads(installed.stdout or "{}")
+        if not report.get("ok"):
+            raise RuntimeError(f"turn-hooks install codex failed: {report.get('reason_code')}")
+        self.edited = bool(self.setup.without_events or self.setup.command)
+        if self.edited:
+            path = self.home / "hooks.json"
+            document = json.loads(path.read_text())
+            hooks = document["hooks"]
+            for event in self.setup.without_events:
+                hooks.pop(event, None)
+            for groups in hooks.values():
+                for group in groups:
+                    for handler in group["hooks"]:
+                        if self.setup.command is not None:
+                            handler["command"] = shlex.join(self.setup.command)
+                        handler["timeout"] = self.setup.timeout_seconds
+            path.write_text(json.dumps(document, indent=2))
+
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """``codex exec`` one prompt."""
+        start = self.queue(reply)
+        argv = [str(self.binary), "exec", "--skip-git-repo-check"]
+        if self.edited:  # a hand-edited hooks.json is no longer the trusted one
+            argv.append("--dangerously-bypass-hook-trust")
+        env = {**self.env(), "CODEX_HOME": str(self.home), "FAKE_API_KEY": "dummy"}
+        result = self.run([*argv, prompt], env)
+        return TurnRun(result.returncode == 0, result.stdout, self.requests_since(start))
+
+
+class ClaudeCodeDriver(RealDriver):
+    """Claude Code: ``--settings`` with the generic contract in the claude-code dialect."""
+
+    host = "claude-code"
+    recall_event = "UserPromptSubmit"
+    ingest_event = "Stop"
+    settle_parts = ("host", "generic", "post-settlement", "--dialect", "claude-code")
+    turn_id_field = "prompt_id"
+    fake_class = FakeMessages
+
+    def install(self) -> None:
+        """The README's settings.json snippet, with this interpreter baked in."""
+        events = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
+        hooks = {}
+        for event, verb in events.items():
+            if event in self.setup.without_events:
+                continue
+            argv = self.hook_argv(
+                "host", "generic", verb, "--dialect", "claude-code", validation=verb != "pre-turn"
+            )
+            handler = {
+                "type": "command",
+                "command": shlex.join(argv),
+                "timeout": self.setup.timeout_seconds,
+            }
+            hooks[event] = [{"hooks": [handler]}]
+        (self.home / "settings.json").write_text(json.dumps({"hooks": hooks}))
+
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """``claude -p`` one prompt."""
+        start = self.queue(reply)
+        env = {
+            **self.env(),
+            "CLAUDE_CONFIG_DIR": str(self.home / "cfg"),
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{self.fake.port}",
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        argv = [str(self.binary), "-p", prompt, "--settings", str(self.home / "settings.json")]
+        result = self.run([*argv, "--model", "fake-model", "--output-format", "json"], env)
+        try:
+            answer = str(json.loads(result.stdout).get("result", ""))
+        except ValueError:
+            answer = ""
+        return TurnRun(result.returncode == 0, answer, self.requests_since(start))
+
+
+class DshDriver(RealDriver):
+    """DSH headless: the patch layer written by ``turn-hooks install dsh``."""
+
+    host = "dsh"
+    recall_event = "agent/pre-step"
+    ingest_event = "turn/end"
+    settle_parts = ("host", "dsh", "post-settlement")
+    settles_detached = True
+    fake_class = FakeChat
+    shim = Path(__file__).with_name("dsh_hmr_shim.mjs")
+
+    def install(self) -> None:
+        """Our installer, then the scenario's edits to the plugin config."""
+        self.patch = self.home / "turn-hooks.patch.yml"
+        argv = [*HOOK_COMMAND, "install", "dsh", "--patch-file", str(self.patch)]
+        argv += ["--registry", str(self.workspace.registry), "--goal-id", GOAL]
+        argv += ["--agent-id", AGENT]
+        if self.setup.validation:
+            argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
+        subprocess.run(argv, capture_output=True, check=True, env=self.env(), timeout=60)
+        layer = json.loads(self.patch.read_text())
+        config = layer[0]["insert"][0]["config"]
+        config["timeoutMs"] = self.setup.timeout_seconds * 1000
+        if self.setup.command is not None:
+            config["command"] = self.setup.command
+        config["events"] = [
+            verb
+            for event, verb in (
+                (self.recall_event, "pre-turn"),
+                (self.ingest_event, "post-settlement"),
+            )
+            if event not in self.setup.without_events
+        ]
+        self.patch.write_text(json.dumps(layer))
+        # The session-title model call would take replies meant for the Turn.
+        harness = [{"id": "session-title-llm", "disabled": True}]
+        harness.append({"insert": [{"id": "hmr-shim", "name": self.shim.resolve().as_uri()}]})
+        self.harness = self.home / "harness.patch.yml"
+        self.harness.write_text(json.dumps(harness))
+
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """``dsh --profile headless`` one prompt (a fresh session each time)."""
+        start = self.queue(reply)
+        env = {
+            **self.env(),
+            "DSH_HOME": str(self.home / "dsh-home"),
+            "DEEPSEEK_BASE_URL": f"http://127.0.0.1:{self.fake.port}",
+            "DEEPSEEK_API_KEY": "dummy",
+            "DSH_TELEMETRY_DISABLED": "1",
+        }
+        patches = ["--patch", str(self.harness), "--patch", str(self.patch)]
+        result = self.run([str(self.binary), "--profile", "headless", *patches, prompt], env)
+        return TurnRun(result.returncode == 0, result.stdout, self.requests_since(start))
+
+
+@dataclass(frozen=True)
+class PayloadDialect:
+    """A host known from its documented hook payloads."""
+
+    host: str
+    dialect: str
+    recall_event: str
+    ingest_event: str
+    final_field: str
+
+
+class PayloadDriver(HostDriver):
+    """Plays a host's documented hook payloads to our hook commands, in order."""
+
+    verification = PAYLOAD
+
+    def __init__(self, dialect: PayloadDialect) -> None:
+        self.dialect = dialect
+        self.host = dialect.host
+        self.recall_event = dialect.recall_event
+        self.ingest_event = dialect.ingest_event
+        self.settle_parts = ("host", "generic", "post-settlement", "--dialect", dialect.dialect)
+        # Gemini names no turn: AfterAgent finds it from the session.
+        self.turn_id_field = None if dialect.dialect == "gemini" else "turn_id"
+        self.final_field = dialect.final_field
+        self.turns = 0
+
+    def install(self) -> None:
+        """Nothing to write: the payload driver calls the hook commands itself."""
+
+    def _hook(self, verb: str, event: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        argv = self.hook_argv(
+            "host",
+            "generic",
+            verb,
+            "--dialect",
+            self.dialect.dialect,
+            validation=verb == "post-settlement",
+        )
+        try:
+            return subprocess.run(
+                argv,
+                input=json.dumps(event),
+                capture_output=True,
+                text=True,
+                env=self.env(),
+                cwd=self.workspace.work,
+                timeout=self.setup.timeout_seconds,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:  # the host would kill it and go on
+            return subprocess.CompletedProcess(argv, 0, "", "")
+
+    def broken_input_probe(self) -> tuple[int, str]:
+        """Our turn-start hook given broken stdin: its exit code and stdout."""
+        argv = self.hook_argv("host", "generic", "pre-turn", "--dialect", self.dialect.dialect)
+        result = subprocess.run(
+            argv, input="{not json", capture_output=True, text=True, env=self.env(), check=False
+        )
+        return result.returncode, result.stdout.strip()
+
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """Turn start payload, the model's answer, then (on success) the end payload."""
+        self.turns += 1
+        session = f"conformance-{self.dialect.host}"
+        common = {"session_id": session, "cwd": str(self.workspace.work)}
+        if self.dialect.dialect == "gemini":
+            common["timestamp"] = f"2026-01-01T00:00:{self.turns:02d}Z"
+        else:
+            common["turn_id"] = f"turn-{self.turns}"
+        contexts: list[Any] = []
+        if self.recall_event not in self.setup.without_events:
+            start = {**common, "hook_event_name": self.recall_event, "prompt": prompt}
+            out = self._hook("pre-turn", start).stdout.strip()
+            contexts.append(json.loads(out) if out else {})
+        if isinstance(reply, int):  # a failed turn: the host sends no end event
+            return TurnRun(False, "", contexts)
+        if self.ingest_event not in self.setup.without_events:
+            end = {**common, "hook_event_name": self.ingest_event, self.dialect.final_field: reply}
+            self._hook("post-settlement", end)
+        return TurnRun(True, reply, contexts)
+
+
+PAYLOAD_DIALECTS = {
+    "generic": PayloadDialect(
+        "generic", "plain", "pre-turn", "post-settlement", "last_assistant_message"
+    ),
+    "gemini": PayloadDialect("gemini", "gemini", "BeforeAgent", "AfterAgent", "prompt_response"),
+}
+REAL_DRIVERS: dict[str, type[RealDriver]] = {
+    "codex-cli": CodexCliDriver,
+    "claude-code": ClaudeCodeDriver,
+    "dsh": DshDriver,
+}
+HOSTS = ("codex-cli", "codex-app", "claude-code", "gemini", "dsh", "generic")
+
+
+def driver_for(host: str, binary: Path | None) -> HostDriver | None:
+    """The driver for ``host``; ``None`` when this host has none (yet)."""
+    if host in REAL_DRIVERS and binary is not None:
+        return REAL_DRIVERS[host](binary)
+    if host in PAYLOAD_DIALECTS:
+        return PayloadDriver(PAYLOAD_DIALECTS[host])
+    return None
+
+
+def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
+    """Poll ``predicate`` until it is truthy; a detached settlement may still run."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)

@@ -1,0 +1,287 @@
+"""Fake model servers on 127.0.0.1 for driving real hosts offline.
+
+Each records every request body and replays queued replies, one per model request:
+a reply is the assistant's text, or an int for that HTTP error status. The Responses
+fake follows the event order in hosts.md §2.4 (Codex), the Messages fake speaks
+Anthropic's streaming format (Claude Code) and the chat fake speaks chat-completions
+SSE (DSH); the chat fake also takes ``{"tool": name, "arguments": {...}}``.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class LoopbackServer(abc.ABC):
+    """Records request bodies and replays queued replies; use it as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.replies: deque[Any] = deque()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Any:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def reply(self, *replies: Any) -> None:
+        """Queue the next replies, one per model request."""
+        self.replies.extend(replies)
+
+    @abc.abstractmethod
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler that speaks this fake's wire format."""
+
+
+class FakeResponses(LoopbackServer):
+    """Start with ``with FakeResponses() as fake:``; ``fake.port``, ``fake.requests``."""
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # quiet tests
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.requests.append(body)
+                reply = fake.replies.popleft() if fake.replies else "ok"
+                if isinstance(reply, int):
+                    payload = json.dumps(
+                        {"error": {"message": "bad request", "type": "invalid_request_error"}}
+                    ).encode()
+                    self.send_response(reply)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                item = {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply, "annotations": []}],
+                }
+                events = [
+                    (
+                        "response.created",
+                        {"type": "response.created", "response": {"id": "resp_1"}},
+                    ),
+                    (
+                        "response.output_item.added",
+                        {
+                            "type": "response.output_item.added",
+                            "output_index": 0,
+                            "item": {**item, "status": "in_progress", "content": []},
+                        },
+                    ),
+                    (
+                        "response.output_text.delta",
+                        {
+                            "type": "response.output_text.delta",
+                            "item_id": "msg_1",
+                            "output_index": 0,
+                            "content_index": 0,
+                            "delta": reply,
+                        },
+                    ),
+                    (
+                        "response.output_item.done",
+                        {"type": "response.output_item.done", "output_index": 0, "item": item},
+                    ),
+                    (
+                        "response.completed",
+                        {
+                            "type": "response.completed",
+                            "response": {
+                                "id": "resp_1",
+                                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+                            },
+                        },
+                    ),
+                ]
+                for name, data in events:
+                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                    self.wfile.flush()
+
+        return Handler
+
+
+class FakeMessages(LoopbackServer):
+    """``with FakeMessages() as fake:``; ``fake.port``, ``fake.requests``, ``fake.reply()``."""
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _json(self, status: int, document: dict[str, Any]) -> None:
+                body = json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.startswith("/v1/messages"):
+                    self._json(
+                        404,
+                        {"type": "error", "error": {"type": "not_found_error", "message": "no"}},
+                    )
+                    return
+                if "count_tokens" in self.path:
+                    self._json(200, {"input_tokens": 1})
+                    return
+                fake.requests.append(body)
+                text = fake.replies.popleft() if fake.replies else "ok"
+                message = {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model", "fake"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 0},
+                }
+                if not body.get("stream"):
+                    self._json(
+                        200,
+                        {
+                            **message,
+                            "content": [{"type": "text", "text": text}],
+                            "stop_reason": "end_turn",
+                        },
+                    )
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                events = [
+                    ("message_start", {"type": "message_start", "message": message}),
+                    (
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": 0,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    ),
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": text},
+                        },
+                    ),
+                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    (
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "usage": {"output_tokens": 1},
+                        },
+                    ),
+                    ("message_stop", {"type": "message_stop"}),
+                ]
+                for name, data in events:
+                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                    self.wfile.flush()
+
+        return Handler
+
+
+class FakeChat(LoopbackServer):
+    """``with FakeChat() as fake:``; ``fake.port``, ``fake.requests``, ``fake.reply()``.
+
+    A reply is the assistant's text, an int (that HTTP error status), or a dict
+    ``{"tool": name, "arguments": {...}}`` for one tool call.
+    """
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _json(self, status: int, document: dict[str, Any]) -> None:
+                body = json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.endswith("/chat/completions"):
+                    self._json(404, {"error": {"message": "not found", "type": "not_found"}})
+                    return
+                fake.requests.append(body)
+                reply = fake.replies.popleft() if fake.replies else "ok"
+                if isinstance(reply, int):
+                    error = {"message": "rejected", "type": "invalid_request_error"}
+                    self._json(reply, {"error": error})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                model = body.get("model", "fake")
+                if isinstance(reply, dict):
+                    call = {
+                        "index": 0,
+                        "id": f"call_{len(fake.requests)}",
+                        "type": "function",
+                        "function": {
+                            "name": reply["tool"],
+                            "arguments": json.dumps(reply["arguments"]),
+                        },
+                    }
+                    delta: dict[str, Any] = {"role": "assistant", "tool_calls": [call]}
+                    finish = "tool_calls"
+                else:
+                    delta, finish = {"role": "assistant", "content": reply}, "stop"
+                chunks: list[dict[str, Any]] = [
+                    {"choices": [{"index": 0, "delta": delta}]},
+                    {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+                    {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}},
+                ]
+                for chunk in chunks:
+                    document = {
+                        "id": "c1",
+                        "object": "chat.completion.chunk",
+                        "model": model,
+                        **chunk,
+                    }
+                    self.wfile.write(f"data: {json.dumps(document)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        return Handler
