@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers import HOSTS, PAYLOAD, REAL, REAL_DRIVERS, driver_for
+from conformance.drivers import HOSTS, driver_for
 from conformance.scenarios import CATALOGUE, INGEST, RECALL, Failed, Harness, Skipped
 
 SCHEMA = "turn_hooks_host_coverage_v0"
@@ -27,7 +27,8 @@ NO_DRIVER = {
 }
 
 
-def _edge_value(edge: str, rows: list[dict[str, Any]]) -> str:
+def edge_value(edge: str, rows: list[dict[str, Any]]) -> str:
+    """The coverage an edge earned from these scenario rows."""
     mine = [row for row in rows if edge in row["edges"]]
     passed = [row for row in mine if row["result"] == "pass"]
     if passed and all(row["result"] in ("pass", "skipped") for row in mine):
@@ -35,7 +36,7 @@ def _edge_value(edge: str, rows: list[dict[str, Any]]) -> str:
     return UNCOVERED
 
 
-def _one(harness: Harness, scenario: Any, verification: str) -> dict[str, Any]:
+def _one(harness: Harness, scenario: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "scenario": scenario.id,
         "edges": list(scenario.edges),
@@ -45,9 +46,7 @@ def _one(harness: Harness, scenario: Any, verification: str) -> dict[str, Any]:
     }
     started = time.monotonic()
     try:
-        if scenario.real_host_only and verification != REAL:
-            raise Skipped("needs a real host run; payload contracts cannot show it")
-        row["evidence"] = scenario.run(harness)
+        row["evidence"] = scenario.execute(harness)
     except Skipped as skipped:
         row.update(result="skipped", reason=skipped.reason)
     except Failed as failed:
@@ -88,15 +87,15 @@ def run(
         try:
             for index, scenario in enumerate(chosen):
                 harness = Harness(driver, root / str(index), provider, without_events)
-                rows.append(_one(harness, scenario, verification))
+                rows.append(_one(harness, scenario))
         finally:
             shutil.rmtree(root, ignore_errors=True)
     counts = {r: sum(row["result"] == r for row in rows) for r in ("pass", "fail", "skipped")}
     entry = {
         "host": host,
         "verification": verification if counts["pass"] else "not_verified",
-        RECALL: _edge_value(RECALL, rows),
-        INGEST: _edge_value(INGEST, rows),
+        RECALL: edge_value(RECALL, rows),
+        INGEST: edge_value(INGEST, rows),
         "passed": counts["pass"],
         "failed": counts["fail"],
         "skipped": counts["skipped"],
@@ -109,6 +108,3 @@ def run(
         "hosts": [entry],
         "scenarios": [{"host": host, **row} for row in rows],
     }
-
-
-__all__ = ["PAYLOAD", "REAL", "REAL_DRIVERS", "SCHEMA", "run"]

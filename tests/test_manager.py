@@ -84,7 +84,14 @@ def imported(plugin_path):
 
 def test_unset_loads_every_entry_point_and_isolates_broken_ones(plugin_path):
     result = run_plugins(plugin_path)
-    assert names(result) == ["alpha", "beta", "example_echo", "reward_memory"]
+    assert names(result) == [
+        "alpha",
+        "beta",
+        "conformance_commands",
+        "conformance_probe",
+        "example_echo",
+        "reward_memory",
+    ]
     assert json.loads(result.stdout)["load_failures"] == [
         {"name": "broken", "reason_code": "plugin_load_failed"},
         {"name": "typo", "reason_code": "plugin_validation_failed"},
@@ -210,6 +217,8 @@ def test_in_process_loading_isolates_broken_and_invalid_plugins(in_process_plugi
     assert sorted(pm.get_name(p) for p in pm.get_plugins()) == [
         "alpha",
         "beta",
+        "conformance_commands",
+        "conformance_probe",
         "example_echo",
         "reward_memory",
     ]

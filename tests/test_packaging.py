@@ -44,6 +44,7 @@ def test_wheel_ships_schemas_and_type_markers(wheel):
     names = set(wheel.namelist())
     assert "turn_hooks/schemas/turn_context.json" in names
     assert "hosts/dsh/turn_hooks_dsh.mjs" in names, "the DSH plugin ships in the package"
+    assert "conformance/dsh_hmr_shim.mjs" in names
     for package in ("turn_hooks", "capabilities", "sidecars", "hosts", "conformance"):
         assert f"{package}/py.typed" in names
 
@@ -52,4 +53,6 @@ def test_wheel_declares_the_console_script_and_entry_points(wheel):
     [entry_points] = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
     assert "turn-hooks = hosts.cli:main" in text
-    assert "[turn_hooks]\nexample_echo = capabilities.example_echo:plugin" in text
+    assert "\nexample_echo = capabilities.example_echo:plugin" in text
+    assert "\nconformance_probe = conformance.probe:plugin" in text
+    assert "\nconformance_commands = conformance.commands:plugin" in text
