@@ -264,3 +264,158 @@ def test_server_stopped_mid_run_is_reconciled_after_restart(monkeypatch, tmp_pat
         ), "nothing lost, nothing duplicated"
     finally:
         stop_server(server)
+
+
+def health_goal(tmp_path, goal, provider_id, **automation):
+    """A verified binding of ``goal`` on ``provider_id`` (the config alone picks it)."""
+    config = goal_config(goal)
+    config["project_provider_binding"]["provider_id"] = provider_id
+    config["corpora"][0]["corpus"]["provider_id"] = provider_id
+    if automation:
+        config["automation"] = automation
+    registry = f1.write_goal(tmp_path, config)
+    registry.write_text(registry.read_text().replace('"demo-goal"', json.dumps(goal)))
+    return registry
+
+
+def read_models(capsys, registry, goal):
+    args = ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
+    code, listed = run(capsys, "reward-memory", "corpus-registry", *args)
+    assert code == 0 and listed["provider_call_count"] == 0
+    code, checked = run(capsys, "reward-memory", "health-check", *args)
+    assert code == 0, "an unavailable provider is a state, not an error exit"
+    [row] = checked["corpora"]
+    return row
+
+
+def learn_and_recall(registry, goal):
+    """One validated settlement and one PreTurn that applies the memory, via the hooks."""
+    from test_host_generic import VALIDATOR, message, run_cli
+
+    binding = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
+    settle = json.dumps({"turn_id": "t1", "last_assistant_message": message()})
+    run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        *binding,
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+        stdin=settle,
+    )
+    recalled = run_cli(
+        "host",
+        "generic",
+        "pre-turn",
+        *binding,
+        stdin=json.dumps({"turn_id": "t2", "prompt": "a change touches one module"}),
+    )
+    assert "[memory 1]" in recalled.stdout
+
+
+STATES = (
+    "corpus_present",
+    "index_present",
+    "retrieval_query_succeeded",
+    "result_readback_verified",
+    "memory_applied_with_receipt",
+)
+
+
+def test_health_states_on_an_empty_store_then_an_applied_memory(provider_id, capsys, tmp_path):
+    goal = f"health-{provider_id.replace('_', '-')}"
+    registry = health_goal(tmp_path, goal, provider_id)
+    empty = read_models(capsys, registry, goal)
+    assert empty["provider_status"] == "available"
+    assert (empty["corpus_present"], empty["index_present"]) == (False, False)
+    assert empty["result_readback_verified"] is None
+    assert empty["memory_applied_with_receipt"] is False
+    # OpenViking can search an empty scope; the embedded store does not exist yet
+    # and the read-only check does not create it.
+    assert empty["retrieval_query_succeeded"] is (provider_id == "openviking")
+    if provider_id == "embedded_sqlite":
+        assert not (tmp_path / "repo" / ".local" / "turn-hooks" / "memory.sqlite3").exists()
+
+    learn_and_recall(registry, goal)
+    applied = read_models(capsys, registry, goal)
+    assert {state: applied[state] for state in STATES} == dict.fromkeys(STATES, True)
+    assert applied["record_count"] == 1 and applied["automatic_recall"] is True
+
+
+def test_a_corpus_can_exist_without_being_recalled_automatically(provider_id, capsys, tmp_path):
+    goal = f"quiet-{provider_id.replace('_', '-')}"
+    registry = health_goal(tmp_path, goal, provider_id, automatic_recall=False)
+    from test_host_generic import VALIDATOR, message, run_cli
+
+    run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        *("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry)),
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
+    )
+    row = read_models(capsys, registry, goal)
+    assert (row["corpus_present"], row["index_present"], row["automatic_recall"]) == (
+        True,
+        True,
+        False,
+    )
+    assert row["memory_applied_with_receipt"] is False
+    assert "not_recalled_automatically" in row["reason_codes"]
+
+
+def _store_bytes(repo):
+    directory = repo / ".local" / "turn-hooks"
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.glob("memory.sqlite3*"))
+        if not path.name.endswith("-shm")
+    }
+
+
+def test_the_read_models_make_zero_writes(provider_id, capsys, tmp_path, monkeypatch):
+    import httpx
+
+    from capabilities.reward_memory.corpora import corpus_health, corpus_registry
+
+    goal = f"zero-{provider_id.replace('_', '-')}"
+    registry = health_goal(tmp_path, goal, provider_id)
+    learn_and_recall(registry, goal)
+    resolved = resolve(load_registry(registry), goal, f1.AGENT)
+    before = _store_bytes(tmp_path / "repo")
+    calls: list[tuple[str, str]] = []
+    hooks = {"request": [lambda request: calls.append((request.method, request.url.path))]}
+    recording = httpx.Client(event_hooks=hooks)
+
+    def provider_for(binding):
+        built = build_provider(binding, repo=resolved.repo, read_only=True)
+        if provider_id == "openviking":
+            built.client.client = recording
+        return built
+
+    corpus_registry(resolved)
+    with recording:
+        [row] = corpus_health(resolved, provider_for=provider_for)["corpora"]
+    assert row["result_readback_verified"] is True
+    assert _store_bytes(tmp_path / "repo") == before, "not a byte of the store changed"
+    if provider_id == "openviking":
+        reads = {("GET", "/health"), ("GET", "/api/v1/fs/ls"), ("GET", "/api/v1/content/read")}
+        assert calls and set(calls) <= reads | {("POST", "/api/v1/search/find")}
+
+
+def test_a_stopped_provider_is_reported_unavailable_not_an_error(capsys, tmp_path, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on: a stopped server
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OPENVIKING_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OPENVIKING_API_KEY", "k")
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "none"))
+    registry = health_goal(tmp_path, "stopped", "openviking")
+    row = read_models(capsys, registry, "stopped")
+    assert row["provider_status"] == "unavailable"
+    assert all(row[state] is None for state in STATES[:4])
+    assert row["reason_codes"] and row["memory_applied_with_receipt"] is False

@@ -151,22 +151,41 @@ class EmbeddedSqliteProvider:
 
     provider_id = PROVIDER_ID
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path).absolute()
-        self._schema_ready = False
+        # read_only opens mode=ro: it never creates the file, its schema or anything
+        # in it, and trusts the schema a writer made (its reads fail otherwise).
+        self.read_only = read_only
+        self._schema_ready = read_only
+
+    def _open(self, timeout: float) -> sqlite3.Connection:
+        if not self.read_only:
+            self._create_private()
+            return sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        if not self.path.exists():
+            raise ProviderUnavailable(
+                "the embedded store does not exist yet", reason_code="embedded_store_absent"
+            )
+        # With no write-ahead log on disk every committed page is in the file, so the
+        # reader opens it immutable and creates no -wal or -shm of its own; with a log
+        # (a writer is at work) it shares that writer's files instead.
+        wal = self.path.with_name(self.path.name + "-wal")
+        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        uri = f"{self.path.as_uri()}?{mode}"
+        return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
 
     @contextlib.contextmanager
     def _connect(self, timeout: float) -> Iterator[sqlite3.Connection]:
-        self._create_private()
         try:
-            connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            connection = self._open(timeout)
         except sqlite3.Error as exc:
             raise ProviderUnavailable("the embedded store cannot be opened") from exc
         old_umask = os.umask(0o077)  # -wal and -shm are created on first write
         try:
             if not self._schema_ready:  # WAL mode persists in the file once set
                 connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=FULL")
+            if not self.read_only:
+                connection.execute("PRAGMA synchronous=FULL")
             connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             connection.execute("PRAGMA foreign_keys=ON")
             yield connection

@@ -60,11 +60,17 @@ class UnavailableProvider:
         raise self._fail()
 
 
-def build_provider(provider_binding: dict[str, Any], *, repo: Path | None) -> Provider:
-    """The provider for a corpus binding; never raises (an unusable one is unavailable)."""
+def build_provider(
+    provider_binding: dict[str, Any], *, repo: Path | None, read_only: bool = False
+) -> Provider:
+    """The provider for a corpus binding; never raises (an unusable one is unavailable).
+
+    ``read_only`` opens the embedded store without creating or changing anything;
+    the OpenViking provider is used through read calls only by such callers.
+    """
     provider_id = provider_binding.get("provider_id")
     if provider_id == "embedded_sqlite":
-        return EmbeddedSqliteProvider(embedded_path(repo))
+        return EmbeddedSqliteProvider(embedded_path(repo), read_only=read_only)
     if provider_id == "openviking":
         from capabilities.providers.client import OpenVikingSettings, ProviderClient
         from capabilities.providers.openviking import OpenVikingProvider

@@ -184,6 +184,37 @@ def configure(args: argparse.Namespace) -> Result:
     return document, "Reward memory configuration"
 
 
+def corpus_registry(args: argparse.Namespace) -> Result:
+    """``corpus-registry``: the declared corpora of the bound config; no provider call."""
+    from capabilities.reward_memory.corpora import corpus_registry as project
+
+    return project(_resolve(args)), "Reward memory corpus registry"
+
+
+def health_check(args: argparse.Namespace) -> Result:
+    """``health-check``: the five health states of each corpus; read calls only."""
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.corpora import corpus_health
+
+    resolution = _resolve(args)
+    return corpus_health(
+        resolution,
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo, read_only=True),
+    ), "Reward memory corpus health"
+
+
+def route_check(args: argparse.Namespace) -> Result:
+    """``route-check``: pilot_fix, meta_design_gate or hold_for_evidence for a change."""
+    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.route import builtin_case
+    from capabilities.reward_memory.route import route_check as check
+
+    if (args.input is None) == (args.case is None):
+        v.fail("input", "or --case is required (exactly one)", "usage_invalid")
+    source = _read_input(args.input) if args.input else builtin_case(args.case)
+    return check(source), "Pilot/meta route check"
+
+
 def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
     from capabilities.reward_memory.identities import app_candidate_id
 
@@ -379,3 +410,31 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     )
     conf.add_argument("--clear", action="store_true", help="disable the binding")
     conf.set_defaults(handler=configure)
+
+    inventory = sub.add_parser(
+        "corpus-registry",
+        help="the bound config's corpora: owner, authority, freshness, isolation, surfaces",
+    )
+    health = sub.add_parser(
+        "health-check",
+        help="probe each corpus (read calls only): present, indexed, searchable, read, applied",
+    )
+    for parser, handler in ((inventory, corpus_registry), (health, health_check)):
+        _common(parser)
+        parser.add_argument("--goal-id", required=True)
+        parser.add_argument("--agent-id", required=True)
+        parser.set_defaults(handler=handler)
+
+    route = sub.add_parser(
+        "route-check",
+        help="route a proposed change: pilot_fix, meta_design_gate or hold_for_evidence",
+        description="The input is a reward_memory_route_check_input_v0 change description "
+        "(behavior, surfaces_touched, semantic_contract_change, generic_boundary_leakage, "
+        "edge_case_complexity, reproduction_named, validation_named, change{user_visible, "
+        "hot_path_or_storage, retrieval_quality_claim}, evidence{effect, ux, performance, "
+        "benchmark}, optional case_id and prior_memory_hit{recommended_route}).",
+    )
+    _common(route, binding=False)
+    route.add_argument("--input", help="the change description (JSON file)")
+    route.add_argument("--case", help="a built-in case instead of --input (pr-3237)")
+    route.set_defaults(handler=route_check)
