@@ -1,5 +1,11 @@
 """Conformance checks that host maintainers run against their adapter.
 
-The scenario catalogue, runner and opt-in pytest plugin arrive with the
-conformance work (see the README); this package is part of the fixed layout.
+``turn-hooks conformance run`` runs the scenario catalogue (conformance/scenarios.py)
+through a host driver (conformance/drivers.py) and writes a
+``turn_hooks_host_coverage_v0`` report (conformance/runner.py); conformance/plugin.py
+is the opt-in pytest plugin. Importing this package stays cheap: the CLI reads
+:data:`HOSTS` while building its parser on every command.
 """
+
+HOSTS = ("codex-cli", "codex-app", "claude-code", "gemini", "dsh", "generic")
+"""The hosts ``conformance run --host`` knows."""

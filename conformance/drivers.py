@@ -419,7 +419,6 @@ REAL_DRIVERS: dict[str, type[RealDriver]] = {
     "claude-code": ClaudeCodeDriver,
     "dsh": DshDriver,
 }
-HOSTS = ("codex-cli", "codex-app", "claude-code", "gemini", "dsh", "generic")
 
 
 def driver_for(host: str, binary: Path | None) -> HostDriver | None:

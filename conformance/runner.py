@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers import HOSTS, driver_for
+from conformance import HOSTS
+from conformance.drivers import driver_for
 from conformance.scenarios import CATALOGUE, INGEST, RECALL, Failed, Harness, Skipped
 
 SCHEMA = "turn_hooks_host_coverage_v0"

@@ -215,6 +215,31 @@ def route_check(args: argparse.Namespace) -> Result:
     return check(source), "Pilot/meta route check"
 
 
+def utility_project(args: argparse.Namespace) -> Result:
+    """``utility-project``: reduce an observation stream; exit 2 unless ``ok``."""
+    from capabilities.reward_memory.reducer import project
+
+    return project(_read_input(args.input)), "Memory utility projection"
+
+
+def utility_observe(args: argparse.Namespace) -> Result:
+    """``utility-observe``: one observation from trusted facts and an evaluator's proposal."""
+    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.utility_evaluator import observe
+
+    argv = None
+    if args.evaluator_command_json:
+        try:
+            argv = json.loads(args.evaluator_command_json)
+        except json.JSONDecodeError:
+            argv = None
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            v.fail("evaluator_command_json", "must be a JSON list of strings", "usage_invalid")
+    return observe(
+        _read_input(args.input), evaluator_argv=argv, timeout=args.evaluator_timeout_seconds
+    ), "Memory utility observation"
+
+
 def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
     from capabilities.reward_memory.identities import app_candidate_id
 
@@ -424,6 +449,38 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         parser.add_argument("--goal-id", required=True)
         parser.add_argument("--agent-id", required=True)
         parser.set_defaults(handler=handler)
+
+    projection = sub.add_parser(
+        "utility-project",
+        help="reduce utility observations into memory_utility_projection_v0 (exit 2 unless ok)",
+    )
+    _common(projection, binding=False)
+    projection.add_argument(
+        "--input",
+        required=True,
+        help="{observations, scope, retrieval_snapshot_ref, policy_snapshot_ref"
+        "[, reducer_version, previous_projection]}",
+    )
+    projection.set_defaults(handler=utility_project)
+
+    observation = sub.add_parser(
+        "utility-observe",
+        help="build one memory_utility_observation_v0 from trusted facts and an evaluator",
+        description="The input holds the trusted facts {application_receipt, verified_outcome, "
+        "attribution_context, created_at} and, unless --evaluator-command-json names an "
+        "evaluator to run, the evaluator_proposal. An absent, failing, timed-out or "
+        "malformed evaluator yields status not_observed and changes nothing.",
+    )
+    _common(observation, binding=False)
+    observation.add_argument("--input", required=True, help="the trusted facts (JSON file)")
+    observation.add_argument(
+        "--evaluator-command-json",
+        help='the evaluator argv, e.g. ["cmd", "arg"]: facts on stdin, proposal on stdout',
+    )
+    observation.add_argument(
+        "--evaluator-timeout-seconds", type=int, default=20, choices=range(1, 121), metavar="1..120"
+    )
+    observation.set_defaults(handler=utility_observe)
 
     route = sub.add_parser(
         "route-check",

@@ -6,6 +6,7 @@ import copy
 import json
 
 import pytest
+import utility_cases
 from fixtures import f1
 from rm_support import recording
 
@@ -17,11 +18,14 @@ from capabilities.reward_memory.candidate import (
 from capabilities.reward_memory.config import normalise_config
 from capabilities.reward_memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.recall import build_recall_request
+from capabilities.reward_memory.reducer import project
 from capabilities.reward_memory.registry import load_registry, resolve
 from capabilities.reward_memory.review import review_candidate
+from capabilities.reward_memory.utility import build_observation
 from capabilities.reward_memory.values import RewardMemoryInputError
 from oracle.driver import run_cli, run_python
 from oracle.memprovider import MEM_PROVIDER
+from turn_hooks.errors import TurnHooksError
 
 pytestmark = pytest.mark.oracle
 
@@ -29,7 +33,7 @@ pytestmark = pytest.mark.oracle
 def ours_or_error(call):
     try:
         return call()
-    except RewardMemoryInputError as exc:
+    except TurnHooksError as exc:  # RewardMemoryInputError, UtilityError
         return {"error": exc.reason_code}
 
 
@@ -432,3 +436,82 @@ def test_turn_ingest_journal_and_reconciliation_match(tmp_path):
     )
     for key, value in ours.items():
         assert value == theirs[key], key
+
+
+def _utility_cli(tmp_path, name, document):
+    source = tmp_path / f"{name}.json"
+    source.write_text(json.dumps(document))
+    return source, run_cli(
+        "reward-memory", "utility-project", "--input", str(source), "--format", "json"
+    )
+
+
+# LoopX accepts an item observation with two digests, then fails its own projection
+# check (invalid_request). We reject the observation itself, with a reason code; both
+# exit 2. Documented in the README's differences table.
+KNOWN_DIFFERENCES = {"item_with_two_digests"}
+
+
+@pytest.mark.parametrize("name", sorted(utility_cases.cases()))
+def test_utility_projections_match(tmp_path, name):
+    document = utility_cases.cases()[name]
+    _source, (code, theirs) = _utility_cli(tmp_path, name, document)
+    ours = project(document)
+    if name in KNOWN_DIFFERENCES:
+        assert (code, ours["ok"], theirs["status"]) == (2, False, "invalid_request")
+        return
+    assert (0 if ours["ok"] else 2, ours) == (code, theirs)
+
+
+@pytest.mark.parametrize("name", sorted(utility_cases.SHAPE_ERRORS))
+def test_utility_input_shape_errors_match(tmp_path, name):
+    _source, (code, theirs) = _utility_cli(tmp_path, name, utility_cases.SHAPE_ERRORS[name])
+    with pytest.raises(RewardMemoryInputError) as raised:
+        project(utility_cases.SHAPE_ERRORS[name])
+    ours = raised.value.to_public()
+    assert (code, theirs["schema_version"], theirs["status"]) == (
+        2,
+        ours["schema_version"],
+        ours["status"],
+    )
+
+
+BUILD = """
+from loopx.capabilities.reward_memory import memory_utility as m
+out = {}
+for name, (receipt, verified, context, proposal) in request.items():
+    try:
+        out[name] = m.build_reward_memory_utility_observation(
+            receipt, verified, context, proposal, created_at="2026-08-16T00:00:00Z")
+    except ValueError as exc:
+        out[name] = {"error": type(exc).__name__}
+print(json.dumps(out))
+"""
+
+
+def test_utility_observations_built_from_the_same_facts_match():
+    base = (
+        utility_cases.RECEIPT,
+        utility_cases.VERIFIED,
+        utility_cases.CONTEXT,
+        utility_cases.PROPOSAL,
+    )
+    variants = {
+        "u1": base,
+        "set": (*base[:3], {**base[3], "attribution_level": "set"}),
+        "ignored_receipt": ({**base[0], "outcome": "ignored"}, *base[1:]),
+        "receipt_snapshot": ({**base[0], "retrieval_snapshot_ref": "snapshot:r1"}, *base[1:]),
+        "wrong_item": (*base[:3], {**base[3], "memory_ref_digests": ["1111111111111111"]}),
+        "wrong_outcome": (*base[:3], {**base[3], "outcome_status": "failed"}),
+        "unverified": (base[0], {**base[1], "verified": False}, *base[2:]),
+    }
+    theirs = run_python(BUILD, variants)
+    for name, (receipt, verified, context, proposal) in variants.items():
+        ours = ours_or_error(
+            lambda r=receipt, v=verified, c=context, p=proposal: build_observation(
+                r, v, c, p, created_at=utility_cases.CREATED_AT
+            )
+        )
+        assert same_verdict(ours, theirs[name]), name
+        if "error" not in ours:
+            assert ours == theirs[name], name
