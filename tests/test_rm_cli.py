@@ -277,3 +277,34 @@ def test_stdin_is_not_read_by_reward_memory_commands(capsys, goal, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("should not be read"))
     code, _ = run(capsys, "reward-memory", "experiment-status", *binding(goal))
     assert code == 0
+
+
+def test_candidate_review_command_records_each_decision(capsys, tmp_path):
+    # the record under review is the corpus owner's private input: not a public receipt
+    from capabilities.reward_memory.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.review import review_candidate
+
+    packet = build_candidate(normalise_event(f1.event()))
+    rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
+    source = tmp_path / "review.json"
+    for decision, status in (
+        ("accept", "active"),
+        ("reject", "rejected"),
+        ("no_write", "no_write"),
+    ):
+        source.write_text(json.dumps({"candidate": packet, "review": rev}))
+        code, document = run(capsys, *review_args(source, decision), private=True)
+        assert (code, document["status"]) == (0, status)
+        assert document == review_candidate(packet, {**rev, "decision": decision})
+        assert document["provider_write_performed"] is False
+    accepted = review_candidate(packet, {**rev, "decision": "accept"})
+    source.write_text(json.dumps({"candidate": accepted, "review": rev}))
+    code, retired = run(capsys, *review_args(source, "retire"), private=True)
+    assert (code, retired["status"]) == (0, "retired")
+    source.write_text(json.dumps({"candidate": packet, "review": {**rev, "decision": "accept"}}))
+    code, error = run(capsys, *review_args(source, "accept"))
+    assert (code, error["reason_code"]) == (2, "unknown_key")
+
+
+def review_args(source, decision):
+    return ("reward-memory", "candidate-review", "--input", str(source), "--decision", decision)

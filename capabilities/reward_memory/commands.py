@@ -215,6 +215,20 @@ def route_check(args: argparse.Namespace) -> Result:
     return check(source), "Pilot/meta route check"
 
 
+def candidate_review(args: argparse.Namespace) -> Result:
+    """``candidate-review``: one review decision as a record; never a write."""
+    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.review import review_candidate
+
+    source = v.exact_keys(_read_input(args.input), "input", frozenset({"candidate", "review"}))
+    review = v.mapping(source["review"], "input.review")
+    if "decision" in review:
+        v.fail("input.review.decision", "comes from --decision", "unknown_key")
+    return review_candidate(source["candidate"], {**review, "decision": args.decision}), (
+        "Reward memory candidate review"
+    )
+
+
 def utility_project(args: argparse.Namespace) -> Result:
     """``utility-project``: reduce an observation stream; exit 2 unless ``ok``."""
     from capabilities.reward_memory.reducer import project
@@ -449,6 +463,21 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         parser.add_argument("--goal-id", required=True)
         parser.add_argument("--agent-id", required=True)
         parser.set_defaults(handler=handler)
+
+    review = sub.add_parser(
+        "candidate-review",
+        help="record one review decision for a candidate (the decision, never the write)",
+        description="The input is {candidate, review}: candidate is a reward_memory_candidate_v0 "
+        "packet (or a previous review, to retire what was accepted) and review is "
+        "{reviewer_ref, review_ref, reasoning_summary[, edited_content_summary]}. The "
+        "declared corpus owner performs any write afterwards, with exact readback.",
+    )
+    _common(review, binding=False)
+    review.add_argument("--input", required=True, help="{candidate, review} (JSON file)")
+    review.add_argument(
+        "--decision", required=True, choices=("accept", "edit", "reject", "retire", "no_write")
+    )
+    review.set_defaults(handler=candidate_review)
 
     projection = sub.add_parser(
         "utility-project",
