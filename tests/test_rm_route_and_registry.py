@@ -207,3 +207,17 @@ def test_a_disabled_binding_lists_no_corpora_and_says_why(tmp_path):
     for command in ("corpus-registry", "health-check"):
         code, report = cli("reward-memory", command, *args)
         assert (code, report["binding_status"], report["corpora"]) == (0, "disabled", [])
+
+
+def test_architecture_is_derived_from_the_code_and_public_safe():
+    from capabilities.reward_memory.config import CLASS_IDS
+
+    code, document = cli("reward-memory", "architecture")
+    assert code == 0 and not public_safety_violations(document)
+    assert [c["class_id"] for c in document["classes"]] == list(CLASS_IDS)
+    assert all(c["grants_action_authority"] is False for c in document["classes"])
+    assert document["utility_precedence"]["evidence_bases_weakest_first"][-1] == "owner_correction"
+    assert document["delegation"]["prior_memory_hit_can_change_route"] is False
+    assert {s["stage"] for s in document["stages"] if not s["implemented"]} == {"4", "5"}
+    durable = [c["class_id"] for c in document["classes"] if c["durable_recall_and_ingest"]]
+    assert durable == ["hard_policy", "soft_preference", "procedural_experience"]

@@ -215,6 +215,13 @@ def route_check(args: argparse.Namespace) -> Result:
     return check(source), "Pilot/meta route check"
 
 
+def architecture(args: argparse.Namespace) -> Result:
+    """``architecture``: the machine-readable contract (classes, precedence, stages)."""
+    from capabilities.reward_memory.architecture import architecture as contract
+
+    return contract(), "Reward memory architecture"
+
+
 def candidate_review(args: argparse.Namespace) -> Result:
     """``candidate-review``: one review decision as a record; never a write."""
     from capabilities.reward_memory import values as v
@@ -463,6 +470,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         parser.add_argument("--goal-id", required=True)
         parser.add_argument("--agent-id", required=True)
         parser.set_defaults(handler=handler)
+
+    contract = sub.add_parser(
+        "architecture", help="the machine-readable contract: classes, precedence, stages"
+    )
+    _common(contract, binding=False)
+    contract.set_defaults(handler=architecture)
 
     review = sub.add_parser(
         "candidate-review",
