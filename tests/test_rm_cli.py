@@ -308,3 +308,66 @@ def test_candidate_review_command_records_each_decision(capsys, tmp_path):
 
 def review_args(source, decision):
     return ("reward-memory", "candidate-review", "--input", str(source), "--decision", decision)
+
+
+def operator_input(tmp_path, **checkpoint):
+    from capabilities.reward_memory.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.review import review_candidate
+
+    packet = build_candidate(normalise_event(f1.event()))
+    rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
+    document = {
+        "reviewed_record": review_candidate(packet, {"decision": "accept", **rev}),
+        "corpus": f1.corpus("embedded_sqlite"),
+        "operator_checkpoint": {
+            "verified": True,
+            "action": "retire",
+            "operator_ref": "operator:alice",
+            "source_ref": "source:1",
+            "corpus_id": "experience",
+            "authority_ref": "owner:demo",
+            "project_ref": "project:demo",
+            **checkpoint,
+        },
+    }
+    source = tmp_path / "control.json"
+    source.write_text(json.dumps(document))
+    return ("reward-memory", "operator-control", "--input", str(source), "--control-ref", "c:1")
+
+
+def test_operator_retire_needs_the_retirement_authority_and_writes_nothing(capsys, tmp_path):
+    args = operator_input(tmp_path)
+    code, control = run(
+        capsys, *args, "--action", "retire", "--reasoning-summary", "stale", private=True
+    )
+    assert (code, control["status"], control["decision"]["status"]) == (
+        0,
+        "control_ready",
+        "retired",
+    )
+    receipt = control["receipt"]
+    assert (receipt["next_step"], receipt["provider_write_performed"]) == (
+        "owner_write_retirement_then_exact_readback",
+        False,
+    )
+    assert not public_safety_violations(receipt, raw_texts=(f1.REFLECTION["content_summary"],))
+    for change, reason in (
+        ({"authority_ref": "owner:other"}, "operator_authority_mismatch"),
+        ({"corpus_id": "other"}, "operator_authority_mismatch"),
+        ({"project_ref": "project:x"}, "operator_authority_mismatch"),
+        ({"verified": False}, "operator_checkpoint_unverified"),
+    ):
+        args = operator_input(tmp_path, **change)
+        code, error = run(capsys, *args, "--action", "retire", "--reasoning-summary", "stale")
+        assert (code, error["reason_code"]) == (2, reason)
+
+
+def test_operator_edit_needs_the_corpus_owner(capsys, tmp_path):
+    args = operator_input(tmp_path, action="edit")
+    edit = ("--action", "edit", "--reasoning-summary", "clearer", "--edited-content-summary", "x y")
+    code, control = run(capsys, *args, *edit, private=True)
+    assert (code, control["receipt"]["result_state"]) == (0, "candidate")
+    assert (
+        control["receipt"]["prior_candidate_ref_digest"]
+        != control["receipt"]["result_candidate_ref_digest"]
+    )

@@ -236,6 +236,19 @@ def candidate_review(args: argparse.Namespace) -> Result:
     )
 
 
+def operator_control(args: argparse.Namespace) -> Result:
+    """``operator-control``: an authorised edit or retirement, as a decision (no write)."""
+    from capabilities.reward_memory.operator import operator_control as control
+
+    return control(
+        _read_input(args.input),
+        action=args.action,
+        control_ref=args.control_ref,
+        reasoning_summary=args.reasoning_summary,
+        edited_content_summary=args.edited_content_summary,
+    ), "Reward memory operator control"
+
+
 def utility_project(args: argparse.Namespace) -> Result:
     """``utility-project``: reduce an observation stream; exit 2 unless ``ok``."""
     from capabilities.reward_memory.reducer import project
@@ -491,6 +504,23 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         "--decision", required=True, choices=("accept", "edit", "reject", "retire", "no_write")
     )
     review.set_defaults(handler=candidate_review)
+
+    control = sub.add_parser(
+        "operator-control",
+        help="an operator's edit or retirement of an active memory, checked against the corpus",
+        description="The input is {reviewed_record, corpus, operator_checkpoint}: an accepted "
+        "review, the corpus declaration, and a verified checkpoint {verified, action, "
+        "operator_ref, authority_ref, source_ref, corpus_id, project_ref}. The authority must "
+        "be the corpus owner (edit) or its retirement authority (retire). Prints the decision "
+        "and a receipt naming the owner's next step; writes nothing.",
+    )
+    _common(control, binding=False)
+    control.add_argument("--input", required=True, help="the JSON file described above")
+    control.add_argument("--action", required=True, choices=("edit", "retire"))
+    control.add_argument("--control-ref", required=True, help="this control's reference")
+    control.add_argument("--reasoning-summary", required=True, help="why (compact, public-safe)")
+    control.add_argument("--edited-content-summary", help="edit: the replacement summary")
+    control.set_defaults(handler=operator_control)
 
     projection = sub.add_parser(
         "utility-project",

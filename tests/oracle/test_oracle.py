@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 
 import pytest
 import utility_cases
@@ -515,3 +517,66 @@ def test_utility_observations_built_from_the_same_facts_match():
         assert same_verdict(ours, theirs[name]), name
         if "error" not in ours:
             assert ours == theirs[name], name
+
+
+def _operator_input():
+    packet = build_candidate(normalise_event(f1.event()))
+    rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
+    checkpoint = {
+        "verified": True,
+        "operator_ref": "operator:alice",
+        "source_ref": "source:1",
+        "corpus_id": "experience",
+        "authority_ref": "owner:demo",
+        "project_ref": "project:demo",
+    }
+    return {
+        "reviewed_record": review_candidate(packet, {"decision": "accept", **rev}),
+        "corpus": f1.corpus("embedded_sqlite"),
+        "operator_checkpoint": checkpoint,
+    }
+
+
+OPERATOR_VARIANTS = {
+    "retire": ("retire", {}),
+    "edit": ("edit", {}),
+    "wrong_authority": ("retire", {"authority_ref": "owner:other"}),
+    "wrong_corpus": ("retire", {"corpus_id": "other"}),
+    "wrong_project": ("retire", {"project_ref": "project:x"}),
+    "wrong_action": ("edit", {"action": "retire"}),
+    "unverified": ("retire", {"verified": False}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_VARIANTS))
+def test_operator_controls_match(tmp_path, name):
+    action, change = OPERATOR_VARIANTS[name]
+    document = _operator_input()
+    document["operator_checkpoint"] = {
+        "action": action,
+        **document["operator_checkpoint"],
+        **change,
+    }
+    source = tmp_path / "control.json"
+    source.write_text(json.dumps(document))
+    flags = ["--input", str(source), "--action", action, "--control-ref", "control:1"]
+    flags += ["--reasoning-summary", "stale memory"]
+    if action == "edit":
+        flags += ["--edited-content-summary", "Run the focused module first."]
+    code, theirs = run_cli("reward-memory", "operator-control", *flags, "--format", "json")
+    result = cli_run_json("reward-memory", "operator-control", *flags)
+    assert (result[0], result[1]["ok"], result[1].get("status")) == (
+        code,
+        theirs["ok"],
+        theirs["status"],
+    )
+    if theirs["ok"]:
+        assert result[1] == theirs
+
+
+def cli_run_json(*argv):
+    """Our command in a new process, as a user runs it: exit code and JSON."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hosts.cli", *argv], capture_output=True, text=True, check=False
+    )
+    return result.returncode, json.loads(result.stdout)
