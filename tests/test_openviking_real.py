@@ -419,3 +419,66 @@ def test_a_stopped_provider_is_reported_unavailable_not_an_error(capsys, tmp_pat
     assert row["provider_status"] == "unavailable"
     assert all(row[state] is None for state in STATES[:4])
     assert row["reason_codes"] and row["memory_applied_with_receipt"] is False
+
+
+def test_an_operator_retirement_is_written_read_back_and_no_longer_recalled(
+    provider_id, capsys, tmp_path
+):
+    from capabilities.reward_memory.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.operator import operator_control
+    from capabilities.reward_memory.review import review_candidate
+
+    goal = f"retire-{provider_id.replace('_', '-')}"
+    registry = health_goal(tmp_path, goal, provider_id)
+    args = ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
+    source = tmp_path / "event.json"
+    source.write_text(json.dumps(event_for(goal)))
+    _code, written = run(
+        capsys, "reward-memory", "ingest-event", *args, "--input", str(source), "--execute"
+    )
+    assert written["status"] == "activated"
+    packet = build_candidate(normalise_event(event_for(goal)["event"]))
+    review = {
+        "reviewer_ref": "reviewer:demo",
+        "review_ref": "review:1",
+        "reasoning_summary": "fits",
+    }
+    checkpoint = {
+        "verified": True,
+        "action": "retire",
+        "operator_ref": "operator:alice",
+        "source_ref": "source:1",
+        "corpus_id": "experience",
+        "authority_ref": "owner:demo",
+        "project_ref": "project:demo",
+    }
+    control = operator_control(
+        {
+            "reviewed_record": review_candidate(packet, {"decision": "accept", **review}),
+            "corpus": goal_config(goal)["corpora"][0]["corpus"] | {"provider_id": provider_id},
+            "operator_checkpoint": checkpoint,
+        },
+        action="retire",
+        control_ref="control:1",
+        reasoning_summary="superseded by a better practice",
+    )
+    decided = tmp_path / "control.json"
+    decided.write_text(json.dumps(control))
+    _code, planned = run(capsys, "reward-memory", "retire", *args, "--input", str(decided))
+    assert (planned["status"], planned["provider_write_performed"]) == ("planned", False)
+    _code, before = run(
+        capsys, "reward-memory", "recall", *args, "--query", "a change touches one module"
+    )
+    assert before["status"] == "applied"
+    code, retired = run(
+        capsys, "reward-memory", "retire", *args, "--input", str(decided), "--execute"
+    )
+    assert (code, retired["status"], retired["exact_readback_verified"]) == (0, "retired", True)
+    _code, after = run(
+        capsys, "reward-memory", "recall", *args, "--query", "a change touches one module"
+    )
+    assert after["status"] != "applied", "a retired memory is not recalled"
+    _code, again = run(
+        capsys, "reward-memory", "retire", *args, "--input", str(decided), "--execute"
+    )
+    assert (again["status"], again["reason_code"]) == ("retired", "already_retired")

@@ -371,3 +371,28 @@ def test_operator_edit_needs_the_corpus_owner(capsys, tmp_path):
         control["receipt"]["prior_candidate_ref_digest"]
         != control["receipt"]["result_candidate_ref_digest"]
     )
+
+
+def test_retire_refuses_what_was_not_decided_and_finds_nothing_to_retire(capsys, tmp_path):
+    from capabilities.reward_memory.operator import operator_control
+
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    args = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)
+    control_args = operator_input(tmp_path)
+    document = json.loads(Path(control_args[3]).read_text())
+    control = operator_control(
+        document, action="retire", control_ref="c:1", reasoning_summary="stale"
+    )
+    decided = tmp_path / "decided.json"
+    decided.write_text(json.dumps(control))
+    code, missing = run(
+        capsys, "reward-memory", "retire", *args, "--input", str(decided), "--execute"
+    )
+    assert (code, missing["status"], missing["provider_write_performed"]) == (0, "not_found", False)
+    decided.write_text(json.dumps({**control, "status": "other"}))
+    code, error = run(capsys, "reward-memory", "retire", *args, "--input", str(decided))
+    assert (code, error["reason_code"]) == (2, "retirement_control_invalid")
+    control["receipt"]["authority_ref"] = "owner:someone-else"
+    decided.write_text(json.dumps(control))
+    code, error = run(capsys, "reward-memory", "retire", *args, "--input", str(decided))
+    assert (code, error["reason_code"]) == (2, "operator_authority_mismatch")

@@ -249,6 +249,20 @@ def operator_control(args: argparse.Namespace) -> Result:
     ), "Reward memory operator control"
 
 
+def retire_memory(args: argparse.Namespace) -> Result:
+    """``retire``: the owner's retirement write for a decided operator control."""
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.retirement import retire
+
+    resolution = _resolve(args)
+    return retire(
+        resolution,
+        _read_input(args.input),
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
+        execute=args.execute,
+    ), "Reward memory retirement"
+
+
 def utility_project(args: argparse.Namespace) -> Result:
     """``utility-project``: reduce an observation stream; exit 2 unless ``ok``."""
     from capabilities.reward_memory.reducer import project
@@ -521,6 +535,20 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     control.add_argument("--reasoning-summary", required=True, help="why (compact, public-safe)")
     control.add_argument("--edited-content-summary", help="edit: the replacement summary")
     control.set_defaults(handler=operator_control)
+
+    retirement = sub.add_parser(
+        "retire",
+        help="the corpus owner's retirement write for an operator-control decision",
+        description="The input is the output of `operator-control --action retire`. Checks "
+        "the live corpus declaration, reads the stored record exactly, replaces it with the "
+        "same record marked retired and reads that back (--execute); otherwise plans only.",
+    )
+    _common(retirement)
+    retirement.add_argument("--goal-id", required=True)
+    retirement.add_argument("--agent-id", required=True)
+    retirement.add_argument("--input", required=True, help="the operator-control result")
+    retirement.add_argument("--execute", action="store_true", help="write and read back exactly")
+    retirement.set_defaults(handler=retire_memory)
 
     projection = sub.add_parser(
         "utility-project",
