@@ -218,6 +218,6 @@ def test_architecture_is_derived_from_the_code_and_public_safe():
     assert all(c["grants_action_authority"] is False for c in document["classes"])
     assert document["utility_precedence"]["evidence_bases_weakest_first"][-1] == "owner_correction"
     assert document["delegation"]["prior_memory_hit_can_change_route"] is False
-    assert {s["stage"] for s in document["stages"] if not s["implemented"]} == {"4", "5"}
+    assert {s["stage"] for s in document["stages"] if not s["implemented"]} == {"5"}
     durable = [c["class_id"] for c in document["classes"] if c["durable_recall_and_ingest"]]
     assert durable == ["hard_policy", "soft_preference", "procedural_experience"]

@@ -66,7 +66,7 @@ STAGES = [
     {"stage": "1", "name": "corpus_registry_and_health_read_model", "implemented": True},
     {"stage": "2", "name": "stateless_candidate_and_review_seam", "implemented": True},
     {"stage": "3", "name": "explicit_recall_and_application_receipts", "implemented": True},
-    {"stage": "4", "name": "evaluation_harness_and_release_gate", "implemented": False},
+    {"stage": "4", "name": "evaluation_harness_and_release_gate", "implemented": True},
     {"stage": "5", "name": "bounded_dogfood_and_operator_controls", "implemented": False},
     {"stage": "utility_1", "name": "utility_observations", "implemented": True},
     {"stage": "utility_2", "name": "utility_reducer_and_projection", "implemented": True},

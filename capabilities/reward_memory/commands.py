@@ -222,6 +222,13 @@ def architecture(args: argparse.Namespace) -> Result:
     return contract(), "Reward memory architecture"
 
 
+def evaluate(args: argparse.Namespace) -> Result:
+    """``evaluate``: the Stage 4 contract suite and release gate; exit 2 unless it passes."""
+    from capabilities.reward_memory.evaluation import evaluate as run_suite
+
+    return run_suite(), "Reward memory evaluation"
+
+
 def candidate_review(args: argparse.Namespace) -> Result:
     """``candidate-review``: one review decision as a record; never a write."""
     from capabilities.reward_memory import values as v
@@ -503,6 +510,13 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     )
     _common(contract, binding=False)
     contract.set_defaults(handler=architecture)
+
+    suite = sub.add_parser(
+        "evaluate",
+        help="run the eight-case contract suite over the real core; print the release gate",
+    )
+    _common(suite, binding=False)
+    suite.set_defaults(handler=evaluate)
 
     review = sub.add_parser(
         "candidate-review",
