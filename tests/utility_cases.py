@@ -279,3 +279,130 @@ SHAPE_ERRORS = {
     },
     "input_not_an_object": [],
 }
+
+
+def settled(
+    family: str = "issue_fix",
+    domain: str = "issue_fix.parser",
+    outcome: str = "applied",
+    application_id: str = RECEIPT["application_id"],
+    **extra: Any,
+) -> dict[str, Any]:
+    """One settled application for a dogfood batch."""
+    receipt = {**RECEIPT, "outcome": outcome, "application_id": application_id}
+    return {
+        "domain_family": family,
+        "domain_id": domain,
+        "application_receipt": receipt,
+        "module_outcome": {
+            "artifact_ref": receipt["artifact_ref"],
+            "outcome_verified": True,
+            "outcome_ref": "outcome:turn-0001",
+            "outcome_status": "passed",
+            "summary": "the focused tests pass",
+        },
+        "cost": {"latency_ms": 10, "model_tokens": 100, "provider_call_count": 1},
+        "intervention": {"count": 0, "summary": None},
+        "raw_content_captured": False,
+        **extra,
+    }
+
+
+def control(action: str, ref: str) -> dict[str, Any]:
+    """An operator-control receipt, as `operator-control` prints it."""
+    retire = action == "retire"
+    return {
+        "schema_version": "reward_memory_operator_control_v0",
+        "control_ref": ref,
+        "action": action,
+        "effective_action": action,
+        "operator_ref": "operator:alice",
+        "authority_ref": "owner:demo",
+        "authority_source_ref": "source:1",
+        "authority_verified": True,
+        "corpus_id": "experience",
+        "prior_candidate_ref_digest": "c900c6e5e9ca9120",
+        "result_candidate_ref_digest": "c900c6e5e9ca9120",
+        "result_state": "retired" if retire else "candidate",
+        "reasoning_summary": "operator control",
+        "provider_write_performed": False,
+        "readback_verified": False,
+        "next_step": "owner_write_retirement_then_exact_readback"
+        if retire
+        else "review_replacement_then_owner_write_and_exact_readback",
+        "grants_new_action_authority": False,
+        "raw_content_captured": False,
+        "external_writes_performed": False,
+    }
+
+
+def dogfood_cases() -> dict[str, Any]:
+    """Dogfood batches: ready, each missing piece, utility, and the rejections."""
+    attribution = {"context": CONTEXT, "proposal": PROPOSAL, "created_at": CREATED_AT}
+    full = [
+        settled(utility_attribution=attribution),
+        settled("loopx", "loopx.planning", "ignored", "turn-recall-planning"),
+        settled("loopx", "loopx.review", "refuted", "turn-recall-review"),
+    ]
+    controls = [control("edit", "control:1"), control("retire", "control:2")]
+    return {
+        "ready": {"observations": full, "operator_controls": controls},
+        "one_receipt": {"observations": [settled()], "operator_controls": []},
+        "no_issue_fix": {"observations": full[1:], "operator_controls": controls},
+        "no_controls": {"observations": full, "operator_controls": []},
+        "utility_rejected": {
+            "observations": [
+                settled(
+                    utility_attribution={
+                        **attribution,
+                        "proposal": {**PROPOSAL, "outcome_status": "failed"},
+                    }
+                )
+            ],
+            "operator_controls": [],
+        },
+        "feedback_and_intervention": {
+            "observations": [
+                settled(
+                    intervention={"count": 2, "summary": "maintainer redirected the fix"},
+                    bot_feedback={"captured": True, "summary": "review bot approved"},
+                )
+            ],
+            "operator_controls": [control("retire", "control:9")],
+        },
+        "empty": {"observations": [], "operator_controls": []},
+    }
+
+
+DOGFOOD_ERRORS = {
+    "duplicate_receipt": {"observations": [settled(), settled()], "operator_controls": []},
+    "duplicate_control_ref": {
+        "observations": [settled()],
+        "operator_controls": [control("edit", "c:1"), control("retire", "c:1")],
+    },
+    "bad_family_prefix": {
+        "observations": [settled("loopx", "issue_fix.x")],
+        "operator_controls": [],
+    },
+    "applied_without_readback": {
+        "observations": [
+            settled(application_receipt={**RECEIPT, "result_readback_verified": False})
+        ],
+        "operator_controls": [],
+    },
+    "control_action_invalid": {"observations": [], "operator_controls": [control("delete", "c:1")]},
+    "unverified_outcome": {
+        "observations": [
+            {
+                **settled(),
+                "module_outcome": {**settled()["module_outcome"], "outcome_verified": False},
+            }
+        ],
+        "operator_controls": [],
+    },
+    "raw_content": {"observations": [settled(raw_content_captured=True)], "operator_controls": []},
+    "unverified_control": {
+        "observations": [],
+        "operator_controls": [{**control("edit", "c:1"), "authority_verified": False}],
+    },
+}

@@ -222,6 +222,14 @@ def architecture(args: argparse.Namespace) -> Result:
     return contract(), "Reward memory architecture"
 
 
+def dogfood_evaluate(args: argparse.Namespace) -> Result:
+    """``dogfood-evaluate``: settle a bounded batch; exit 2 unless it is ready."""
+    from capabilities.reward_memory.dogfood import evaluate_batch
+    from capabilities.reward_memory.evaluation import evaluate as stage4
+
+    return evaluate_batch(_read_input(args.input), stage4=stage4), "Reward memory dogfood batch"
+
+
 def evaluate(args: argparse.Namespace) -> Result:
     """``evaluate``: the Stage 4 contract suite and release gate; exit 2 unless it passes."""
     from capabilities.reward_memory.evaluation import evaluate as run_suite
@@ -510,6 +518,18 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     )
     _common(contract, binding=False)
     contract.set_defaults(handler=architecture)
+
+    dogfood = sub.add_parser(
+        "dogfood-evaluate",
+        help="settle a bounded dogfood batch and decide its readiness (exit 2 unless ready)",
+        description="The input is {observations, operator_controls}: up to 24 settled "
+        "applications (domain_family, domain_id, application_receipt, module_outcome, cost, "
+        "intervention, optional bot_feedback and utility_attribution) and up to 8 "
+        "operator-control receipts. Runs the Stage 4 suite for its gate.",
+    )
+    _common(dogfood, binding=False)
+    dogfood.add_argument("--input", required=True, help="the batch (JSON file)")
+    dogfood.set_defaults(handler=dogfood_evaluate)
 
     suite = sub.add_parser(
         "evaluate",

@@ -580,3 +580,23 @@ def cli_run_json(*argv):
         [sys.executable, "-m", "hosts.cli", *argv], capture_output=True, text=True, check=False
     )
     return result.returncode, json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(utility_cases.dogfood_cases()) + sorted(utility_cases.DOGFOOD_ERRORS)
+)
+def test_dogfood_batches_match(tmp_path, name):
+    document = {**utility_cases.dogfood_cases(), **utility_cases.DOGFOOD_ERRORS}[name]
+    source = tmp_path / "batch.json"
+    source.write_text(json.dumps(document))
+    args = ("reward-memory", "dogfood-evaluate", "--input", str(source))
+    code, theirs = run_cli(*args, "--format", "json")
+    ours_code, ours = cli_run_json(*args)
+    assert ours_code == code
+    if theirs["schema_version"] == "reward_memory_error_v0":
+        assert (ours["schema_version"], ours["status"]) == (
+            theirs["schema_version"],
+            "invalid_request",
+        )
+    else:
+        assert ours == theirs
