@@ -17,6 +17,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet request handler that can answer one JSON document."""
+
+    def log_message(self, *args: object) -> None:  # the fakes run inside tests: no noise
+        pass
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+    def _json(self, status: int, document: dict[str, Any]) -> None:
+        body = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
 class LoopbackServer(abc.ABC):
     """Records request bodies and replays queued replies; use it as a context manager."""
 
@@ -51,24 +70,14 @@ class FakeResponses(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # quiet tests
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self._body()
                 fake.requests.append(body)
                 reply = fake.replies.popleft() if fake.replies else "ok"
                 if isinstance(reply, int):
-                    payload = json.dumps(
-                        {"error": {"message": "bad request", "type": "invalid_request_error"}}
-                    ).encode()
-                    self.send_response(reply)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
+                    error = {"message": "bad request", "type": "invalid_request_error"}
+                    self._json(reply, {"error": error})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -131,21 +140,9 @@ class FakeMessages(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _json(self, status: int, document: dict[str, Any]) -> None:
-                body = json.dumps(document).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self._body()
                 if not self.path.startswith("/v1/messages"):
                     self._json(
                         404,
@@ -226,21 +223,9 @@ class FakeChat(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _json(self, status: int, document: dict[str, Any]) -> None:
-                body = json.dumps(document).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self._body()
                 if not self.path.endswith("/chat/completions"):
                     self._json(404, {"error": {"message": "not found", "type": "not_found"}})
                     return

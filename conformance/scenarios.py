@@ -135,6 +135,13 @@ class Harness:
             self.driver.close()
 
 
+def completed_turn(harness: Harness, prompt: str, reply: str | int) -> TurnRun:
+    """One Turn that must complete; :class:`Failed` otherwise."""
+    run = harness.turn(prompt, reply)
+    check(run.completed, "the Turn did not complete")
+    return run
+
+
 def strings(document: Any) -> Iterator[str]:
     """Every string inside a JSON document."""
     if isinstance(document, str):
@@ -221,8 +228,7 @@ def scenario(
 def _delivered_in_budget(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
     harness.seed(workspace, reflection())
-    run = harness.turn(RECALL_PROMPT, "Module tests first.")
-    check(run.completed, "the Turn did not complete")
+    run = completed_turn(harness, RECALL_PROMPT, "Module tests first.")
     texts = carrying(run, "[memory 1]")
     check(bool(texts), "the memory never reached the Turn")
     per_text = max(text.count("[memory 1]") for text in texts)
@@ -254,8 +260,7 @@ def _long_reflection(index: int) -> dict[str, Any]:
 def _overflow_degrades(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
     harness.seed(workspace, *(_long_reflection(i) for i in range(6)))
-    run = harness.turn(RECALL_PROMPT, "ok")
-    check(run.completed, "the Turn did not complete")
+    run = completed_turn(harness, RECALL_PROMPT, "ok")
     texts = carrying(run, "[memory 1]")
     check(len(texts) == 1, "the context did not arrive once", seen=len(texts))
     text = our_text(texts[0])
@@ -272,8 +277,7 @@ def _overflow_degrades(harness: Harness) -> dict[str, Any]:
 )
 def _governing_fields_locked(harness: Harness) -> dict[str, Any]:
     harness.start(HookSetup(env={"TURN_HOOKS_CONFORMANCE_PROBE": "governing"}))
-    run = harness.turn("hello", "ok")
-    check(run.completed, "the Turn did not complete")
+    run = completed_turn(harness, "hello", "ok")
     check(not carrying(run, PROBE_MARKER), "a governing field override reached the Turn")
     check(bool(carrying(run, REFLECTION_TAG)), "the other contribution was lost too")
     return {"override_delivered": False, "other_contributions_delivered": True}
@@ -287,8 +291,7 @@ def _governing_fields_locked(harness: Harness) -> dict[str, Any]:
 )
 def _reaches_model_request(harness: Harness) -> dict[str, Any]:
     harness.start()
-    run = harness.turn("hello", "ok")
-    check(run.completed, "the Turn did not complete")
+    run = completed_turn(harness, "hello", "ok")
     check(bool(run.requests), "the model was never asked")
     check(bool(carrying(run, REFLECTION_TAG)), "the contribution is not in the model request")
     return {"model_requests": len(run.requests)}
@@ -301,8 +304,7 @@ def _reaches_model_request(harness: Harness) -> dict[str, Any]:
 )
 def _validated_activated(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
-    run = harness.turn("fix the flaky parser test", final_message(reflection()))
-    check(run.completed, "the Turn did not complete")
+    completed_turn(harness, "fix the flaky parser test", final_message(reflection()))
     spools = settled_spools(harness, workspace, 1)
     check(bool(spools), "the Turn was never settled")
     journals = workspace.settled()
@@ -336,8 +338,7 @@ def _nothing_written(harness: Harness, workspace: Workspace) -> dict[str, Any]:
 )
 def _no_evidence(harness: Harness) -> dict[str, Any]:
     workspace = harness.start(HookSetup(validation=False))
-    run = harness.turn("fix the flaky parser test", final_message(reflection()))
-    check(run.completed, "the Turn did not complete")
+    completed_turn(harness, "fix the flaky parser test", final_message(reflection()))
     return _nothing_written(harness, workspace)
 
 
@@ -352,8 +353,7 @@ def _unvalidated(harness: Harness) -> dict[str, Any]:
     before = workspace.store_fingerprint()
     document = reflection(evidence_refs=[UNRECORDED])
     document["experience"] = {**document["experience"], "evidence_refs": [UNRECORDED]}
-    run = harness.turn("fix the flaky parser test", final_message(document))
-    check(run.completed, "the Turn did not complete")
+    completed_turn(harness, "fix the flaky parser test", final_message(document))
     evidence = _nothing_written(harness, workspace)
     if before is not None:
         after = workspace.store_fingerprint()
@@ -370,8 +370,7 @@ def _unvalidated(harness: Harness) -> dict[str, Any]:
 def _replay(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
     message = final_message(reflection())
-    run = harness.turn("fix the flaky parser test", message)
-    check(run.completed, "the Turn did not complete")
+    completed_turn(harness, "fix the flaky parser test", message)
     spools = settled_spools(harness, workspace, 1)
     check(bool(spools), "the Turn was never settled")
     before = workspace.store_fingerprint()
@@ -393,8 +392,7 @@ def _replay(harness: Harness) -> dict[str, Any]:
 )
 def _disabled(harness: Harness) -> dict[str, Any]:
     workspace = harness.start(automation={"automatic_recall": False, "automatic_ingest": False})
-    run = harness.turn("fix the flaky parser test", final_message(reflection()))
-    check(run.completed, "the Turn did not complete")
+    run = completed_turn(harness, "fix the flaky parser test", final_message(reflection()))
     check(not carrying(run, REFLECTION_TAG), "recall ran although it is disabled")
     evidence = _nothing_written(harness, workspace)
     if workspace.provider_id == "embedded_sqlite":

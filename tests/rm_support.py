@@ -90,3 +90,17 @@ def ingest_kwargs(provider: Any, entry: dict[str, Any] | None = None) -> dict[st
         "observed_at": f1.OBSERVED_AT,
         "provider": provider,
     }
+
+
+def operator_checkpoint(**changes: Any) -> dict[str, Any]:
+    """A verified operator checkpoint for F1's corpus (retire unless changed)."""
+    return {
+        "verified": True,
+        "action": "retire",
+        "operator_ref": "operator:alice",
+        "source_ref": "source:1",
+        "corpus_id": "experience",
+        "authority_ref": "owner:demo",
+        "project_ref": "project:demo",
+        **changes,
+    }

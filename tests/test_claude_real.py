@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
+from test_codex_real import CACHE, VALIDATOR
 
 from capabilities.reward_memory.lifecycle import journal_files_of
 from conformance.fakes import FakeMessages
 
 ROOT = Path(__file__).parent.parent
-CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 CLAUDE_DIR = Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
 CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
-VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
 PREFIX = "UserPromptSubmit hook additional context: "
 
 

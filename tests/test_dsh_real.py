@@ -17,23 +17,17 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
+from test_codex_real import CACHE, REFLECTED, VALIDATOR
 
 from capabilities.reward_memory.lifecycle import journal_files_of
 from conformance.fakes import FakeChat
 from hosts.cli import main as cli_main
 
 ROOT = Path(__file__).parent.parent
-CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 DSH_DIR = Path(os.environ.get("TURN_HOOKS_DSH_DIR") or CACHE / "dsh-0.1.0-rc.8")
 NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
 DSH = DSH_DIR / "node_modules" / ".bin" / "dsh"
 SHIM = ROOT / "conformance" / "dsh_hmr_shim.mjs"
-VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
-REFLECTED = (
-    "Fixed.\n<reward_memory_reflection_json>"
-    + json.dumps(f1.REFLECTION)
-    + "</reward_memory_reflection_json>"
-)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +124,7 @@ def test_dsh_learns_then_recalls(dsh, node_bin, tmp_path):
         fake.reply(REFLECTED)
         first = ask(dsh, node_bin, tmp_path, fake, patches, "fix the flaky parser test")
         assert first.returncode == 0, first.stderr[-2000:]
-        assert "Fixed." in first.stdout
+        assert "The flaky test is fixed." in first.stdout
         [journal] = settled_journals(tmp_path / "repo", 1)
         assert journal["public_receipt"]["status"] == "activated"
         messages = conversation(fake)[0]["messages"]

@@ -17,6 +17,7 @@ import pytest
 import tenacity
 from fixtures import f1
 from ovserver.server import start_server, stop_server
+from rm_support import operator_checkpoint
 from turn_support import RAW, evidence
 
 from capabilities.providers.client import OpenVikingSettings, ProviderClient
@@ -288,21 +289,27 @@ def read_models(capsys, registry, goal):
     return row
 
 
-def learn_and_recall(registry, goal):
-    """One validated settlement and one PreTurn that applies the memory, via the hooks."""
+def learn(registry, goal):
+    """One validated settlement through the generic hook: the memory is written."""
     from test_host_generic import VALIDATOR, message, run_cli
 
-    binding = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
-    settle = json.dumps({"turn_id": "t1", "last_assistant_message": message()})
     run_cli(
         "host",
         "generic",
         "post-settlement",
-        *binding,
+        *("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry)),
         "--validation-command-json",
         json.dumps(VALIDATOR),
-        stdin=settle,
+        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
     )
+
+
+def learn_and_recall(registry, goal):
+    """:func:`learn`, then one PreTurn that applies the memory."""
+    from test_host_generic import run_cli
+
+    learn(registry, goal)
+    binding = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
     recalled = run_cli(
         "host",
         "generic",
@@ -345,17 +352,7 @@ def test_health_states_on_an_empty_store_then_an_applied_memory(provider_id, cap
 def test_a_corpus_can_exist_without_being_recalled_automatically(provider_id, capsys, tmp_path):
     goal = f"quiet-{provider_id.replace('_', '-')}"
     registry = health_goal(tmp_path, goal, provider_id, automatic_recall=False)
-    from test_host_generic import VALIDATOR, message, run_cli
-
-    run_cli(
-        "host",
-        "generic",
-        "post-settlement",
-        *("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry)),
-        "--validation-command-json",
-        json.dumps(VALIDATOR),
-        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
-    )
+    learn(registry, goal)
     row = read_models(capsys, registry, goal)
     assert (row["corpus_present"], row["index_present"], row["automatic_recall"]) == (
         True,
@@ -443,20 +440,11 @@ def test_an_operator_retirement_is_written_read_back_and_no_longer_recalled(
         "review_ref": "review:1",
         "reasoning_summary": "fits",
     }
-    checkpoint = {
-        "verified": True,
-        "action": "retire",
-        "operator_ref": "operator:alice",
-        "source_ref": "source:1",
-        "corpus_id": "experience",
-        "authority_ref": "owner:demo",
-        "project_ref": "project:demo",
-    }
     control = operator_control(
         {
             "reviewed_record": review_candidate(packet, {"decision": "accept", **review}),
             "corpus": goal_config(goal)["corpora"][0]["corpus"] | {"provider_id": provider_id},
-            "operator_checkpoint": checkpoint,
+            "operator_checkpoint": operator_checkpoint(),
         },
         action="retire",
         control_ref="control:1",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
+from rm_support import operator_checkpoint
 
 from conformance.public_safety import public_safety_violations
 from hosts import cli
@@ -319,16 +320,7 @@ def operator_input(tmp_path, **checkpoint):
     document = {
         "reviewed_record": review_candidate(packet, {"decision": "accept", **rev}),
         "corpus": f1.corpus("embedded_sqlite"),
-        "operator_checkpoint": {
-            "verified": True,
-            "action": "retire",
-            "operator_ref": "operator:alice",
-            "source_ref": "source:1",
-            "corpus_id": "experience",
-            "authority_ref": "owner:demo",
-            "project_ref": "project:demo",
-            **checkpoint,
-        },
+        "operator_checkpoint": operator_checkpoint(**checkpoint),
     }
     source = tmp_path / "control.json"
     source.write_text(json.dumps(document))

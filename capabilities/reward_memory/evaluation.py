@@ -33,6 +33,8 @@ GOAL, AGENT = "stage4-eval", "evaluator"
 WORKSPACE, PROJECT = "workspace:eval", "project:eval"
 SURFACE = "agent_workflow.turn_admission"
 OBSERVED_AT = "2026-08-15T00:00:00+00:00"
+LESSON = "Prefer the focused fix and run the touched module's tests first."
+BASE_DECISION = {"candidates": ["broad_refactor", "focused_fix"], "gate": "maintainer_approval"}
 ZERO_COUNTERS = (
     "provider_write_count",
     "external_write_count",
@@ -216,7 +218,7 @@ Case = Callable[[Fixture], tuple[list[bool], dict[str, Any], dict[str, int]]]
 
 
 def _compact_restart(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
-    learned = fx.learn("Prefer the focused fix and run the touched module's tests first.")
+    learned = fx.learn(LESSON)
     restarted = EmbeddedSqliteProvider(fx.path)  # a new process would open the same file
     session = fx.recall(provider=restarted)
     packet = session.packet
@@ -230,7 +232,7 @@ def _compact_restart(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str,
 
 
 def _scope_isolation(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
-    fx.learn("Prefer the focused fix and run the touched module's tests first.")
+    fx.learn(LESSON)
     project = fx.recall(project_ref="project:elsewhere").packet
     surface = fx.recall(surface_id="other_module.planning").packet
     calls = project["provider_call_count"] + surface["provider_call_count"]
@@ -250,7 +252,7 @@ def _scope_isolation(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str,
 
 
 def _supersede_revoke(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
-    fx.learn("Prefer the focused fix and run the touched module's tests first.")
+    fx.learn(LESSON)
     retired = copy.deepcopy(fx.entry["corpus"])
     retired["lifecycle"] = {
         "state": "superseded",
@@ -273,7 +275,7 @@ def session_items(fx: Fixture, corpus: dict[str, Any]) -> list[Any]:
 
 
 def _stale_source(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
-    fx.learn("Prefer the focused fix and run the touched module's tests first.")
+    fx.learn(LESSON)
     session = fx.recall(freshness_context={"source_truth_current": False})
     packet = session.packet
     checks = [
@@ -326,17 +328,20 @@ def _cite_all(base: Any, items: Any) -> dict[str, Any]:
     }
 
 
-def _gate_non_override(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
-    fx.learn("Prefer the focused fix and run the touched module's tests first.")
-    session = fx.recall()
-    base = {"candidates": ["broad_refactor", "focused_fix"], "gate": "maintainer_approval"}
-    applied = apply_recall(
-        base,
-        session,
-        application_id="stage4-gate",
+def _apply(fx: Fixture, application_id: str, **recall: Any) -> dict[str, Any]:
+    """The deterministic applier over one recall, on the shared base decision."""
+    return apply_recall(
+        BASE_DECISION,
+        fx.recall(**recall),
+        application_id=application_id,
         artifact_ref="artifact:stage4",
         apply_memory=_cite_all,
     )
+
+
+def _gate_non_override(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
+    fx.learn(LESSON)
+    applied = _apply(fx, "stage4-gate")
     receipt = applied["receipt"]
     checks = [
         applied["status"] == "applied",
@@ -353,28 +358,14 @@ def _gate_non_override(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[st
 
 
 def _ranking(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
-    fx.learn("Prefer the focused fix and run the touched module's tests first.")
-    session = fx.recall()
-    base = {"candidates": ["broad_refactor", "focused_fix"], "gate": "maintainer_approval"}
-    applied = apply_recall(
-        base,
-        session,
-        application_id="stage4-rank",
-        artifact_ref="artifact:stage4",
-        apply_memory=_cite_all,
-    )
-    empty = apply_recall(
-        base,
-        fx.recall(project_ref="project:elsewhere"),
-        application_id="stage4-none",
-        artifact_ref="artifact:stage4",
-        apply_memory=_cite_all,
-    )
+    fx.learn(LESSON)
+    applied = _apply(fx, "stage4-rank")
+    empty = _apply(fx, "stage4-none", project_ref="project:elsewhere")
     top = applied["output"]["candidates"][0]
     checks = [
         applied["status"] == "applied",
         top == "focused_fix",
-        empty["output"] is base,
+        empty["output"] is BASE_DECISION,
         empty["status"] == "not_available",
     ]
     return checks, {"top_candidate": top, "application_status": applied["status"]}, {}

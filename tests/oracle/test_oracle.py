@@ -10,7 +10,7 @@ import sys
 import pytest
 import utility_cases
 from fixtures import f1
-from rm_support import recording
+from rm_support import operator_checkpoint, recording
 
 from capabilities.reward_memory.candidate import (
     build_candidate,
@@ -522,18 +522,9 @@ def test_utility_observations_built_from_the_same_facts_match():
 def _operator_input():
     packet = build_candidate(normalise_event(f1.event()))
     rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
-    checkpoint = {
-        "verified": True,
-        "operator_ref": "operator:alice",
-        "source_ref": "source:1",
-        "corpus_id": "experience",
-        "authority_ref": "owner:demo",
-        "project_ref": "project:demo",
-    }
     return {
         "reviewed_record": review_candidate(packet, {"decision": "accept", **rev}),
         "corpus": f1.corpus("embedded_sqlite"),
-        "operator_checkpoint": checkpoint,
     }
 
 
@@ -552,11 +543,7 @@ OPERATOR_VARIANTS = {
 def test_operator_controls_match(tmp_path, name):
     action, change = OPERATOR_VARIANTS[name]
     document = _operator_input()
-    document["operator_checkpoint"] = {
-        "action": action,
-        **document["operator_checkpoint"],
-        **change,
-    }
+    document["operator_checkpoint"] = operator_checkpoint(**{"action": action, **change})
     source = tmp_path / "control.json"
     source.write_text(json.dumps(document))
     flags = ["--input", str(source), "--action", action, "--control-ref", "control:1"]
