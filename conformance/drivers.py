@@ -29,6 +29,22 @@ PAYLOAD = "recorded_payload_contract"
 RUN_TIMEOUT = 180
 
 
+def run_host(
+    argv: list[str], *, cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """One non-interactive host run: no stdin, output captured, bounded in time."""
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+
+
 @dataclass
 class HookSetup:
     """How the hooks are installed for one scenario."""
@@ -144,16 +160,7 @@ class RealDriver(HostDriver):
 
     def run(self, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         """The host process, in the workspace's work directory."""
-        return subprocess.run(
-            argv,
-            cwd=self.workspace.work,
-            env=env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
+        return run_host(argv, cwd=self.workspace.work, env=env)
 
     def queue(self, reply: str | int) -> int:
         """Queue this Turn's reply; a failure is repeated, as hosts retry requests.

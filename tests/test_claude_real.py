@@ -17,6 +17,7 @@ from fixtures import f1
 from test_codex_real import CACHE, VALIDATOR
 
 from capabilities.reward_memory.lifecycle import journal_files_of
+from conformance.drivers import run_host
 from conformance.fakes import FakeMessages
 
 ROOT = Path(__file__).parent.parent
@@ -63,7 +64,7 @@ def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
     (root / "work").mkdir(exist_ok=True)
-    return subprocess.run(
+    return run_host(
         [
             str(claude),
             "-p",
@@ -77,11 +78,6 @@ def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess
         ],
         cwd=root / "work",
         env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=180,
-        check=False,
     )
 
 

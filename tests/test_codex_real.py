@@ -18,6 +18,7 @@ from fixtures import f1
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.lifecycle import journal_files_of
+from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
 
 ROOT = Path(__file__).parent.parent
@@ -91,7 +92,7 @@ class CodexRun:
 
     def exec(self, prompt: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "CODEX_HOME": str(self.home), "FAKE_API_KEY": "dummy"}
-        return subprocess.run(
+        return run_host(
             [
                 str(CODEX),
                 "exec",
@@ -101,11 +102,6 @@ class CodexRun:
             ],
             cwd=self.work,
             env=env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=180,
-            check=False,
         )
 
     def journals(self) -> list[dict]:
@@ -280,15 +276,10 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
 
         env = {**os.environ, "CODEX_HOME": str(run.home), "FAKE_API_KEY": "dummy"}
         fake.reply("hello")
-        result = subprocess.run(
+        result = run_host(
             [str(codex), "exec", "--skip-git-repo-check", "fix the tests"],
             cwd=run.work,
             env=env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=180,
-            check=False,
         )
         assert result.returncode == 0, result.stderr[-2000:]
         assert any(

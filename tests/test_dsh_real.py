@@ -20,6 +20,7 @@ from fixtures import f1
 from test_codex_real import CACHE, REFLECTED, VALIDATOR
 
 from capabilities.reward_memory.lifecycle import journal_files_of
+from conformance.drivers import run_host
 from conformance.fakes import FakeChat
 from hosts.cli import main as cli_main
 
@@ -90,15 +91,10 @@ def ask(
     }
     (root / "work").mkdir(exist_ok=True)
     overlays = [arg for patch in patches for arg in ("--patch", str(patch))]
-    return subprocess.run(
+    return run_host(
         [str(dsh), "--profile", "headless", *overlays, prompt],
         cwd=root / "work",
         env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=180,
-        check=False,
     )
 
 

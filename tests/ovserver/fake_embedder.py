@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import math
 import re
 import signal
@@ -16,6 +15,8 @@ import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from conformance.fakes import JsonHandler
 
 WORD = re.compile(r"\w+")
 
@@ -31,27 +32,15 @@ def embed(text: str, dim: int) -> list[float]:
 
 
 def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):  # keep the test output quiet
-            pass
-
-        def _send(self, status: int, document: dict) -> None:
-            body = json.dumps(document).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(JsonHandler):
         def do_GET(self):
             if self.path.rstrip("/").endswith("/v1/models"):
-                self._send(200, {"object": "list", "data": [{"id": "fake-embed"}]})
+                self._json(200, {"object": "list", "data": [{"id": "fake-embed"}]})
             else:
-                self._send(404, {"error": {"message": "not found"}})
+                self._json(404, {"error": {"message": "not found"}})
 
         def do_POST(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            request = json.loads(self.rfile.read(length) or b"{}")
+            request = self._body()
             if self.path.endswith("/embeddings"):
                 inputs = request.get("input")
                 inputs = inputs if isinstance(inputs, list) else [inputs]
@@ -62,7 +51,7 @@ def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
                         packed = struct.pack(f"<{dim}f", *vector)
                         vector = base64.b64encode(packed).decode()
                     data.append({"object": "embedding", "index": index, "embedding": vector})
-                self._send(
+                self._json(
                     200,
                     {
                         "object": "list",
@@ -72,7 +61,7 @@ def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
                     },
                 )
             elif self.path.endswith("/chat/completions"):
-                self._send(
+                self._json(
                     200,
                     {
                         "id": "fake",
@@ -88,7 +77,7 @@ def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
                     },
                 )
             else:
-                self._send(404, {"error": {"message": "not found"}})
+                self._json(404, {"error": {"message": "not found"}})
 
     return Handler
 
