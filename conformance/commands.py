@@ -1,7 +1,8 @@
 """``turn-hooks conformance run|list``, added to the CLI through ``register_commands``.
 
-Registered under the ``turn_hooks`` entry-point group (name ``conformance_commands``);
-the runner itself is imported only when the command runs.
+It is no entry point, so no Turn imports it: the ``turn-hooks`` command line
+registers it when it builds its parser. The runner itself is imported only when the
+command runs.
 """
 
 from __future__ import annotations
@@ -103,4 +104,4 @@ class ConformanceCommands:
 
 
 plugin = ConformanceCommands()
-"""The entry-point object (``turn_hooks`` group, name ``conformance_commands``)."""
+"""The object ``hosts.cli`` registers while it builds the command tree."""

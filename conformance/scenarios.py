@@ -28,6 +28,7 @@ from conformance.drivers import (
     TurnRun,
     wait_for,
 )
+from conformance.probe import MARKER, SPEC
 from conformance.public_safety import public_safety_violations
 from conformance.workspace import (
     AGENT,
@@ -48,7 +49,6 @@ REQUEST_END = "or an empty block when there is none."
 # inside whatever the host wraps around it (tests/test_conformance.py pins them).
 TEXT_START = "reward_memory_recall may hold guidance"
 OMITTED = "recalled memories omitted to fit the context limit"
-PROBE_MARKER = "conformance-probe-override"
 RECALL_PROMPT = "a change touches one module: which tests should run first?"
 INGEST_STATUS = "reward-memory.outcome-ingest"
 UNRECORDED = "evidence:never-recorded"
@@ -276,9 +276,9 @@ def _overflow_degrades(harness: Harness) -> dict[str, Any]:
     RECALL,
 )
 def _governing_fields_locked(harness: Harness) -> dict[str, Any]:
-    harness.start(HookSetup(env={"TURN_HOOKS_CONFORMANCE_PROBE": "governing"}))
+    harness.start(HookSetup(env={"TURN_HOOKS_PLUGINS": SPEC}))
     run = completed_turn(harness, "hello", "ok")
-    check(not carrying(run, PROBE_MARKER), "a governing field override reached the Turn")
+    check(not carrying(run, MARKER), "a governing field override reached the Turn")
     check(bool(carrying(run, REFLECTION_TAG)), "the other contribution was lost too")
     return {"override_delivered": False, "other_contributions_delivered": True}
 

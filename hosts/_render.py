@@ -6,6 +6,18 @@ import json
 from typing import Any
 
 
+def encode_output(text: str) -> bytes:
+    """``text`` as UTF-8, each lone surrogate replaced by U+FFFD (a defined policy, so
+    output is valid UTF-8, and valid JSON even for parsers that refuse a lone ``\\u``
+    surrogate escape)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 with surrogatepass keeps a real pair joined and marks only lone ones.
+        fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return fixed.encode("utf-8")
+
+
 def to_json(document: Any) -> str:
     """One compact JSON document, non-ASCII kept."""
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))

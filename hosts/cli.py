@@ -42,18 +42,26 @@ def _format_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_json_input(source: str) -> Any:
+    """The ``--input`` document: a file, or ``-`` for stdin, through the bounded reader.
+
+    At most one byte over the bound is read, so ``--input /dev/zero`` is refused as
+    too large instead of filling memory.
+    """
+    from turn_hooks import MAX_JSON_SIZE, loads_bounded
     from turn_hooks.errors import InvalidInputError
 
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        if source == "-":
+            stream = getattr(sys.stdin, "buffer", sys.stdin)
+            data = stream.read(MAX_JSON_SIZE + 1) if stream is not None else b""
+        else:
+            with open(source, "rb") as handle:
+                data = handle.read(MAX_JSON_SIZE + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise InvalidInputError(
             "the input file cannot be read", reason_code="input_unreadable"
         ) from exc
-    try:
-        return json.loads(text.strip())
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError("the input is not JSON", reason_code="input_not_json") from exc
+    return loads_bounded(data)
 
 
 def _cmd_plugins(args: argparse.Namespace) -> tuple[Any, str]:
@@ -183,7 +191,16 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
     return receipt, "PostSettlement receipt"
 
 
-CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host", "install"})
+CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host", "install", "settle"})
+HOST_NAMES = ("generic", "codex-cli", "dsh")
+HOOK_EVENTS = ("pre-turn", "post-settlement")
+
+
+def _hook_output(host_name: str, event: str, dialect: str) -> tuple[bool, str]:
+    """(quiet, log host): Codex's and Claude Code's pre-turn, and Claude Code's
+    settlement, print nothing when they have nothing; JSON-only runtimes get {}."""
+    quiet = (host_name in ("codex-cli", "dsh") and event == "pre-turn") or dialect == "claude-code"
+    return quiet, dialect if dialect != "plain" else host_name
 
 
 def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
@@ -198,11 +215,12 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         extra: dict[str, Any] = {"dialect": dialect}
     else:
         extra = {"host": "dsh" if args.host_name == "dsh" else codex_cli.HOST}
-    # Codex's and Claude Code's pre-turn, and Claude Code's settlement, print nothing
-    # when they have nothing; JSON-only runtimes get {}.
-    quiet = (args.host_name != "generic" and args.event == "pre-turn") or (dialect == "claude-code")
+    quiet, host = _hook_output(args.host_name, args.event, dialect)
     try:
-        event = generic.parse_event(sys.stdin.read())
+        # The declaration is checked before stdin is read: a hook that could never
+        # run its validator settles nothing, so the host's retry, once fixed, still can.
+        argv = _validation_argv(args) if args.event == "post-settlement" else None
+        event = generic.parse_event(generic.read_hook_stdin())
         binding = {
             "goal_id": args.goal_id,
             "agent_id": args.agent_id,
@@ -212,7 +230,6 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         if args.event == "pre-turn":
             document = adapter.pre_turn(event, **binding, **extra)
             return (None if quiet and not document else document or {}), "PreTurn context"
-        argv = json.loads(args.validation_command_json) if args.validation_command_json else None
         receipt = adapter.post_settlement(
             event,
             validation_argv=argv,
@@ -228,28 +245,56 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         from turn_hooks.errors import TurnHooksError
 
         reason = exc.reason_code if isinstance(exc, TurnHooksError) else "internal_error"
-        host = dialect if dialect != "plain" else args.host_name
         record(host, args.event.replace("-", "_"), [("adapter", reason)])
         return (None if quiet else {}), "Nothing added"
 
 
+def _hook_arguments_invalid(arguments: list[str]) -> int:
+    """A host hook whose own arguments are bad still exits 0: exit 2 from a prompt hook
+    means "block this prompt" to Codex, Claude Code and Gemini. It prints what a failing
+    hook prints and logs ``hook_arguments_invalid``; the host and event are guessed
+    from the words present, for the log and the output's shape only."""
+    from hosts.hook_log import record
+
+    host_name = next((arg for arg in arguments if arg in HOST_NAMES), "unknown")
+    event = next((arg for arg in arguments if arg in HOOK_EVENTS), "unknown")
+    dialect = "plain"
+    for index, arg in enumerate(arguments):
+        if arg == "--dialect" and index + 1 < len(arguments):
+            dialect = arguments[index + 1]
+        elif arg.startswith("--dialect="):
+            dialect = arg.partition("=")[2]
+    if dialect not in ("claude-code", "gemini"):
+        dialect = "plain"
+    quiet, host = _hook_output(host_name, event, dialect)
+    record(host, event.replace("-", "_"), [("adapter", "hook_arguments_invalid")])
+    if not quiet:
+        _emit("{}\n")
+    return EXIT_OK
+
+
 def _validation_argv(args: argparse.Namespace) -> list[str] | None:
-    from turn_hooks.errors import InvalidInputError
+    from turn_hooks import argv_from_json
 
     if not args.validation_command_json:
         return None
-    try:
-        argv = json.loads(args.validation_command_json)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            "--validation-command-json is not JSON", reason_code="validation_declaration_invalid"
-        ) from exc
-    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-        raise InvalidInputError(
-            "--validation-command-json must be a list of strings",
-            reason_code="validation_declaration_invalid",
-        )
-    return argv
+    return argv_from_json(
+        args.validation_command_json,
+        reason_code="validation_declaration_invalid",
+        field="validation_command_json",
+    )
+
+
+def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts.settlement import replay_pending, settlement_store
+    from turn_hooks import make_plugin_manager
+
+    registry = args.registry or os.environ.get("TURN_HOOKS_REGISTRY")
+    store = settlement_store(registry, args.goal_id, args.cwd)
+    summary = replay_pending(
+        make_plugin_manager(), store, goal_id=args.goal_id, agent_id=args.agent_id, limit=args.limit
+    )
+    return summary, "Spooled settlements carried on"
 
 
 def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
@@ -268,6 +313,13 @@ def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         raise InvalidInputError(
             "install dsh needs --patch-file", reason_code="dsh_patch_file_missing"
         )
+    # Checked before install() writes hooks.json: a binary that is missing or not
+    # executable would leave our hooks installed by a command that exits 2.
+    codex = shutil.which(args.codex_bin or "codex") if args.host == "codex" else None
+    if args.host == "codex" and not codex:
+        raise InvalidInputError(
+            "no executable codex binary; pass --codex-bin", reason_code="codex_not_found"
+        )
     try:
         if args.host == "dsh":
             from hosts import dsh_install
@@ -278,11 +330,7 @@ def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
             ), "DSH plugin"
         from hosts.codex_install import install
 
-        codex = args.codex_bin or shutil.which("codex")
-        if not codex:
-            raise InvalidInputError(
-                "no codex binary on PATH; pass --codex-bin", reason_code="codex_not_found"
-            )
+        assert codex is not None
         home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
     except (ValueError, RuntimeError, OSError) as exc:
@@ -381,6 +429,28 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
             )
         _format_option(adapter)
         adapter.set_defaults(handler=_cmd_host)
+    settle = commands.add_parser(
+        "settle",
+        help="carry spooled settlements on (validator, post_settlement) after a failed hook",
+        description=(
+            "Every settled Turn is spooled before its validator runs. A Stop hook that was "
+            "killed, timed out or met a locked journal leaves its entry queued; the next "
+            "PreTurn starts this command detached, and an operator can run it by hand. "
+            "Entries end settled, or after 8 deliveries as settlement_attempts_exhausted."
+        ),
+    )
+    settle.add_argument(
+        "--pending", action="store_true", required=True, help="work the queue of one Goal/Agent"
+    )
+    settle.add_argument("--goal-id", required=True)
+    settle.add_argument("--agent-id", required=True)
+    settle.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
+    settle.add_argument("--cwd", help="the Goal repository when no registry names it")
+    settle.add_argument(
+        "--limit", type=int, default=None, help="at most this many entries (default: all)"
+    )
+    _format_option(settle)
+    settle.set_defaults(handler=_cmd_settle)
     installer = commands.add_parser("install", help="install the per-Turn hooks into a host")
     installer.add_argument(
         "host",
@@ -405,9 +475,14 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     _format_option(installer)
     installer.set_defaults(handler=_cmd_install)
     if with_plugins:
+        from conformance.commands import plugin as conformance_commands
         from turn_hooks import make_plugin_manager
 
-        make_plugin_manager().hook.register_commands(commands=commands)
+        pm = make_plugin_manager()
+        # The maintainers' suite is part of the command line, not of any Turn: it is
+        # registered here, for building the parser only, never as an entry point.
+        pm.register(conformance_commands, name="conformance_commands")
+        pm.hook.register_commands(commands=commands)
     return parser
 
 
@@ -421,32 +496,78 @@ def _error(reason_code: str, message: str, error: str) -> dict[str, Any]:
     }
 
 
+def _emit(text: str) -> None:
+    """Write ``text`` to stdout as UTF-8 whatever the locale, so stdout is always valid
+    UTF-8: a lone surrogate (a file name that is not UTF-8, say) becomes U+FFFD."""
+    from hosts._render import encode_output
+
+    data = encode_output(text)
+    stream = sys.stdout
+    if stream is None:  # started without a stdout at all
+        return
+    buffer = getattr(stream, "buffer", None)
+    try:
+        if buffer is None:  # a text-only stream, such as a test's StringIO
+            stream.write(data.decode("utf-8"))
+            return
+        stream.flush()
+        buffer.write(data)
+        buffer.flush()
+    except BrokenPipeError:
+        # The reader is gone (a host that stopped waiting): what it cannot read is not
+        # lost, and the flush at interpreter exit must not fail and change the exit code.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+def _argument_fault(arguments: list[str]) -> tuple[str, str] | None:
+    # argv arrives as bytes; Python keeps bytes that are not UTF-8 as lone surrogates,
+    # which no receipt, path or digest can carry. A real process cannot pass a NUL.
+    for arg in arguments:
+        if "\0" in arg:
+            return "argument_contains_nul", "a command-line argument holds a NUL character"
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return "argument_not_utf8", "a command-line argument is not valid UTF-8"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; print its receipt or one JSON error object; return the exit code."""
+    """Run one command; print its receipt or one JSON error object; return the exit code.
+
+    Bad usage exits 2 with one JSON error, except under ``turn-hooks host``: a host
+    hook exits 0 on every error of its own, its argument errors included.
+    """
     from hosts._render import render, to_json
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = next((arg for arg in arguments if not arg.startswith("-")), None)
+    fault = _argument_fault(arguments)
     try:
+        if fault is not None:
+            raise UsageError(fault[1])
         args = build_parser(with_plugins=first not in CORE_COMMANDS).parse_args(arguments)
     except UsageError as exc:
-        print(to_json(_error("usage_invalid", str(exc), "UsageError")))
+        if first == "host":
+            return _hook_arguments_invalid(arguments)
+        reason = fault[0] if fault is not None else "usage_invalid"
+        _emit(to_json(_error(reason, str(exc), "UsageError")) + "\n")
         return EXIT_INVALID
     try:
         from turn_hooks.errors import TurnHooksError
 
         document, title = args.handler(args)
     except TurnHooksError as exc:
-        print(to_json(exc.to_public()))
+        _emit(to_json(exc.to_public()) + "\n")
         return EXIT_INVALID
     except Exception as exc:  # the last line of defence: no traceback for a user
         if os.environ.get("TURN_HOOKS_DEBUG") == "1":
             raise
-        print(to_json(_error("internal_error", type(exc).__name__, "InternalError")))
+        _emit(to_json(_error("internal_error", type(exc).__name__, "InternalError")) + "\n")
         return EXIT_INTERNAL
     if document is None:  # a hook with nothing to say prints nothing
         return EXIT_OK
-    sys.stdout.write(render(document, fmt=args.format, title=title))
+    _emit(render(document, fmt=args.format, title=title))
     return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
 
 

@@ -7,32 +7,27 @@ remembers which memories were already rendered and they are not rendered again.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from hosts.generic import build_turn
+from hosts.generic import build_turn, carry_on_settlements
 from hosts.hook_log import record_pre_turn
 from hosts.render import render_context, rendered_refs, without_refs
-from hosts.settlement import goal_repository, settle
-from sidecars import SidecarStore, path_token, sidecar_root
+from hosts.settlement import settle, settlement_store
+from sidecars import path_token
 from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
 
 HOST = "codex_cli"
 INJECTED_SCHEMA = "turn_hooks_injected_context_v0"
 
 
-def _injected_store(registry: str | None, goal_id: str, cwd: str | None) -> SidecarStore:
-    repo = goal_repository(registry, goal_id) or Path(cwd or ".")
-    return SidecarStore(sidecar_root(repo))
-
-
 def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict[str, Any] | None:
     """UserPromptSubmit: the bounded context, or ``None`` to print nothing."""
     turn = build_turn(event, host=host, **binding)
+    carry_on_settlements(turn)
     outcome = call_pre_turn(make_plugin_manager(), turn)
     record_pre_turn(host, outcome)
     projection = project_contributions(outcome.payload)
-    store = _injected_store(turn.registry, binding["goal_id"], turn.cwd)
+    store = settlement_store(turn.registry, binding["goal_id"], turn.cwd)
     path = store.path("injected", host, path_token(turn.host_session_id, "session") + ".json")
     delivered: set[str] = set()
     if turn.host_session_id:

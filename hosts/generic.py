@@ -8,17 +8,23 @@ settlement receipt. Both always exit 0: a hook never blocks the Turn.
 
 from __future__ import annotations
 
-import json
+import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
 from hosts.render import render_context
-from hosts.settlement import goal_repository, settle
-from sidecars import SidecarStore, path_token, sidecar_root
-from turn_hooks import TurnContext, call_pre_turn, make_plugin_manager, project_contributions
+from hosts.settlement import settle, settlement_store, start_replay_worker
+from sidecars import SidecarStore, path_token
+from turn_hooks import (
+    SidecarError,
+    TurnContext,
+    call_pre_turn,
+    loads_bounded,
+    make_plugin_manager,
+    project_contributions,
+)
 from turn_hooks.errors import InvalidInputError
 
 MAX_EVENT_CHARS = 4 * 1024 * 1024
@@ -76,10 +82,27 @@ def build_turn(
 
 
 def _store_for(binding: dict[str, Any], cwd: Any) -> SidecarStore:
-    repo = goal_repository(binding.get("registry"), binding.get("goal_id")) or Path(
-        cwd if isinstance(cwd, str) else "."
+    return settlement_store(
+        binding.get("registry"), binding.get("goal_id"), cwd if isinstance(cwd, str) else None
     )
-    return SidecarStore(sidecar_root(repo))
+
+
+def carry_on_settlements(turn: TurnContext) -> None:
+    """Start the detached worker for settlements a failed hook left queued.
+
+    Never raises: a queue that cannot be read costs this Turn nothing but a reason
+    code in the hook log.
+    """
+    try:
+        start_replay_worker(
+            registry=turn.registry,
+            goal_id=turn.goal_id or "",
+            agent_id=turn.agent_id or "",
+            cwd=turn.cwd,
+        )
+    except (OSError, SidecarError) as exc:
+        reason = exc.reason_code if isinstance(exc, SidecarError) else "settlement_worker_failed"
+        record(turn.host, "pre_turn", [("adapter", reason)])
 
 
 def _gemini_turn(event: dict[str, Any], binding: dict[str, Any], *, starting: bool) -> None:
@@ -106,6 +129,7 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
     if dialect == "gemini":
         _gemini_turn(event, binding, starting=True)
     turn = build_turn(event, host=style.host, **binding)
+    carry_on_settlements(turn)
     outcome = call_pre_turn(make_plugin_manager(), turn)
     record_pre_turn(style.host, outcome)
     return style.pre_turn_output(render_context(project_contributions(outcome.payload)))
@@ -139,20 +163,44 @@ def post_settlement(
     return style.settlement_output(receipt)
 
 
-def parse_event(text: str) -> dict[str, Any]:
+def read_hook_stdin(stream: IO[Any] | None = None) -> bytes | str:
+    """Hook stdin as raw bytes (text only from a text stream without a byte buffer).
+
+    At most ``MAX_EVENT_CHARS + 1`` bytes are kept, which is enough for
+    :func:`parse_event` to refuse the event as too large; the rest is read and dropped,
+    so a host writing a huge event never sees a broken pipe. No stdin at all reads as
+    empty. Decoding is :func:`parse_event`'s job, under its error policy.
+    """
+    source = sys.stdin if stream is None else stream
+    if source is None:
+        return b""
+    raw = getattr(source, "buffer", source)
+    try:
+        head: bytes | str = raw.read(MAX_EVENT_CHARS + 1)
+        if len(head) > MAX_EVENT_CHARS:
+            while raw.read(1 << 16):
+                pass
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(
+            "hook stdin cannot be read", reason_code="hook_input_unreadable"
+        ) from exc
+    return head
+
+
+def parse_event(data: str | bytes) -> dict[str, Any]:
     """One JSON object from hook stdin (hosts may or may not end it with a newline).
 
-    Input over ``MAX_EVENT_CHARS`` is refused unread: no host event needs that much,
-    and a hook must not spend the Turn's time parsing it.
+    Input over ``MAX_EVENT_CHARS`` (bytes, or code points for text) is refused
+    unparsed: no host event needs that much, and a hook must not spend the Turn's time
+    parsing it. The bytes are decoded as UTF-8 with ``errors="replace"``: an invalid
+    byte, or a lone surrogate escape, in the model's final message becomes U+FFFD, so
+    one bad byte outside the reflection block never costs the Turn its settlement.
+    Nesting and number literals are bounded as :func:`turn_hooks.loads_bounded` does;
+    every refusal is a ``hook_input_*`` reason code.
     """
-    if len(text) > MAX_EVENT_CHARS:
-        raise InvalidInputError("hook stdin is too large", reason_code="hook_input_too_large")
-    try:
-        document = json.loads(text.strip())
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            "hook stdin is not JSON", reason_code="hook_input_not_json"
-        ) from exc
+    document = loads_bounded(
+        data, max_size=MAX_EVENT_CHARS, errors="replace", reason_prefix="hook_input"
+    )
     if not isinstance(document, dict):
         raise InvalidInputError(
             "hook stdin must be a JSON object", reason_code="hook_input_not_object"

@@ -7,19 +7,31 @@ prompt or message text, paths or exception messages: only codes this package min
 
 The log is one sidecar (0600, locked, atomically replaced) that keeps the latest
 ``KEEP_ENTRIES`` entries, under ``$TURN_HOOKS_STATE_DIR`` or the XDG state directory.
+
+When an entry cannot be written, the hook says so on stderr, once per process and
+with a reason code only (never a path or a message), then goes on: hosts ignore a
+hook's stderr when it exits 0, and a person running the hook by hand sees why the log
+stays empty. The commonest cause is a state directory open to other users (say 0755
+or 0777, from an explicit ``$TURN_HOOKS_STATE_DIR``): it is reported as
+``hook_log_state_dir_widened`` and left as it is. The sidecar rules refuse it, like
+any widened sidecar directory, and narrowing a directory the user chose is theirs to
+do (``chmod 700``); one this package creates is 0700 from the start. Other causes
+carry the sidecar's own reason code (``sidecar_lock_timeout`` for a busy log,
+``sidecar_not_regular`` for a FIFO in its place, ...) or ``hook_log_unavailable``.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sidecars import SidecarStore
-from turn_hooks import PreTurnOutcome
+from turn_hooks import PreTurnOutcome, SidecarError, SidecarPermissionError
 
 LOG_SCHEMA = "turn_hooks_hook_log_v0"
 LOG_FILE = "hook-log.json"
@@ -28,6 +40,8 @@ KEEP_ENTRIES = 200
 LOCK_TIMEOUT = 0.5
 # Reason codes and sources are identifiers; anything else is not written verbatim.
 _CODE = re.compile(r"[A-Za-z0-9_.:-]{1,80}")
+# Whether this process already said the log is off: one line per process is enough.
+_reported: list[str] = []
 
 
 def log_root() -> Path:
@@ -76,7 +90,26 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     try:
         store = SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
         store.update(store.path(LOG_FILE), append)
-    except Exception:  # no home, a full disk or a widened log must not cost the Turn
+    except SidecarPermissionError as exc:
+        # The store names the directory it refused; the state directory itself widened
+        # is the case worth its own code (module docstring).
+        widened = exc.reason_code == "sidecar_permission_widened" and Path(exc.path) == store.root
+        _report("hook_log_state_dir_widened" if widened else exc.reason_code)
+    except SidecarError as exc:
+        _report(exc.reason_code)
+    except Exception:  # no home or a full disk must not cost the Turn either
+        _report("hook_log_unavailable")
+
+
+def _report(reason_code: str) -> None:
+    """One stderr line per process naming why the log was not written (a code only)."""
+    if _reported:
+        return
+    _reported.append(reason_code)
+    try:
+        sys.stderr.write(f"turn-hooks: hook log not written (reason_code={_safe(reason_code)})\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or broken stderr: nothing more to say
         return
 
 

@@ -1,9 +1,20 @@
 """The settlement pipeline every CLI-style host shares (hosts.md §1.4, turn-lifecycle §8).
 
-On a successful Turn: run the binding's independent validator, record the settled
-Turn in a spool sidecar and read it back (that readback is the writeback evidence),
-then dispatch ``post_settlement`` and store its receipt in the spool. Hosts have no
-quota owner here, so quota evidence is ``None``: absent, never fabricated.
+On a successful Turn: record the settled Turn in a spool sidecar and read it back
+(that readback is the writeback evidence), run the binding's independent validator,
+keep its verdict in the spool, then dispatch ``post_settlement`` and store its
+receipt there too. Hosts have no quota owner here, so quota evidence is ``None``:
+absent, never fabricated.
+
+Nothing spooled is lost. Before the spool entry is written, a marker for it goes into
+the settlement queue; the marker is removed only once every plugin took the entry
+(:func:`turn_hooks.settlement_is_taken`) on a verdict of its validator. A hook
+killed halfway, a journal lock held too long, a journal directory that could not be
+written: each leaves the marker, and :func:`replay_pending` (started detached by the
+next PreTurn, or run as ``turn-hooks settle --pending``) carries the entry on, the
+oldest first, to a final receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the
+typed terminal state ``settlement_attempts_exhausted``. The worker holds the
+entry's lock while it works, so two workers never settle one entry at once.
 """
 
 from __future__ import annotations
@@ -12,6 +23,9 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +33,42 @@ import pluggy
 
 from hosts.hook_log import reasons_in, record
 from hosts.render import extract_reflection
-from sidecars import SidecarStore, goal_agent_parts, path_token, sidecar_root
+from sidecars import (
+    SidecarStore,
+    SidecarTransaction,
+    goal_agent_parts,
+    path_token,
+    sidecar_root,
+)
 from turn_hooks import (
+    InvalidInputError,
     Settlement,
     SettlementEvidence,
+    SidecarError,
+    SidecarLockTimeout,
     TurnContext,
     WritebackEvent,
     call_post_settlement,
     call_post_writeback,
+    loads_bounded,
+    settlement_is_taken,
 )
 
 SPOOL_SCHEMA = "turn_hooks_settlement_v0"
+QUEUE_SCHEMA = "turn_hooks_settlement_queue_v0"
+REPLAY_SCHEMA = "turn_hooks_settlement_replay_v0"
+SPOOL_DIR = "settlements"
+QUEUE_DIR = "settlement-queue"
 VALIDATION_TIMEOUT = 20
 ATTESTATION_KEY = "reward_memory_reflection_validation"
+REPLAY_PER_TURN = 3
+"""Spooled settlements one PreTurn's worker carries on (hosts.md §1.4: oldest first)."""
+MAX_SETTLEMENT_ATTEMPTS = 8
+"""Deliveries of one spool entry before it ends as ``settlement_attempts_exhausted``."""
+LEASE_TIMEOUT = 0.2
+"""A replay waits this long for an entry's lock: a busy entry has a worker already."""
+CONCLUSIVE = frozenset({"passed", "failed", "unavailable"})
+"""Validator verdicts kept in the spool; ``inconclusive`` (timeout, crash) is re-run."""
 
 
 def run_validator(
@@ -59,8 +96,8 @@ def run_validator(
     stdout = result.stdout.strip()
     if stdout and len(stdout.encode("utf-8")) <= 4096:
         try:
-            attestation = json.loads(stdout)
-        except json.JSONDecodeError:
+            attestation = loads_bounded(stdout)
+        except InvalidInputError:
             attestation = None
         if isinstance(attestation, dict):
             # The plugin checks that it attests exactly this reflection.
@@ -73,8 +110,8 @@ def goal_repository(registry: str | None, goal_id: str | None) -> Path | None:
     if not registry or not goal_id:
         return None
     try:
-        document = json.loads(Path(registry).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        document = loads_bounded(Path(registry).read_bytes())
+    except (OSError, InvalidInputError):
         return None
     for goal in document.get("goals", []) if isinstance(document, dict) else []:
         if (
@@ -89,9 +126,26 @@ def goal_repository(registry: str | None, goal_id: str | None) -> Path | None:
 def spool_path(store: SidecarStore, turn: TurnContext) -> Path:
     """``settlements/T(goal)/T(agent)/T(turn_key).json``."""
     return store.path(
-        *goal_agent_parts("settlements", turn.goal_id, turn.agent_id),
+        *goal_agent_parts(SPOOL_DIR, turn.goal_id, turn.agent_id),
         path_token(turn.turn_key, "turn") + ".json",
     )
+
+
+def _queue_path(store: SidecarStore, goal_id: str | None, agent_id: str | None, name: str) -> Path:
+    return store.path(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id), name)
+
+
+def settlement_store(registry: str | None, goal_id: str | None, cwd: str | None) -> SidecarStore:
+    """The sidecar store of the Goal a registry names, else of the working directory."""
+    return SidecarStore(sidecar_root(goal_repository(registry, goal_id) or Path(cwd or ".")))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _declaration(argv: list[str] | None, timeout: int) -> dict[str, Any] | None:
+    return {"argv": list(argv), "timeout_seconds": timeout} if argv else None
 
 
 def settle(
@@ -108,33 +162,80 @@ def settle(
     goes to the local hook log.
     """
     reflection, reflection_fault = extract_reflection(final_message)
-    repo = goal_repository(turn.registry, turn.goal_id) or Path(turn.cwd or ".")
-    store = SidecarStore(sidecar_root(repo))
+    store = settlement_store(turn.registry, turn.goal_id, turn.cwd)
     path = spool_path(store, turn)
-    previous = store.read(path) or {}
-    entry = {
-        "schema_version": SPOOL_SCHEMA,
-        "host": turn.host,
-        "turn_key": turn.turn_key,
-        "host_session_id": turn.host_session_id,
-        "observed_at": previous.get("observed_at", turn.observed_at),
-        "cwd": turn.cwd,
-        "reward_memory_reflection_json": reflection or "",
-        "last_message_sha256": hashlib.sha256((final_message or "").encode("utf-8")).hexdigest(),
-    }
-    if "post_settlement" in previous:
-        entry["post_settlement"] = previous["post_settlement"]
-    store.write(path, entry)
-    appended = store.read(path) == entry
-    host_result = {"reward_memory_reflection_json": reflection or ""}
-    validation = run_validator(
-        validation_argv,
-        request={**host_result, "host": turn.host, "host_turn_id": turn.host_turn_id},
+    # The marker first: a kill before the entry exists leaves a marker pointing at
+    # nothing, which the next replay drops; the other order could lose the entry.
+    _enqueue(store, turn.goal_id, turn.agent_id, path)
+    with store.transaction(path) as spool:
+        previous = spool.read() or {}
+        entry = {
+            "schema_version": SPOOL_SCHEMA,
+            "host": turn.host,
+            "turn_key": turn.turn_key,
+            "host_session_id": turn.host_session_id,
+            "observed_at": previous.get("observed_at", turn.observed_at),
+            "cwd": turn.cwd,
+            "reward_memory_reflection_json": reflection or "",
+            "last_message_sha256": hashlib.sha256(
+                (final_message or "").encode("utf-8", "surrogatepass")
+            ).hexdigest(),
+            "turn": turn.to_json(),
+            "validation_declaration": _declaration(validation_argv, validation_timeout),
+            "settlement_attempt_count": _attempts(previous) + 1,
+        }
+        if "post_settlement" in previous:
+            entry["post_settlement"] = previous["post_settlement"]
+        spool.write(entry)
+        appended = spool.read() == entry
+        receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
+    reasons = reasons_in(receipt.get("results") or {})
+    if reflection_fault:
+        reasons.insert(0, ("adapter", reflection_fault))
+    record(turn.host, "post_settlement", reasons)
+    return receipt
+
+
+def _attempts(entry: dict[str, Any]) -> int:
+    count = entry.get("settlement_attempt_count")
+    return count if isinstance(count, int) and count >= 0 else 0
+
+
+def _validate(entry: dict[str, Any], turn: TurnContext) -> dict[str, Any]:
+    declaration = entry.get("validation_declaration") or {}
+    argv = declaration.get("argv") if isinstance(declaration, dict) else None
+    timeout = declaration.get("timeout_seconds") if isinstance(declaration, dict) else None
+    valid_argv = isinstance(argv, list) and all(isinstance(arg, str) for arg in argv)
+    return run_validator(
+        argv if valid_argv else None,
+        request={
+            "reward_memory_reflection_json": entry.get("reward_memory_reflection_json") or "",
+            "host": turn.host,
+            "host_turn_id": turn.host_turn_id,
+        },
         cwd=turn.cwd,
-        timeout=validation_timeout,
+        timeout=timeout if isinstance(timeout, int) and 0 < timeout < 30 else VALIDATION_TIMEOUT,
     )
+
+
+def _deliver(
+    pm: pluggy.PluginManager,
+    turn: TurnContext,
+    store: SidecarStore,
+    spool: SidecarTransaction,
+    entry: dict[str, Any],
+    *,
+    appended: bool,
+) -> dict[str, Any]:
+    """Validate (unless the spool holds a verdict), dispatch, and keep the receipt."""
+    validation = entry.get("task_validation")
+    if not isinstance(validation, dict):
+        validation = _validate(entry, turn)
+        if validation.get("status") in CONCLUSIVE:
+            entry["task_validation"] = validation
+            spool.write(entry)  # a kill from here on does not run the validator again
     settlement = Settlement(
-        host_result=host_result,
+        host_result={"reward_memory_reflection_json": entry["reward_memory_reflection_json"]},
         evidence=SettlementEvidence(
             task_validation=validation,
             writeback={"ok": appended, "appended": appended},
@@ -144,12 +245,184 @@ def settle(
     )
     receipt = call_post_settlement(pm, turn, settlement)
     entry["post_settlement"] = receipt
-    store.write(path, entry)
+    spool.write(entry)
+    if _settled(entry):
+        _dequeue(store, spool.path)
     call_post_writeback(
         pm, turn, WritebackEvent(turn_key=turn.turn_key, host=turn.host, spool=entry)
     )
-    reasons = reasons_in(receipt.get("results") or {})
-    if reflection_fault:
-        reasons.insert(0, ("adapter", reflection_fault))
-    record(turn.host, "post_settlement", reasons)
     return receipt
+
+
+def _settled(entry: dict[str, Any]) -> bool:
+    """Nothing more for the host to do: every plugin took the settlement on a validator
+    verdict (a plugin that journalled it retries it itself), or the entry is terminal."""
+    if entry.get("settlement_state") == "terminal":
+        return True
+    validation = entry.get("task_validation")
+    return isinstance(validation, dict) and settlement_is_taken(entry.get("post_settlement"))
+
+
+def _enqueue(store: SidecarStore, goal_id: str | None, agent_id: str | None, spool: Path) -> None:
+    marker = _queue_path(store, goal_id, agent_id, spool.name)
+    store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": spool.name})
+
+
+def _dequeue(store: SidecarStore, spool: Path) -> None:
+    # The spool is settlements/T(goal)/T(agent)/NAME; its marker has the same parts.
+    store.delete(store.path(QUEUE_DIR, spool.parent.parent.name, spool.parent.name, spool.name))
+
+
+def queued(store: SidecarStore, goal_id: str | None, agent_id: str | None) -> list[Path]:
+    """Queue markers of one (Goal, Agent), oldest first (by their last touch)."""
+    markers = list(store.iter_documents(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id)))
+    return sorted(markers, key=lambda marker: (_mtime(marker), marker.name))
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _touch(path: Path) -> None:
+    try:
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.utime(path)
+    except OSError:
+        return  # the mark only orders the queue
+
+
+def replay_pending(
+    pm: pluggy.PluginManager,
+    store: SidecarStore,
+    *,
+    goal_id: str,
+    agent_id: str,
+    limit: int | None = REPLAY_PER_TURN,
+) -> dict[str, Any]:
+    """Carry queued settlements of one (Goal, Agent) on; returns a public-safe receipt.
+
+    At most ``limit`` entries (``None``: all), oldest attempt first. Each is
+    validated (unless the spool holds a verdict) and dispatched again under its lock;
+    an entry another worker holds is left to it (``busy``). Outcomes: ``settled``
+    (final now), ``open`` (delivered, still retryable), ``terminal``, ``dropped`` (a
+    marker whose entry was never written: the hook died before it spooled anything),
+    ``busy`` and ``failed`` (its sidecar is unusable; the reason codes say why).
+    """
+    markers = queued(store, goal_id, agent_id)
+    summary: dict[str, Any] = {
+        "ok": True,
+        "schema_version": REPLAY_SCHEMA,
+        "queued_count": len(markers),
+        **{f"{outcome}_count": 0 for outcome in REPLAY_OUTCOMES},
+        "reason_codes": [],
+    }
+    leased = SidecarStore(store.root, lock_timeout=LEASE_TIMEOUT)
+    for marker in markers if limit is None else markers[:limit]:
+        spool = leased.path(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id), marker.name)
+        try:
+            outcome = _replay_one(pm, leased, spool)
+        except SidecarLockTimeout:
+            outcome = "busy"
+        except SidecarError as exc:
+            outcome = "failed"
+            summary["reason_codes"].append(exc.reason_code)
+        _touch(marker)
+        summary[f"{outcome}_count"] += 1
+    return summary
+
+
+REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
+
+
+def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> str:
+    with store.transaction(path) as spool:
+        entry = spool.read()
+        if entry is None or _settled(entry):
+            _dequeue(store, path)
+            return "dropped" if entry is None else "settled"
+        turn = _spooled_turn(entry)
+        if turn is None or _attempts(entry) >= MAX_SETTLEMENT_ATTEMPTS:
+            reason = "settlement_attempts_exhausted" if turn else "settlement_spool_incomplete"
+            entry.update(
+                settlement_state="terminal",
+                settlement_reason_code=reason,
+                settlement_ended_at=_now(),
+            )
+            spool.write(entry)
+            _dequeue(store, path)
+            record(str(entry.get("host") or "unknown"), "settlement_replay", [("adapter", reason)])
+            return "terminal"
+        entry["settlement_attempt_count"] = _attempts(entry) + 1
+        spool.write(entry)
+        receipt = _deliver(pm, turn, store, spool, entry, appended=True)
+        record(turn.host, "settlement_replay", reasons_in(receipt.get("results") or {}))
+        return "settled" if _settled(entry) else "open"
+
+
+def _spooled_turn(entry: dict[str, Any]) -> TurnContext | None:
+    """The Turn as the Stop hook saw it; ``None`` for entries written before it was kept."""
+    document = entry.get("turn")
+    if not isinstance(document, dict):
+        return None
+    from turn_hooks.schema import parse_model  # pydantic: only a replaying worker pays
+
+    try:
+        return parse_model(TurnContext, document)
+    except Exception:  # a hand-edited or foreign entry is not ours to replay
+        return None
+
+
+def start_replay_worker(
+    *, registry: str | None, goal_id: str, agent_id: str, cwd: str | None
+) -> bool:
+    """Start a detached ``turn-hooks settle --pending`` when settlements are queued.
+
+    Called by every PreTurn, so the common case (an empty queue) is one directory
+    listing. The worker runs in its own session with no standard streams, so neither
+    the Turn nor the host waits for its validators; it ends when the queue is worked.
+    """
+    store = settlement_store(registry, goal_id, cwd)
+    directory = store.root.joinpath(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id))
+    if not _any_json(directory):
+        return False
+    argv = [
+        sys.executable,
+        "-m",
+        "hosts.cli",
+        "settle",
+        "--pending",
+        "--goal-id",
+        goal_id,
+        "--agent-id",
+        agent_id,
+        "--limit",
+        str(REPLAY_PER_TURN),
+    ]
+    if registry:
+        argv += ["--registry", str(Path(registry).absolute())]
+    if cwd:
+        argv += ["--cwd", cwd]
+    subprocess.Popen(  # our own interpreter and module, no shell
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    return True
+
+
+def _any_json(directory: Path) -> bool:
+    try:
+        with os.scandir(directory) as entries:
+            return any(entry.name.endswith(".json") for entry in _files(entries))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def _files(entries: Iterator[os.DirEntry[str]]) -> Iterator[os.DirEntry[str]]:
+    return (entry for entry in entries if entry.is_file(follow_symlinks=False))

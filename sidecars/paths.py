@@ -43,6 +43,20 @@ def sidecar_root(goal_repository: str | Path) -> Path:
     return Path(goal_repository).absolute() / SIDECAR_DIR
 
 
+def tree_top(root: str | Path) -> Path:
+    """The top of the private tree that holds ``root``: no component from it down may be a link.
+
+    For a Goal's sidecar root (``<repo>/.local/turn-hooks``) that is ``<repo>/.local``:
+    a linked ``.local`` would carry the whole tree out of the repository. Any other root
+    (the hook log's state directory, say) is its own top, since what lies above it, such
+    as a linked ``~/.local``, belongs to the user.
+    """
+    absolute = Path(root).absolute()
+    if absolute.parts[-len(SIDECAR_DIR.parts) :] == SIDECAR_DIR.parts:
+        return absolute.parent
+    return absolute
+
+
 def check_component(part: str) -> str:
     """Return ``part`` if it is one safe path component, else raise SidecarPathError."""
     if (

@@ -5,7 +5,14 @@ and locks 0600; ``<file>.lock`` taken with an explicit timeout around every
 read-modify-write; the new content goes to a temp file in the same directory,
 is fsynced and replaces the old file with ``os.replace``, and the directory is
 fsynced. Readers need no lock, because a reader sees either the old or the new
-file, never a torn one. Symlinks anywhere below the root are refused.
+file, never a torn one. Symlinks anywhere below the root are refused (and, for a
+Goal's ``.local/turn-hooks``, a linked ``.local`` too).
+
+Nothing here may block a Turn: files are opened with ``O_NONBLOCK | O_NOFOLLOW`` and
+anything that is not a regular file (a FIFO, a socket, a device, a directory) at a
+sidecar or lock path is refused with ``SidecarCorrupt`` (``sidecar_not_regular``)
+before it is read or locked, and directory listings yield regular files only. A FIFO
+opened for reading would otherwise wait for a writer for ever.
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sidecars.paths import lock_path, sidecar_path
+from sidecars.paths import lock_path, sidecar_path, tree_top
+from turn_hooks import loads_bounded
 from turn_hooks.errors import (
+    InvalidInputError,
     SidecarCorrupt,
     SidecarError,
     SidecarLockTimeout,
@@ -82,12 +91,18 @@ class SidecarStore:
             ) from exc
 
     def _check_tree(self, path: Path) -> None:
-        # Every existing component from the root down must be a real directory or
-        # file (a planted symlink could redirect a write outside the root), and every
-        # directory must still be private: someone widening it is refused, visibly.
-        current = self.root
-        for part in ("", *self._relative_parts(path)):
-            current = current / part if part else current
+        # Every existing component from the tree's top down must be a real directory
+        # (or, last, the file): a planted symlink could redirect a write outside the
+        # root. Every directory from the root down must still be private: someone
+        # widening it is refused, visibly. Above the root (``.local``) only links are
+        # refused, since the private root inside keeps the tree private.
+        parts = self._relative_parts(path)
+        top = tree_top(self.root)
+        chain = [Path(*self.root.parts[:n]) for n in range(len(top.parts), len(self.root.parts))]
+        private_from = len(chain)
+        chain.append(self.root)
+        chain += [self.root.joinpath(*parts[: n + 1]) for n in range(len(parts))]
+        for index, current in enumerate(chain):
             try:
                 info = os.lstat(current)
             except (FileNotFoundError, NotADirectoryError):
@@ -98,21 +113,58 @@ class SidecarStore:
                     reason_code="sidecar_symlink",
                     path=str(path),
                 )
-            if stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
+            if stat.S_ISDIR(info.st_mode):
+                if index >= private_from and stat.S_IMODE(info.st_mode) & 0o077:
+                    raise SidecarPermissionError(
+                        "a sidecar directory is open to other users", path=str(current)
+                    )
+            elif index < len(chain) - 1:
                 raise SidecarPermissionError(
-                    "a sidecar directory is open to other users", path=str(current)
+                    "a sidecar directory is not a directory",
+                    reason_code="sidecar_unreadable",
+                    path=str(current),
                 )
 
     def _ensure_dirs(self, directory: Path) -> None:
+        # Every missing directory is made 0700, ``.local`` and any above the root
+        # included (XDG asks the same of a missing state directory). ``lexists``: a
+        # dangling link is not missing; _check_tree has refused it below the top.
         missing = []
         current = directory
-        while not current.exists():
+        while not os.path.lexists(current):
             missing.append(current)
             current = current.parent
         for created in reversed(missing):
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.mkdir(created, DIR_MODE)
+            except FileExistsError:
+                continue  # another process made it, the same way
+            except OSError as exc:
+                raise SidecarWriteError(
+                    "a sidecar directory could not be created", path=str(created)
+                ) from exc
             os.chmod(created, DIR_MODE)  # the umask may have narrowed or widened mkdir's mode
+
+    def _check_kind(self, path: Path) -> None:
+        # A sidecar or lock path holds a regular file or nothing. Anything else is
+        # refused before filelock or a reader opens it: a FIFO could block, a link
+        # could point anywhere (filelock would create or truncate its target).
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise SidecarPathError(
+                "the sidecar or its lock is a symlink",
+                reason_code="sidecar_symlink",
+                path=str(path),
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise SidecarCorrupt(
+                "the sidecar or its lock is not a regular file",
+                reason_code="sidecar_not_regular",
+                path=str(path),
+            )
 
     @contextlib.contextmanager
     def lock(self, path: Path) -> Iterator[None]:
@@ -120,8 +172,10 @@ class SidecarStore:
         import filelock  # lazily: a read-only Turn never pays for importing it
 
         self._check_tree(path)
-        self._ensure_dirs(path.parent)
         target = lock_path(path)
+        self._check_kind(path)
+        self._check_kind(target)
+        self._ensure_dirs(path.parent)
         lock = filelock.FileLock(str(target), timeout=self.lock_timeout, mode=FILE_MODE)
         try:
             lock.acquire(poll_interval=POLL_INTERVAL)
@@ -142,7 +196,8 @@ class SidecarStore:
         """
         self._check_tree(path)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            # O_NONBLOCK: opening a FIFO for reading would wait for a writer for ever.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -150,7 +205,11 @@ class SidecarStore:
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
-                raise SidecarCorrupt("the sidecar is not a regular file", path=str(path))
+                raise SidecarCorrupt(
+                    "the sidecar is not a regular file",
+                    reason_code="sidecar_not_regular",
+                    path=str(path),
+                )
             self._check_mode(info, path)
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 raw = handle.read(MAX_SIDECAR_BYTES + 1)
@@ -162,6 +221,12 @@ class SidecarStore:
         if exc.errno == errno.ELOOP:
             return SidecarPathError(
                 "the sidecar is a symlink", reason_code="sidecar_symlink", path=str(path)
+            )
+        if exc.errno == errno.ENXIO:  # a socket (or a device with nothing behind it)
+            return SidecarCorrupt(
+                "the sidecar is not a regular file",
+                reason_code="sidecar_not_regular",
+                path=str(path),
             )
         return SidecarPermissionError(
             "the sidecar cannot be opened", reason_code="sidecar_unreadable", path=str(path)
@@ -179,8 +244,8 @@ class SidecarStore:
         if len(raw) > MAX_SIDECAR_BYTES:
             raise SidecarCorrupt("the sidecar is larger than 4 MiB", path=str(path))
         try:
-            document = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            document = loads_bounded(raw, max_size=MAX_SIDECAR_BYTES)
+        except InvalidInputError as exc:  # not UTF-8, not JSON, too deep, huge numbers
             raise SidecarCorrupt("the sidecar is not valid JSON", path=str(path)) from exc
         if not isinstance(document, dict):
             raise SidecarCorrupt("the sidecar is not a JSON object", path=str(path))
@@ -236,12 +301,24 @@ class SidecarStore:
             return True
 
     def iter_documents(self, *parts: str) -> Iterator[Path]:
-        """The ``*.json`` sidecars directly in a directory below the root, sorted by name."""
+        """The ``*.json`` sidecars directly in a directory below the root, sorted by name.
+
+        Regular files only: a link, a FIFO or a directory with a ``.json`` name is
+        skipped, so a consumer that reads each one never meets one (a FIFO would
+        have blocked the reader).
+        """
         directory = self.path(*parts) if parts else self.root
         self._check_tree(directory)
-        if not directory.is_dir():
+        try:
+            with os.scandir(directory) as entries:
+                found = [
+                    Path(entry.path)
+                    for entry in entries
+                    if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)
+                ]
+        except (FileNotFoundError, NotADirectoryError):
             return iter(())
-        return iter(sorted(p for p in directory.glob("*.json") if not p.is_symlink()))
+        return iter(sorted(found))
 
     def check(self, path: Path, *, repair: bool = False) -> SidecarCheck:
         """Verify one sidecar: no links, mode 0600, ours, a JSON object, lock free.
@@ -259,7 +336,8 @@ class SidecarStore:
             return SidecarCheck(name=name, status="sidecar_missing")
         mode = oct(stat.S_IMODE(info.st_mode))
         status = "ok"
-        if stat.S_IMODE(info.st_mode) & 0o077 and repair and info.st_uid == os.getuid():
+        widened = stat.S_IMODE(info.st_mode) & 0o077
+        if widened and repair and stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
             os.chmod(path, FILE_MODE)
             status = "repaired"
         try:

@@ -29,6 +29,15 @@ TURN = {
 }
 
 
+ECHO = "capabilities.example_echo:plugin"
+
+
+@pytest.fixture(autouse=True)
+def _example_plugin(monkeypatch):
+    """The example plugin is no entry point; these tests name it explicitly."""
+    monkeypatch.setenv("TURN_HOOKS_PLUGINS", ECHO)
+
+
 def run(capsys, *argv, stdin=None, monkeypatch=None):
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", __import__("io").StringIO(stdin))
@@ -47,7 +56,7 @@ def json_out(capsys, *argv, **kwargs):
 def test_plugins_lists_the_built_in_hooks(capsys):
     code, document = json_out(capsys, "plugins", "--format", "json")
     assert code == 0
-    [echo] = [p for p in document["plugins"] if p["name"] == "example_echo"]
+    [echo] = [p for p in document["plugins"] if p["name"] == ECHO]
     assert echo["hooks"] == ["post_settlement", "pre_turn"]
     assert document["load_failures"] == []
 

@@ -36,5 +36,30 @@ def test_readme_lists_exactly_two_commands_for_a_fresh_machine():
 def test_every_environment_variable_is_documented():
     from turn_hooks import _names
 
-    for name in (_names.ENV_LOAD_PLUGINS, _names.ENV_DISABLE_PLUGINS, _names.ENV_TRACE_PLUGINS):
+    for name in (
+        _names.ENV_LOAD_PLUGINS,
+        _names.ENV_DISABLE_PLUGINS,
+        _names.ENV_PLUGINS,
+        _names.ENV_TRACE_PLUGINS,
+    ):
         assert f"`{name}`" in README
+
+
+def test_every_promise_names_tests_that_exist():
+    section = re.search(
+        r"^## Promises, and the tests that keep them\n(.*?)(?=^## )", README, re.S | re.M
+    )
+    assert section, "README needs its promises section"
+    rows = [
+        line
+        for line in section.group(1).splitlines()
+        if line.startswith("| ") and "`tests/" in line
+    ]
+    assert len(rows) >= 8
+    root = Path(__file__).parent.parent
+    for row in rows:
+        named = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", row)
+        assert named, row
+        for path, name in named:
+            text = (root / path).read_text(encoding="utf-8")
+            assert re.search(rf"^def {name}\(", text, re.M), f"{path}::{name} does not exist"

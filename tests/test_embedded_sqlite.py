@@ -12,7 +12,12 @@ import textwrap
 import pytest
 
 from capabilities.providers.base import ProviderPermissionError, ProviderScopeError
-from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider, _operational_reason
+from capabilities.providers.embedded_sqlite import (
+    EmbeddedSqliteProvider,
+    _operational_reason,
+    _sqlite_reason,
+)
+from turn_hooks import ProviderUnavailable
 
 USER = "viking://user/alice"
 A = f"{USER}/peers/peer-a/memories/goals/g/experience"
@@ -136,7 +141,7 @@ def test_unopenable_database_is_unavailable(tmp_path):
     (tmp_path / "dir.sqlite3").mkdir()
     store = EmbeddedSqliteProvider(tmp_path / "dir.sqlite3")
     result = store.preflight(timeout=1)
-    assert result.ok is False and result.reason_code
+    assert (result.ok, result.reason_code) == (False, "embedded_store_not_regular")
 
 
 @pytest.mark.parametrize(
@@ -144,11 +149,81 @@ def test_unopenable_database_is_unavailable(tmp_path):
     [
         ("no such module: fts5", "embedded_fts5_unavailable"),
         ("database is locked", "embedded_store_busy"),
+        ("attempt to write a readonly database", "embedded_store_read_only"),
         ("disk I/O error", "embedded_store_failed"),
     ],
 )
 def test_operational_errors_map_to_reason_codes(message, reason):
     assert _operational_reason(sqlite3.OperationalError(message)) == reason
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (sqlite3.DatabaseError("file is not a database"), "embedded_store_failed"),
+        (sqlite3.IntegrityError("UNIQUE constraint failed"), "embedded_store_failed"),
+        (sqlite3.OperationalError("database is locked"), "embedded_store_busy"),
+    ],
+    ids=["no-error-code", "integrity", "operational"],
+)
+def test_every_sqlite_error_has_a_reason_code(error, reason):
+    """Without SQLite's own error code only the class is known; real errors carry it."""
+    assert _sqlite_reason(error) == reason
+
+
+def test_real_corruption_is_classified_by_sqlite_error_code(tmp_path):
+    path = tmp_path / "garbage.sqlite3"
+    path.write_bytes(b"not a database" * 100)
+    with pytest.raises(sqlite3.DatabaseError) as info:
+        sqlite3.connect(path).execute("SELECT 1 FROM sqlite_master")
+    assert _sqlite_reason(info.value) == "embedded_store_corrupt"
+
+
+def test_the_anchor_must_lie_above_the_store_directory(tmp_path):
+    with pytest.raises(ValueError, match="anchor"):
+        EmbeddedSqliteProvider(tmp_path / "d" / "memory.sqlite3", anchor=tmp_path / "d")
+    with pytest.raises(ValueError, match="anchor"):
+        EmbeddedSqliteProvider(tmp_path / "d" / "memory.sqlite3", anchor=tmp_path / "other")
+
+
+def test_an_absent_store_in_absent_ok_mode_reads_as_empty_and_creates_nothing(tmp_path):
+    store = EmbeddedSqliteProvider(
+        tmp_path / "repo" / ".local" / "turn-hooks" / "memory.sqlite3",
+        read_only=True,
+        anchor=tmp_path / "repo",
+        absent_ok=True,
+    )
+    preflight = store.preflight(timeout=1)
+    assert preflight.ok and preflight.provider_version.startswith("sqlite-")
+    assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=1) is None
+    assert store.list(A, limit=5, actor_peer_id="peer-a", timeout=1) == []
+    assert store.search(A, "plan", limit=5, actor_peer_id="peer-a", timeout=1) == []
+    with pytest.raises(ProviderUnavailable) as info:
+        store.write(f"{A}/r.json", "x", actor_peer_id="peer-a", timeout=1)
+    assert info.value.reason_code == "embedded_store_read_only"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_absent_store_without_fts5_is_not_ready_for_a_dry_run(tmp_path, monkeypatch):
+    from capabilities.providers import embedded_sqlite
+
+    def no_fts5(*_args, **_kwargs):
+        raise sqlite3.OperationalError("no such module: fts5")
+
+    monkeypatch.setattr(embedded_sqlite.sqlite3, "connect", no_fts5)
+    store = EmbeddedSqliteProvider(
+        tmp_path / "s" / "memory.sqlite3", read_only=True, absent_ok=True
+    )
+    preflight = store.preflight(timeout=1)
+    assert (preflight.ok, preflight.reason_code) == (False, "embedded_fts5_unavailable")
+
+
+def test_an_existing_store_in_absent_ok_mode_is_read_as_it_is(store):
+    store.write(f"{A}/r.json", "kept", actor_peer_id="peer-a", timeout=5)
+    before = store.path.read_bytes()
+    reader = EmbeddedSqliteProvider(store.path, read_only=True, absent_ok=True)
+    assert reader.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) == "kept"
+    assert store.path.read_bytes() == before
 
 
 WRITER = textwrap.dedent(

@@ -39,11 +39,18 @@ def modules():
             yield pytest.param(package, path, id=str(path.relative_to(ROOT)))
 
 
+# The command line is the composition root: it alone may add the maintainers'
+# conformance commands to its parser (they are no entry point, so no Turn loads them).
+COMPOSITION_ROOT = {("hosts/cli.py", "conformance.commands")}
+
+
 @pytest.mark.parametrize(("package", "path"), list(modules()))
 def test_imports_follow_the_layering(package, path):
     for name in imports(path):
         top = name.split(".")[0]
         if top not in PACKAGES or top == package:
+            continue
+        if (str(path.relative_to(ROOT)), name) in COMPOSITION_ROOT:
             continue
         assert top in ALLOWED[package], f"{package} may not import {name}"
         if top in PUBLIC_ONLY.get(package, set()):

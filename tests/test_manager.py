@@ -84,14 +84,7 @@ def imported(plugin_path):
 
 def test_unset_loads_every_entry_point_and_isolates_broken_ones(plugin_path):
     result = run_plugins(plugin_path)
-    assert names(result) == [
-        "alpha",
-        "beta",
-        "conformance_commands",
-        "conformance_probe",
-        "example_echo",
-        "reward_memory",
-    ]
+    assert names(result) == ["alpha", "beta", "reward_memory"]
     assert json.loads(result.stdout)["load_failures"] == [
         {"name": "broken", "reason_code": "plugin_load_failed"},
         {"name": "typo", "reason_code": "plugin_validation_failed"},
@@ -105,8 +98,8 @@ def test_empty_allow_list_loads_nothing(plugin_path):
 
 
 def test_allow_list_loads_only_the_named_entry_points(plugin_path):
-    result = run_plugins(plugin_path, TURN_HOOKS_LOAD_PLUGINS="alpha, example_echo")
-    assert names(result) == ["alpha", "example_echo"]
+    result = run_plugins(plugin_path, TURN_HOOKS_LOAD_PLUGINS="alpha, reward_memory")
+    assert names(result) == ["alpha", "reward_memory"]
     assert imported(plugin_path) == ["alpha"]
 
 
@@ -145,11 +138,12 @@ def test_tracing_goes_to_stderr(plugin_path):
 
 def test_in_process_tracing_reports_calls(monkeypatch, capsys, turn):
     monkeypatch.setenv("TURN_HOOKS_TRACE_PLUGINS", "1")
-    monkeypatch.setenv("TURN_HOOKS_LOAD_PLUGINS", "example_echo")
+    monkeypatch.setenv("TURN_HOOKS_LOAD_PLUGINS", "")
+    monkeypatch.setenv("TURN_HOOKS_PLUGINS", ECHO)
     pm = make_plugin_manager()
     pm.hook.pre_turn(turn=turn)
     err = capsys.readouterr().err
-    assert "pre_turn -> [example_echo]" in err and "done (failed=False)" in err
+    assert f"pre_turn -> [{ECHO}]" in err and "done (failed=False)" in err
 
 
 def test_autoload_false_loads_nothing_and_is_a_pluggy_manager():
@@ -191,14 +185,54 @@ def test_plugin_info_describes_registered_plugins(pm):
     ]
 
 
-def test_in_process_autoload_lists_the_built_in_plugin():
+def test_a_default_install_lists_only_the_built_in_capabilities():
     pm = make_plugin_manager()
-    [info] = [p for p in plugin_info(pm) if p["name"] == "example_echo"]
+    [info] = plugin_info(pm)
+    assert info["name"] == "reward_memory"
     assert info["distribution"] == {"name": "turn-hooks", "version": "0.1.0"}
     assert info["hook_ids"] == {
+        "post_settlement": "reward-memory.outcome-ingest",
+        "pre_turn": "reward-memory.turn-context",
+    }
+
+
+ECHO = "capabilities.example_echo:plugin"
+
+
+def test_named_plugins_are_registered_by_import_path(monkeypatch):
+    """``TURN_HOOKS_PLUGINS`` works like pytest's ``-p``: the example plugin and the
+    conformance probe reach a hook process only when a run names them."""
+    monkeypatch.setenv("TURN_HOOKS_PLUGINS", f"{ECHO}, conformance.probe:plugin")
+    pm = make_plugin_manager()
+    assert [p["name"] for p in plugin_info(pm)] == [
+        ECHO,
+        "conformance.probe:plugin",
+        "reward_memory",
+    ]
+    [echo] = [p for p in plugin_info(pm) if p["name"] == ECHO]
+    assert echo["hook_ids"] == {
         "post_settlement": "example-echo.settlement",
         "pre_turn": "example-echo.turn-context",
     }
+
+
+@pytest.mark.parametrize(
+    "spec", ["no_such_module_here:plugin", "capabilities.example_echo:missing"]
+)
+def test_a_named_plugin_that_cannot_load_is_recorded(monkeypatch, spec):
+    monkeypatch.setenv("TURN_HOOKS_PLUGINS", spec)
+    pm = make_plugin_manager()
+    assert pm.load_failures == [{"name": spec, "reason_code": "plugin_load_failed"}]
+    assert [p["name"] for p in plugin_info(pm)] == ["reward_memory"]
+
+
+def test_a_named_plugin_is_blocked_like_any_other(monkeypatch):
+    monkeypatch.setenv("TURN_HOOKS_PLUGINS", f"{ECHO},{ECHO}")
+    monkeypatch.setenv("TURN_HOOKS_DISABLE_PLUGINS", ECHO)
+    pm = make_plugin_manager()
+    assert [p["name"] for p in plugin_info(pm)] == ["reward_memory"]
+    monkeypatch.delenv("TURN_HOOKS_DISABLE_PLUGINS")
+    assert [p["name"] for p in plugin_info(make_plugin_manager())] == [ECHO, "reward_memory"]
 
 
 @pytest.fixture
@@ -214,14 +248,7 @@ def in_process_plugins(plugin_path, monkeypatch):
 
 def test_in_process_loading_isolates_broken_and_invalid_plugins(in_process_plugins):
     pm = make_plugin_manager()
-    assert sorted(pm.get_name(p) for p in pm.get_plugins()) == [
-        "alpha",
-        "beta",
-        "conformance_commands",
-        "conformance_probe",
-        "example_echo",
-        "reward_memory",
-    ]
+    assert sorted(pm.get_name(p) for p in pm.get_plugins()) == ["alpha", "beta", "reward_memory"]
     assert pm.load_failures == [
         {"name": "broken", "reason_code": "plugin_load_failed"},
         {"name": "typo", "reason_code": "plugin_validation_failed"},

@@ -15,6 +15,8 @@ from turn_hooks import (
     call_post_settlement,
     call_post_writeback,
     hookimpl,
+    settlement_is_final,
+    settlement_is_taken,
 )
 
 
@@ -177,6 +179,80 @@ def test_a_final_stored_receipt_skips_the_whole_dispatch(pm, turn):
     stored = {"status": "observed", "results": {}, "capability_ids": {}}
     assert call_post_settlement(pm, turn, settled(stored)) == stored
     assert calls == []
+
+
+def test_an_observed_receipt_with_an_open_journal_is_dispatched_again(pm, turn):
+    """Issue 13 item 13: replaying a settlement after its journal completed elsewhere
+    must report the journal's current state, not the stale pending receipt."""
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
+    stale = {
+        "status": "observed",
+        "results": {"a.ingest": {"status": "unavailable", "reconciliation_state": "pending"}},
+        "capability_ids": {"a.ingest": "cap"},
+    }
+    receipt = call_post_settlement(pm, turn, settled(stale))
+    assert len(calls) == 1
+    assert receipt["results"]["a.ingest"] == {"status": "activated"}
+
+
+@pytest.mark.parametrize(
+    ("receipt", "final"),
+    [
+        pytest.param(None, False, id="never-dispatched"),
+        pytest.param({"status": "runtime_unavailable", "results": {}}, False, id="retryable"),
+        pytest.param({"status": "observed"}, False, id="no-results"),
+        pytest.param({"status": "observed", "results": {"a": "x"}}, False, id="result-not-object"),
+        pytest.param(
+            {"status": "observed", "results": {"a": {"status": "runtime_state_unavailable"}}},
+            False,
+            id="state-unavailable",
+        ),
+        pytest.param(
+            {
+                "status": "observed",
+                "results": {"a": {"status": "x", "reconciliation_state": "pending"}},
+            },
+            False,
+            id="journal-open",
+        ),
+        pytest.param(
+            {"status": "observed", "results": {"a": {"status": "activated"}}}, True, id="final"
+        ),
+    ],
+)
+def test_settlement_is_final(receipt, final):
+    assert settlement_is_final(receipt) is final
+
+
+@pytest.mark.parametrize(
+    ("receipt", "taken"),
+    [
+        pytest.param(None, False, id="never-dispatched"),
+        pytest.param({"status": "observed"}, False, id="no-results"),
+        pytest.param({"status": "observed", "results": {"a": "x"}}, False, id="not-object"),
+        pytest.param(
+            {"status": "runtime_unavailable", "results": {"a": {"status": "runtime_unavailable"}}},
+            False,
+            id="not-journalled",
+        ),
+        pytest.param(
+            {
+                "status": "runtime_unavailable",
+                "results": {
+                    "a": {"status": "provider_unavailable", "reconciliation_state": "pending"}
+                },
+            },
+            True,
+            id="journalled",
+        ),
+        pytest.param(
+            {"status": "observed", "results": {"a": {"status": "activated"}}}, True, id="final"
+        ),
+    ],
+)
+def test_settlement_is_taken(receipt, taken):
+    assert settlement_is_taken(receipt) is taken
 
 
 def test_a_failing_dispatcher_becomes_the_observer_failed_receipt(pm, turn, monkeypatch):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from sidecars import SidecarStore, dumps
+from sidecars import SidecarStore, dumps, sidecar_root
 from turn_hooks import (
     SidecarCorrupt,
     SidecarLockTimeout,
@@ -37,19 +37,23 @@ def test_write_creates_private_dirs_file_and_lock(store):
     store.write(path, {"schema_version": "v", "text": "é"})
     assert mode(path) == 0o600
     assert mode(path.parent) == 0o700 and mode(store.root) == 0o700
+    assert mode(store.root.parent) == 0o700, ".local and the repository above it too"
+    assert mode(store.root.parent.parent) == 0o700
     assert mode(path.with_name("event.json.lock")) == 0o600
     assert path.read_text(encoding="utf-8") == '{\n  "schema_version": "v",\n  "text": "é"\n}\n'
     assert store.read(path) == {"schema_version": "v", "text": "é"}
 
 
-def test_write_is_private_under_a_permissive_umask(store):
-    old = os.umask(0)
+@pytest.mark.parametrize("umask", [0, 0o022], ids=["umask-000", "umask-022"])
+def test_write_is_private_under_a_permissive_umask(store, umask):
+    old = os.umask(umask)
     try:
         path = store.path("wide", "doc.json")
         store.write(path, {"a": 1})
     finally:
         os.umask(old)
     assert mode(path) == 0o600 and mode(path.parent) == 0o700
+    assert mode(store.root.parent) == 0o700, "a missing .local is created 0700 (issue 13 #12)"
 
 
 def test_read_of_a_missing_sidecar_is_none(store):
@@ -153,8 +157,12 @@ def test_a_directory_in_place_of_a_sidecar_is_corrupt(store):
     path = store.path("doc.json")
     store.write(store.path("seed.json"), {})
     path.mkdir(mode=0o700)
-    with pytest.raises(SidecarCorrupt):
+    with pytest.raises(SidecarCorrupt) as info:
         store.read(path)
+    assert info.value.reason_code == "sidecar_not_regular"
+    with pytest.raises(SidecarCorrupt):
+        store.write(path, {"a": 1})
+    assert path.is_dir()
 
 
 def test_a_file_in_place_of_a_directory_is_unreadable(store):
@@ -162,6 +170,9 @@ def test_a_file_in_place_of_a_directory_is_unreadable(store):
     with pytest.raises(SidecarPermissionError) as info:
         store.read(store.path("afile.json", "inner.json"))
     assert info.value.reason_code == "sidecar_unreadable"
+    with pytest.raises(SidecarPermissionError) as info:
+        store.write(store.path("afile.json", "inner.json"), {})
+    assert info.value.reason_code == "sidecar_unreadable", "typed before filelock tries"
 
 
 def test_open_errors_are_typed(store, tmp_path):
@@ -169,8 +180,82 @@ def test_open_errors_are_typed(store, tmp_path):
 
     loop = OSError(errno.ELOOP, "loop")
     denied = OSError(errno.EACCES, "denied")
+    socket = OSError(errno.ENXIO, "no such device or address")
     assert store._open_error(loop, tmp_path).reason_code == "sidecar_symlink"
     assert store._open_error(denied, tmp_path).reason_code == "sidecar_unreadable"
+    assert store._open_error(socket, tmp_path).reason_code == "sidecar_not_regular"
+
+
+def test_a_symlinked_dot_local_is_refused(tmp_path):
+    """A linked ``.local`` would carry the whole sidecar tree out of the repository."""
+    outside = tmp_path / "outside"
+    (outside / "turn-hooks").mkdir(parents=True, mode=0o700)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".local").symlink_to(outside)
+    store = SidecarStore(sidecar_root(repo), lock_timeout=0.5)
+    for call in (
+        lambda: store.write(store.path("doc.json"), {"a": 1}),
+        lambda: store.read(store.path("doc.json")),
+        lambda: list(store.iter_documents()),
+    ):
+        with pytest.raises(SidecarPathError) as info:
+            call()
+        assert info.value.reason_code == "sidecar_symlink"
+    assert list((outside / "turn-hooks").iterdir()) == []
+
+
+def test_a_dangling_symlinked_dot_local_is_refused_not_followed(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".local").symlink_to(tmp_path / "nowhere")
+    store = SidecarStore(sidecar_root(repo), lock_timeout=0.5)
+    with pytest.raises(SidecarPathError):
+        store.write(store.path("doc.json"), {"a": 1})
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_widened_dot_local_is_not_refused(tmp_path):
+    """Above the root only links matter: the 0700 root keeps the tree private."""
+    repo = tmp_path / "repo"
+    (repo / ".local").mkdir(parents=True, mode=0o755)
+    os.chmod(repo / ".local", 0o755)
+    store = SidecarStore(sidecar_root(repo), lock_timeout=0.5)
+    store.write(store.path("doc.json"), {"a": 1})
+    assert store.read(store.path("doc.json")) == {"a": 1}
+    assert mode(repo / ".local") == 0o755, "a directory the store did not create is left alone"
+
+
+def test_other_roots_may_sit_below_a_symlink(tmp_path):
+    """The hook log's ``~/.local/state/turn-hooks`` may well sit below a linked ``~/.local``."""
+    real = tmp_path / "dotfiles-local"
+    real.mkdir()
+    (tmp_path / ".local").symlink_to(real)
+    store = SidecarStore(tmp_path / ".local" / "state" / "turn-hooks", lock_timeout=0.5)
+    store.write(store.path("hook-log.json"), {"a": 1})
+    assert (real / "state" / "turn-hooks" / "hook-log.json").exists()
+
+
+def test_a_directory_that_cannot_be_created_is_a_typed_write_error(store, monkeypatch):
+    def refuse(*_args):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(os, "mkdir", refuse)
+    with pytest.raises(SidecarWriteError):
+        store.write(store.path("new", "doc.json"), {"a": 1})
+
+
+def test_a_directory_made_by_another_process_meanwhile_is_used(store, monkeypatch):
+    real_mkdir = os.mkdir
+
+    def racing(path, mode=0o777):
+        real_mkdir(path, mode)
+        raise FileExistsError(path)  # as if another process won the race
+
+    monkeypatch.setattr(os, "mkdir", racing)
+    path = store.path("raced", "doc.json")
+    store.write(path, {"a": 1})
+    assert store.read(path) == {"a": 1}
 
 
 def test_lock_timeout_is_typed_and_fails_fast(store):
@@ -204,6 +289,17 @@ def test_a_failed_replace_removes_the_temp_file(store, monkeypatch):
         store.write(path, {"new": True})
     assert store.read(path) == {"old": True}
     assert sorted(p.name for p in path.parent.iterdir()) == ["doc.json", "doc.json.lock"]
+
+
+def test_a_transaction_reads_and_writes_under_one_lock(store):
+    path = store.path("txn.json")
+    with store.transaction(path) as txn:
+        assert txn.read() is None
+        txn.write({"step": 1})
+        assert txn.read() == {"step": 1}
+        with pytest.raises(SidecarLockTimeout):
+            store.write(path, {"step": "interleaved"})
+    assert store.read(path) == {"step": 1}
 
 
 def test_delete(store):

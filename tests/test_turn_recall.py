@@ -9,7 +9,7 @@ from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, resolution, store_provider, turn
 
-from capabilities.reward_memory.lifecycle import run_turn_ingest_fail_open
+from capabilities.reward_memory.lifecycle import journal_files_of, run_turn_ingest_fail_open
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
 from capabilities.reward_memory.turn import (
     GUIDANCE_INSTRUCTION,
@@ -267,3 +267,44 @@ def test_a_participation_packet_too_big_even_without_context_fails_the_hook(
         ("reward-memory.turn-context", "result_over_budget")
     ]
     assert SLOT not in outcome.payload
+
+
+def _store_rows(registry):
+    import sqlite3
+
+    path = registry.parent / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
+    with sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True) as connection:
+        return connection.execute("SELECT uri, content FROM records ORDER BY uri").fetchall()
+
+
+def test_pre_turn_writes_only_what_an_earlier_settlement_validated(tmp_path, plugin_pm):
+    """The pre_turn contract (hookspecs): no write of its own; finishing a journalled,
+    validated settlement of the same binding is the one write it may do."""
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    before = _store_rows(registry)
+    call_pre_turn(plugin_pm, turn(registry, "turn-2", prompt="module tests"))
+    assert _store_rows(registry) == before, "a PreTurn with nothing pending wrote"
+
+    down = store_provider(registry)
+    down.fail["write"] = UNAVAILABLE
+    pending = run_turn_ingest_fail_open(
+        resolution(registry),
+        turn_key="turn-0002",
+        host_result={"reward_memory_reflection_json": RAW},
+        evidence=evidence(),
+        provider_for=lambda binding: down,
+        observed_at=f1.OBSERVED_AT,
+    )
+    assert pending["reconciliation_state"] == "pending"
+    outcome = call_pre_turn(plugin_pm, turn(registry, "turn-3", prompt="module tests"))
+    reconciled = outcome.payload[SLOT]["outcome_ingest_reconciliation"]
+    assert (reconciled["attempted_count"], reconciled["completed_count"]) == (1, 1)
+    added = set(_store_rows(registry)) - set(before)
+    assert len(added) == 1, "exactly the journalled record was written"
+    [(_uri, content)] = added
+    assert '"revision_ref":"turn-0002"' in content
+    states = {
+        json.loads(p.read_text())["status"] for p in journal_files_of(registry.parent / "repo")
+    }
+    assert states == {"completed"}

@@ -14,8 +14,17 @@ from turn_hooks._calling import (
     call_post_writeback,
     call_pre_turn,
     project_contributions,
+    settlement_is_final,
+    settlement_is_taken,
 )
 from turn_hooks._contribution import RESERVED_NAMES, basis_digest, measure_result_bytes
+from turn_hooks._json_input import (
+    MAX_JSON_DEPTH,
+    MAX_JSON_SIZE,
+    MAX_NUMBER_CHARS,
+    argv_from_json,
+    loads_bounded,
+)
 from turn_hooks._manager import make_plugin_manager, plugin_info
 from turn_hooks._names import NAME
 from turn_hooks.errors import (
@@ -56,6 +65,9 @@ from turn_hooks.models import (
 
 __all__ = [
     "HOSTS",
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_SIZE",
+    "MAX_NUMBER_CHARS",
     "MAX_RESULT_BYTES",
     "NAME",
     "RESERVED_NAMES",
@@ -88,16 +100,20 @@ __all__ = [
     "WritebackEvent",
     "WritebackOutcome",
     "WritebackRegistration",
+    "argv_from_json",
     "basis_digest",
     "call_post_settlement",
     "call_post_writeback",
     "call_pre_turn",
     "hookimpl",
     "hookspec",
+    "loads_bounded",
     "make_plugin_manager",
     "measure_result_bytes",
     "plugin_info",
     "project_contributions",
+    "settlement_is_final",
+    "settlement_is_taken",
 ]
 
 

@@ -34,9 +34,23 @@ from turn_hooks.models import (
 )
 
 RETRYABLE_STATUSES = frozenset(
-    {"provider_unavailable", "committed_pending", "readback_unverified", "runtime_unavailable"}
+    {
+        "provider_unavailable",
+        "committed_pending",
+        "readback_unverified",
+        "runtime_unavailable",
+        # The plugin's own state (its journal lock or directory) was unavailable, so
+        # nothing durable holds the settlement yet: it must be delivered again.
+        "runtime_state_unavailable",
+    }
 )
 """Post-settlement statuses that a later dispatch calls the plugin again for."""
+
+OPEN_RECONCILIATION_STATES = frozenset({"pending", "state_write_failed"})
+"""A result whose ``reconciliation_state`` is one of these was taken durably by its
+plugin (a write-ahead journal) but is not settled yet. A later dispatch of the same
+settlement calls the plugin again, so the receipt shows the journal's current state
+instead of a stale one; the dispatcher status still counts only ``status``."""
 
 CONTRIBUTIONS_KEY = "turn_context_contributions"
 FAILURES_KEY = "turn_context_hook_failures"
@@ -210,7 +224,51 @@ def _is_final(previous: Mapping[str, Any], hook_id: str, capability_id: str) -> 
     return (
         isinstance(stored, Mapping)
         and capability_ids.get(hook_id) == capability_id
-        and stored.get("status") not in RETRYABLE_STATUSES
+        and _result_is_final(stored)
+    )
+
+
+def _result_is_final(result: Mapping[str, Any]) -> bool:
+    return (
+        result.get("status") not in RETRYABLE_STATUSES
+        and result.get("reconciliation_state") not in OPEN_RECONCILIATION_STATES
+    )
+
+
+def settlement_is_taken(receipt: Mapping[str, Any] | None) -> bool:
+    """True when every plugin durably took a stored ``post_settlement`` receipt.
+
+    A result is taken when it is final, or when its ``reconciliation_state`` is open:
+    the plugin journalled the settlement and retries it on its own. A host may then
+    stop carrying the settlement; with no receipt, a retryable result that no journal
+    holds (``runtime_state_unavailable``, an exception), or a malformed receipt, it
+    must deliver it again.
+    """
+    if not isinstance(receipt, Mapping):
+        return False
+    results = receipt.get("results")
+    return isinstance(results, Mapping) and all(
+        isinstance(result, Mapping)
+        and (
+            _result_is_final(result)
+            or result.get("reconciliation_state") in OPEN_RECONCILIATION_STATES
+        )
+        for result in results.values()
+    )
+
+
+def settlement_is_final(receipt: Mapping[str, Any] | None) -> bool:
+    """True when a stored ``post_settlement`` receipt needs no further dispatch.
+
+    ``None`` (never dispatched), a retryable dispatcher status, or any result that is
+    retryable or still open in its plugin's journal all mean: dispatch again. Hosts
+    use this to decide which spooled settlements a later Turn must carry on.
+    """
+    if not isinstance(receipt, Mapping) or receipt.get("status") != "observed":
+        return False
+    results = receipt.get("results")
+    return isinstance(results, Mapping) and all(
+        isinstance(result, Mapping) and _result_is_final(result) for result in results.values()
     )
 
 
@@ -278,12 +336,12 @@ def call_post_settlement(
 ) -> dict[str, Any]:
     """Dispatch ``post_settlement`` once for a settled Turn; never raises.
 
-    A stored receipt that is already final (not retryable) is returned unchanged
-    without calling any plugin. A failure of the dispatcher itself becomes the
+    A stored receipt that is already final (:func:`settlement_is_final`) is returned
+    unchanged without calling any plugin. A failure of the dispatcher itself becomes the
     ``post_settlement_observer_failed`` receipt.
     """
     previous = settlement.evidence.previous_post_settlement
-    if isinstance(previous, Mapping) and previous.get("status") == "observed":
+    if isinstance(previous, Mapping) and settlement_is_final(previous):
         return dict(previous)
     try:
         return _dispatch_post_settlement(pm, turn, settlement).to_json()

@@ -9,7 +9,13 @@ from typing import Any
 import pluggy
 
 from turn_hooks import hookspecs
-from turn_hooks._names import ENV_DISABLE_PLUGINS, ENV_LOAD_PLUGINS, ENV_TRACE_PLUGINS, NAME
+from turn_hooks._names import (
+    ENV_DISABLE_PLUGINS,
+    ENV_LOAD_PLUGINS,
+    ENV_PLUGINS,
+    ENV_TRACE_PLUGINS,
+    NAME,
+)
 
 
 def _names_from_env(variable: str) -> list[str]:
@@ -46,6 +52,21 @@ def _load_entry_points(pm: TurnHooksPluginManager, names: list[str] | None) -> N
                 pm.load_failures.append({"name": name, "reason_code": "plugin_load_failed"})
 
 
+def _register_named(pm: TurnHooksPluginManager, specs: list[str]) -> None:
+    """Register each ``module:attribute`` plugin under that spec as its name."""
+    import importlib
+
+    for spec in specs:
+        module_name, _, attribute = spec.partition(":")
+        if pm.is_blocked(spec) or pm.has_plugin(spec):
+            continue
+        try:
+            plugin = getattr(importlib.import_module(module_name), attribute or "plugin")
+            pm.register(plugin, name=spec)
+        except Exception:  # recorded, and the Turn goes on without it
+            pm.load_failures.append({"name": spec, "reason_code": "plugin_load_failed"})
+
+
 def _drop_invalid_plugins(pm: TurnHooksPluginManager) -> None:
     while True:
         try:
@@ -63,7 +84,10 @@ def make_plugin_manager(*, autoload: bool = True) -> TurnHooksPluginManager:
     With ``autoload`` the entry points of group ``turn_hooks`` are loaded, subject to
     ``TURN_HOOKS_LOAD_PLUGINS`` (unset: all; empty: none; ``a,b``: only those entry
     point names) and ``TURN_HOOKS_DISABLE_PLUGINS`` (names blocked first, so they are
-    never imported). ``TURN_HOOKS_TRACE_PLUGINS=1`` traces every hook call to stderr.
+    never imported). ``TURN_HOOKS_PLUGINS`` adds plugins by import path
+    (``module:attribute``, comma-separated; the spec is the plugin's name), the way a
+    conformance run injects its probe: an ordinary Turn imports none of them.
+    ``TURN_HOOKS_TRACE_PLUGINS=1`` traces every hook call to stderr.
     A plugin that fails to import or implements an unknown hook is left out and
     recorded in ``load_failures``; the others still load. Nothing happens at import
     time; tests call this with ``autoload=False``.
@@ -75,6 +99,7 @@ def make_plugin_manager(*, autoload: bool = True) -> TurnHooksPluginManager:
     if autoload:
         allowed = None if ENV_LOAD_PLUGINS not in os.environ else _names_from_env(ENV_LOAD_PLUGINS)
         _load_entry_points(pm, allowed)
+        _register_named(pm, _names_from_env(ENV_PLUGINS))
     _drop_invalid_plugins(pm)
     if os.environ.get(ENV_TRACE_PLUGINS) == "1":
         _enable_tracing(pm)

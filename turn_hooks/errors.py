@@ -13,12 +13,14 @@ paths in its public form: :meth:`TurnHooksError.to_public` is what the CLI print
     ├── InvalidInputError (ValueError) bad input from a caller or a host (.field)
     ├── SidecarError                   a JSON sidecar on disk (.path, never made public)
     │   ├── SidecarLockTimeout (TimeoutError)
-    │   ├── SidecarCorrupt (ValueError)       unreadable, truncated or not a JSON object
+    │   ├── SidecarCorrupt (ValueError)       unreadable, truncated, not a JSON object, or
+    │   │                                     not a regular file (``sidecar_not_regular``)
     │   ├── SidecarPermissionError (PermissionError)  mode widened, wrong owner, symlink
     │   ├── SidecarPathError (ValueError)     escapes the root or crosses a symlink
-    │   └── SidecarWriteError (OSError)       the atomic write itself failed
+    │   └── SidecarWriteError (OSError)       the atomic write, or a directory for it, failed
     └── ProviderError                  a memory provider failed (.status_code)
-        ├── ProviderUnavailable        transport errors, 5xx, 429 after retries
+        ├── ProviderUnavailable        transport errors, 5xx, 429 after retries; an
+        │                              embedded store that is corrupt, linked or widened
         └── ProviderRejected           the provider refused the request (4xx)
 """
 
@@ -119,7 +121,12 @@ class SidecarLockTimeout(SidecarError, TimeoutError):
 
 
 class SidecarCorrupt(SidecarError, ValueError):
-    """The sidecar exists but is not a readable JSON object; it is left untouched."""
+    """The sidecar exists but is not a readable JSON object; it is left untouched.
+
+    ``sidecar_not_regular`` when the path (or its ``.lock``) holds no regular file at
+    all: a FIFO, a socket, a device or a directory is refused without being opened
+    for a blocking read.
+    """
 
     reason_code = "sidecar_corrupt"
 
@@ -155,7 +162,12 @@ class ProviderError(TurnHooksError):
 
 
 class ProviderUnavailable(ProviderError):
-    """The provider could not be reached or kept failing after retries."""
+    """The provider could not be reached or kept failing after retries.
+
+    The embedded store raises it too, with an ``embedded_store_*`` reason code, for a
+    store it must not or cannot use: corrupt, a symlink on its path, the wrong kind of
+    file, a mode open to others, read-only or busy.
+    """
 
     reason_code = "provider_unavailable"
 

@@ -44,9 +44,14 @@ def pre_turn(turn: TurnContext) -> ContextResult | None:
     Results of all implementations are collected, in plugin-name order; an invalid
     result or an exception isolates that plugin only (``context_hook_failed``).
 
-    **Must not** mutate ``turn``, write to any provider (reads only), block on
-    unbounded I/O, or raise for expected conditions such as a provider outage:
-    return a result that says so instead.
+    **Must not** mutate ``turn``, block on unbounded I/O, or raise for expected
+    conditions such as a provider outage: return a result that says so instead.
+    It writes to no provider, with one exception: it may finish writes that an
+    earlier ``post_settlement`` already accepted for the same binding, that is,
+    retry journalled, independently validated settlements whose write did not
+    complete (turn-lifecycle.md §5.2 step 2: "the next executing Turn retries the
+    same deterministic event before recall"), within the hook call's budget. It
+    never writes anything that no earlier settlement validated.
 
     .. versionadded:: 0.1
 
@@ -71,7 +76,10 @@ def post_settlement(turn: TurnContext, settlement: Settlement) -> dict[str, Any]
         or ``None`` when this plugin has nothing to do for the Turn.
 
     Results of all implementations are collected into one aggregated receipt; an
-    implementation whose earlier receipt is final (not retryable) is not called again.
+    implementation whose earlier receipt is final is not called again. A receipt is
+    not final while its ``status`` is retryable or its ``reconciliation_state`` is
+    ``pending`` (the plugin journalled the settlement and retries it itself): a
+    repeated dispatch then reports the journal's current state, not a stale one.
 
     **Must not** mutate its arguments, write without accountable evidence, put raw
     reflection text, paths or secrets in the receipt, or raise for expected

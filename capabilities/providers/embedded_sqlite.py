@@ -4,6 +4,32 @@ Records are addressed by the same ``viking://`` URIs as on OpenViking and partit
 by peer exactly as OpenViking's actor-peer header does, so records move between the
 two providers unchanged. Every call opens a short-lived connection: SQLite's own
 locking is the only concurrency control needed.
+
+The store's files follow the sidecar rules (README "Sidecars"), checked before every
+connection, for readers and writers alike:
+
+- no symlink from below the *anchor* (the Goal repository, so ``.local`` and
+  ``.local/turn-hooks`` included) down to the database and its companion files;
+- directories the store creates are 0700, the database 0600;
+- the database's directory must be private (no group or other bits) and ours, and so
+  must the database. A widened or foreign one is **refused**, as a widened sidecar is
+  (``embedded_store_permission_widened``), not narrowed: its records may already have
+  been read, and someone changed the mode on purpose or by accident, which the
+  operator should learn (``health-check`` reports it) before ``chmod 600`` repairs it;
+- the companion files ``-wal``, ``-shm`` and ``-journal`` are the store's own
+  scratch: a writer checks that each is a regular file of ours and **sets it to 0600**
+  before connecting. SQLite creates them with the database's mode, so a database made
+  0400 for a while leaves a 0400 ``-shm`` behind, and without this nothing could be
+  stored again until someone fixed that file by hand. A reader changes nothing and
+  refuses a widened companion instead.
+
+SQLite opens paths by name, so the checks are made just before it does. Every
+component checked lies in a private directory of ours by then; only our own user could
+swap one in between.
+
+Every ``sqlite3.Error``, a corrupt or truncated file included, becomes
+``ProviderUnavailable`` with a reason code (``embedded_store_corrupt``,
+``embedded_store_busy``, ``embedded_store_read_only``, ...), so callers fail open.
 """
 
 from __future__ import annotations
@@ -13,6 +39,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -30,6 +57,10 @@ from turn_hooks import ProviderUnavailable
 PROVIDER_ID = "embedded_sqlite"
 SCHEMA_VERSION = "turn_hooks_sqlite_v1"
 DATABASE_NAME = "memory.sqlite3"
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside the database (write-ahead log, its index, rollback journal)."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SUMMARY = re.compile(r'"content_summary":"((?:[^"\\]|\\.)*)"')
 
@@ -147,22 +178,50 @@ def _search_text(content: str) -> str:
 
 
 class EmbeddedSqliteProvider:
-    """Reward-memory records in ``<goal repo>/.local/turn-hooks/memory.sqlite3``."""
+    """Reward-memory records in ``<goal repo>/.local/turn-hooks/memory.sqlite3``.
+
+    :param path: the database file.
+    :param read_only: open ``mode=ro``: never create the file, its directories, its
+        schema or anything in it, and trust the schema a writer made.
+    :param anchor: the directory the store's tree hangs from (the Goal repository),
+        above the database's directory; no component below it may be a symlink.
+        By default the directory above the database's own, so that directory and the
+        file are checked.
+    :param absent_ok: (with ``read_only``) an absent store reads as an empty one: the
+        preflight is ready, reads find nothing, and nothing is created anywhere. A dry
+        run uses it, so a preview never leaves a database behind.
+    """
 
     provider_id = PROVIDER_ID
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        anchor: str | Path | None = None,
+        absent_ok: bool = False,
+    ) -> None:
         self.path = Path(path).absolute()
-        # read_only opens mode=ro: it never creates the file, its schema or anything
-        # in it, and trusts the schema a writer made (its reads fail otherwise).
+        self.anchor = self.path.parent.parent if anchor is None else Path(anchor).absolute()
+        if self.anchor not in self.path.parent.parents:
+            raise ValueError("the anchor must lie above the store's directory")
         self.read_only = read_only
+        self.absent_ok = absent_ok
         self._schema_ready = read_only
 
     def _open(self, timeout: float) -> sqlite3.Connection:
+        try:
+            exists = self._prepare()
+        except OSError as exc:
+            raise ProviderUnavailable(
+                "the embedded store's files cannot be checked", reason_code="embedded_store_failed"
+            ) from exc
         if not self.read_only:
-            self._create_private()
             return sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-        if not self.path.exists():
+        if not exists:
+            if self.absent_ok:
+                return _empty_store()
             raise ProviderUnavailable(
                 "the embedded store does not exist yet", reason_code="embedded_store_absent"
             )
@@ -179,7 +238,7 @@ class EmbeddedSqliteProvider:
         try:
             connection = self._open(timeout)
         except sqlite3.Error as exc:
-            raise ProviderUnavailable("the embedded store cannot be opened") from exc
+            raise _unavailable(exc) from exc
         old_umask = os.umask(0o077)  # -wal and -shm are created on first write
         try:
             if not self._schema_ready:  # WAL mode persists in the file once set
@@ -189,21 +248,53 @@ class EmbeddedSqliteProvider:
             connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             connection.execute("PRAGMA foreign_keys=ON")
             yield connection
-        except sqlite3.OperationalError as exc:
-            raise ProviderUnavailable(
-                "the embedded store failed", reason_code=_operational_reason(exc)
-            ) from exc
+        except sqlite3.Error as exc:  # corrupt, truncated, busy, read-only...
+            raise _unavailable(exc) from exc
         finally:
             os.umask(old_umask)
             connection.close()
 
-    def _create_private(self) -> None:
-        directory = self.path.parent
-        if not directory.exists():
-            directory.mkdir(mode=0o700, parents=True)
-        if not self.path.exists():
+    def _prepare(self) -> bool:
+        """Check (a writer: make) the store's directories, file and companions.
+
+        Returns whether the database exists; raises ProviderUnavailable for a link,
+        a file of the wrong kind or a widened or foreign mode (module docstring).
+        """
+        if not self.read_only:
+            _make_missing(self.anchor)
+        for depth in range(len(self.anchor.parts) + 1, len(self.path.parts)):
+            directory = Path(*self.path.parts[:depth])
+            if not os.path.lexists(directory):
+                if self.read_only:
+                    return False
+                _make_missing(directory)
+            _check_kind(os.lstat(directory), directory=True)
+        _check_private(os.lstat(self.path.parent))
+        if not os.path.lexists(self.path):
+            if self.read_only:
+                return False
             with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                fd = os.open(self.path, flags, FILE_MODE)
+                os.fchmod(fd, FILE_MODE)  # whatever the umask
+                os.close(fd)
+        info = os.lstat(self.path)
+        _check_kind(info, directory=False)
+        _check_private(info)
+        for suffix in COMPANION_SUFFIXES:
+            companion = self.path.with_name(self.path.name + suffix)
+            try:
+                info = os.lstat(companion)
+            except FileNotFoundError:
+                continue
+            _check_kind(info, directory=False)
+            if self.read_only:
+                _check_private(info)
+            elif info.st_uid != os.getuid():
+                raise _widened()
+            elif stat.S_IMODE(info.st_mode) != FILE_MODE:
+                os.chmod(companion, FILE_MODE)  # ours: see the module docstring
+        return True
 
     def _ensure_schema(self, connection: sqlite3.Connection) -> None:
         # Once per provider object: a reader must not take a write lock on every call.
@@ -398,10 +489,84 @@ class EmbeddedSqliteProvider:
         return bool(removed)
 
 
+def _make_missing(directory: Path) -> None:
+    """Create ``directory`` and any missing parent, each 0700 (as sidecars do)."""
+    missing = []
+    current = directory
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = current.parent
+    for created in reversed(missing):
+        try:
+            os.mkdir(created, DIR_MODE)
+        except FileExistsError:
+            continue  # another process made it, the same way
+        os.chmod(created, DIR_MODE)  # mkdir's mode went through the umask
+
+
+def _widened() -> ProviderUnavailable:
+    return ProviderUnavailable(
+        "the embedded store is open to other users or not ours; check who changed it, "
+        "then chmod it back to 0600 (its directory to 0700)",
+        reason_code="embedded_store_permission_widened",
+    )
+
+
+def _check_kind(info: os.stat_result, *, directory: bool) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise ProviderUnavailable(
+            "the embedded store's path crosses a symlink", reason_code="embedded_store_symlink"
+        )
+    if not (stat.S_ISDIR if directory else stat.S_ISREG)(info.st_mode):
+        raise ProviderUnavailable(
+            "the embedded store's path holds the wrong kind of file",
+            reason_code="embedded_store_not_regular",
+        )
+
+
+def _check_private(info: os.stat_result) -> None:
+    if stat.S_IMODE(info.st_mode) & 0o077 or info.st_uid != os.getuid():
+        raise _widened()
+
+
+def _empty_store() -> sqlite3.Connection:
+    """An empty store with our schema, in memory and query-only: what an absent one holds."""
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    for statement in _SCHEMA:
+        connection.execute(statement)
+    connection.execute(
+        "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+    )
+    connection.execute("PRAGMA query_only=ON")
+    return connection
+
+
+def _unavailable(exc: sqlite3.Error) -> ProviderUnavailable:
+    reason = _sqlite_reason(exc)
+    message = (
+        "the embedded store is corrupt"
+        if reason == "embedded_store_corrupt"
+        else "the embedded store failed"
+    )
+    return ProviderUnavailable(message, reason_code=reason)
+
+
+def _sqlite_reason(exc: sqlite3.Error) -> str:
+    """The reason code of any SQLite error: a corrupt file, FTS5, busy, read-only..."""
+    primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return "embedded_store_corrupt"
+    if isinstance(exc, sqlite3.OperationalError):
+        return _operational_reason(exc)
+    return "embedded_store_failed"
+
+
 def _operational_reason(exc: sqlite3.OperationalError) -> str:
     text = str(exc).lower()
     if "fts5" in text:
         return "embedded_fts5_unavailable"
     if "locked" in text or "busy" in text:
         return "embedded_store_busy"
+    if "readonly" in text or "read-only" in text:
+        return "embedded_store_read_only"
     return "embedded_store_failed"

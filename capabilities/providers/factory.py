@@ -61,16 +61,33 @@ class UnavailableProvider:
 
 
 def build_provider(
-    provider_binding: dict[str, Any], *, repo: Path | None, read_only: bool = False
+    provider_binding: dict[str, Any],
+    *,
+    repo: Path | None,
+    read_only: bool = False,
+    dry_run: bool = False,
 ) -> Provider:
     """The provider for a corpus binding; never raises (an unusable one is unavailable).
 
     ``read_only`` opens the embedded store without creating or changing anything;
     the OpenViking provider is used through read calls only by such callers.
+    ``dry_run`` is ``read_only`` for a preview that must write nothing anywhere: an
+    absent embedded store then reads as an empty one instead of being unavailable.
+
+    The embedded store's tree is anchored at the Goal repository (the working
+    directory without one): ``.local`` and everything below it must be real
+    directories. An explicit ``TURN_HOOKS_SQLITE_PATH`` is checked from its own
+    directory down.
     """
     provider_id = provider_binding.get("provider_id")
     if provider_id == "embedded_sqlite":
-        return EmbeddedSqliteProvider(embedded_path(repo), read_only=read_only)
+        anchor = None if os.environ.get(SQLITE_PATH_ENV) else (repo or Path.cwd())
+        return EmbeddedSqliteProvider(
+            embedded_path(repo),
+            read_only=read_only or dry_run,
+            anchor=anchor,
+            absent_ok=dry_run,
+        )
     if provider_id == "openviking":
         from capabilities.providers.client import OpenVikingSettings, ProviderClient
         from capabilities.providers.openviking import OpenVikingProvider

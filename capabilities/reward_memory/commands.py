@@ -8,7 +8,6 @@ CLI prints JSON errors with exit code 2, as upstream does.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -28,16 +27,35 @@ def _registry_path(args: argparse.Namespace) -> str:
 
 
 def _read_input(source: str) -> Any:
+    """The ``--input`` file through the package's bounded JSON reader; at most one byte
+    over the bound is read. Every refusal is a ``reward_memory_error_v0``."""
     from capabilities.reward_memory import values as v
+    from turn_hooks import MAX_JSON_SIZE, InvalidInputError, loads_bounded
 
     try:
-        text = Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        with open(source, "rb") as handle:
+            data = handle.read(MAX_JSON_SIZE + 1)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         v.fail("input", "cannot be read", "input_unreadable")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        v.fail("input", "is not JSON", "input_not_json")
+        return loads_bounded(data)
+    except InvalidInputError as exc:
+        raise v.RewardMemoryInputError(
+            exc.message, reason_code=exc.reason_code, field="input"
+        ) from exc
+
+
+def _argv(text: str, field: str, reason_code: str) -> list[str]:
+    """A JSON argv option (a non-empty list of strings), refused with ``reason_code``."""
+    from capabilities.reward_memory import values as v
+    from turn_hooks import InvalidInputError, argv_from_json
+
+    try:
+        return argv_from_json(text, reason_code=reason_code, field=field)
+    except InvalidInputError as exc:
+        raise v.RewardMemoryInputError(
+            f"{field} must be a JSON list of strings", reason_code=reason_code, field=field
+        ) from exc
 
 
 def _resolve(args: argparse.Namespace) -> Any:
@@ -85,7 +103,8 @@ def ingest_event(args: argparse.Namespace) -> Result:
             provider_binding=binding,
             observed_at=v.timestamp(fixture["observed_at"], "input.observed_at"),
             execute=False,
-            provider=build_provider(binding, repo=None),
+            # A fixture is a preview: it must not leave a store behind in the cwd.
+            provider=build_provider(binding, repo=None, dry_run=True),
         )
         return receipt, "Reward memory ingest (fixture, no write)"
     route = v.exact_keys(source, "input", _ROUTE_KEYS, frozenset({"adapter"}))
@@ -114,7 +133,10 @@ def ingest_event(args: argparse.Namespace) -> Result:
         provider_binding=entry["provider_binding"],
         observed_at=v.timestamp(route["observed_at"], "input.observed_at"),
         execute=args.execute,
-        provider=build_provider(entry["provider_binding"], repo=resolution.repo),
+        # A preview writes nothing anywhere, not even an empty store.
+        provider=build_provider(
+            entry["provider_binding"], repo=resolution.repo, dry_run=not args.execute
+        ),
         automatic_recall=status["automatic_recall"],
     )
     receipt["experiment"] = status
@@ -133,6 +155,13 @@ def recall(args: argparse.Namespace) -> Result:
             f"has no available experiment ({resolution.status['status']})",
             "experiment_unavailable",
         )
+    # The caller's own arguments are refused as input errors (exit 2) before any
+    # provider call, rather than surfacing as a guard rejection without a receipt.
+    if args.surface_id not in resolution.config["surfaces"]:
+        v.fail("surface_id", "is not a configured surface", "surface_not_configured")
+    v.compact(args.query, 500, "query")
+    v.compact(args.query_summary, 220, "query_summary")
+    v.optional_token(args.turn_key, "turn_key")
     observed_at = v.timestamp(args.observed_at, "observed_at") if args.observed_at else None
     result = run_automatic_recall(
         resolution,
@@ -143,6 +172,9 @@ def recall(args: argparse.Namespace) -> Result:
         observed_at=observed_at,
     )
     document = dict(result.public())
+    if document["status"] == "guard_rejected":
+        reason = document.get("boundary_detail_code") or document["reason_code"]
+        v.fail("request", "was rejected by the recall guard", reason)
     guidance = document.get("output", {}).get("guidance", [])
     if not args.show_guidance:
         # Recalled text is private memory: the default output carries refs only.
@@ -152,7 +184,8 @@ def recall(args: argparse.Namespace) -> Result:
                 for item in guidance
             ]
         }
-        document["application"] = {**document["application"], "output": document["output"]}
+        if "application" in document:  # a disabled recall applies nothing
+            document["application"] = {**document["application"], "output": document["output"]}
     return document, "Reward memory recall"
 
 
@@ -287,17 +320,11 @@ def utility_project(args: argparse.Namespace) -> Result:
 
 def utility_observe(args: argparse.Namespace) -> Result:
     """``utility-observe``: one observation from trusted facts and an evaluator's proposal."""
-    from capabilities.reward_memory import values as v
     from capabilities.reward_memory.utility_evaluator import observe
 
     argv = None
     if args.evaluator_command_json:
-        try:
-            argv = json.loads(args.evaluator_command_json)
-        except json.JSONDecodeError:
-            argv = None
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            v.fail("evaluator_command_json", "must be a JSON list of strings", "usage_invalid")
+        argv = _argv(args.evaluator_command_json, "evaluator_command_json", "usage_invalid")
     return observe(
         _read_input(args.input), evaluator_argv=argv, timeout=args.evaluator_timeout_seconds
     ), "Memory utility observation"
@@ -329,26 +356,37 @@ def _finalize_if_settled(resolution: Any, candidate: str) -> dict[str, Any] | No
     )
 
 
+def _refuse_unbounded_reflection(text: str | None) -> None:
+    """Refuse, as ``reflection_invalid``, reflection argv that nests too deeply or holds
+    a number literal too long for any reader; everything else is the stage's to judge."""
+    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.experience import MAX_REFLECTION_BYTES
+    from turn_hooks import InvalidInputError, loads_bounded
+
+    if not text or len(text.encode("utf-8")) > MAX_REFLECTION_BYTES:
+        return
+    try:
+        loads_bounded(text)
+    except InvalidInputError as exc:
+        if exc.reason_code in {"input_too_deep", "input_number_too_long"}:
+            v.fail("reward_memory_reflection_json", "is not bounded JSON", "reflection_invalid")
+
+
 def app_refresh_state(args: argparse.Namespace) -> Result:
     """``codex-app refresh-state``: record the settled Turn, stage and validate its reflection."""
-    from capabilities.reward_memory import values as v
     from capabilities.reward_memory.app import declaration, record_step, stage
 
     resolution = _resolve(args)
     effect, candidate = _app_ids(args, resolution)
     argv = None
     if args.validation_command_json:
-        try:
-            argv = json.loads(args.validation_command_json)
-        except json.JSONDecodeError:
-            v.fail("validation_command_json", "is not JSON", "validation_declaration_invalid")
-        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or not argv:
-            v.fail(
-                "validation_command_json",
-                "must be a JSON list of strings",
-                "validation_declaration_invalid",
-            )
+        argv = _argv(
+            args.validation_command_json,
+            "validation_command_json",
+            "validation_declaration_invalid",
+        )
     declared = declaration(argv, args.validation_timeout_seconds) if argv else None
+    _refuse_unbounded_reflection(args.reward_memory_reflection_json)
     workspace = Path(args.validation_workspace) if args.validation_workspace else resolution.repo
     staged = stage(
         resolution,

@@ -14,6 +14,7 @@ from typing import Any
 from capabilities.providers.scopes import classify_scope, has_goal_segment
 from capabilities.reward_memory import values as v
 from capabilities.reward_memory.identities import peer_token, short_digest
+from turn_hooks import InvalidInputError, loads_bounded
 
 CONFIG_SCHEMA = "reward_memory_experiment_config_v1"
 POLICY_SCHEMA = "reward_memory_standing_policy_v0"
@@ -542,8 +543,8 @@ def load_config(project: Path, config_path: str) -> dict[str, Any]:
     """Read, parse and normalise a Goal's experiment config."""
     raw = read_config_bytes(project, config_path)
     try:
-        document = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        document = loads_bounded(raw)
+    except InvalidInputError:
         v.fail("config", "is not a JSON document", "config_not_json")
     return normalise_config(document)
 

@@ -30,7 +30,7 @@ from capabilities.reward_memory.registry import (
 )
 from capabilities.reward_memory.runtime import now_timestamp
 from sidecars import atomic_write_text
-from turn_hooks import ProviderError
+from turn_hooks import InvalidInputError, ProviderError, loads_bounded
 
 CONFIGURATION_SCHEMA = "reward_memory_configuration_v0"
 PROBE_SCHEMA = "reward_memory_enablement_probe_v0"
@@ -171,9 +171,10 @@ def configure_binding(
     repo = Path(str(goal.get("repo") or "."))
     raw = read_config_bytes(repo, path)
     try:
-        config = normalise_config(json.loads(raw.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        document = loads_bounded(raw)
+    except InvalidInputError:
         v.fail("config", "is not a JSON document", "config_not_json")
+    config = normalise_config(document)
     scope = goal_agent_scope(config, goal_id, agent)
     digest = config_digest(raw)
     observed_at = now_timestamp()

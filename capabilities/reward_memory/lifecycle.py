@@ -10,6 +10,7 @@ an outage leaves a pending journal that the next Turn reconciles.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,17 @@ PENDING_INGEST_STATUSES = frozenset(
     }
 )
 MAX_RECONCILE = 3
+MAX_VERIFY_ATTEMPTS = 12
+"""Attempts after which a journal whose provider answers, but never with the record
+(exact readback or destination recall fails, or the target holds other content), is
+ended as ``rejected``: such a provider will not start to."""
+UNVERIFIABLE_STATUSES = frozenset({"readback_unverified", "recall_unverified"})
+UNVERIFIABLE_REASONS = frozenset({"provider_sync_revision_conflict"})
+"""The target holds other content than the record: a provider that answers, and
+answers with something else, every time."""
+TERMINAL_SCHEMA = "turn_reward_memory_terminal_failure_v0"
+REFLECTION_FIELD = "reward_memory_reflection_json"
+REFLECTION_REJECTED = "reflection_rejected"
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
 
@@ -430,11 +442,25 @@ def _settlement_validation(evidence: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def run_turn_ingest_fail_open(resolution: Resolution, **kwargs: Any) -> dict[str, Any]:
-    """:func:`run_turn_ingest`, but any failure is a ``runtime_unavailable`` receipt."""
+    """:func:`run_turn_ingest`, but any failure is a fail-open receipt.
+
+    A reflection the contract refuses (not JSON, secret-like or path-like text, a
+    broken experience) can never become a memory however often it is retried, so it
+    is the final ``reflection_rejected`` with the refusal's reason code. Any other
+    failure is the retryable ``runtime_unavailable``.
+    """
+    receipt = base_receipt(resolution.status, kwargs.get("wiring", CLI_WIRING))
     try:
         return run_turn_ingest(resolution, **kwargs)
+    except v.RewardMemoryInputError as exc:
+        if not str(exc.field or "").startswith(REFLECTION_FIELD):
+            receipt.update(
+                status="runtime_unavailable", reason_code="automatic_ingest_runtime_failed"
+            )
+            return receipt
+        receipt.update(status=REFLECTION_REJECTED, reason_code=exc.reason_code)
+        return receipt
     except Exception:  # the Turn is settled; a failing ingest must never undo it
-        receipt = base_receipt(resolution.status, kwargs.get("wiring", CLI_WIRING))
         receipt.update(status="runtime_unavailable", reason_code="automatic_ingest_runtime_failed")
         return receipt
 
@@ -484,10 +510,17 @@ def reconcile(
             continue
         receipt["pending_count"] += 1
         if document.get("binding_revision") == revision:
-            eligible.append((path, document))
-    for path, document in eligible[:limit]:
+            eligible.append((_last_attempt(path), path, document))
+    # Oldest attempt first (upstream takes the first by file name, so three stuck
+    # journals that sort early would starve every other one). Each attempt touches
+    # its journal, so with N eligible journals each is retried within ceil(N/limit)
+    # reconciliations.
+    eligible.sort(key=lambda item: (item[0], item[1].name))
+    for _when, path, document in eligible[:limit]:
         receipt["attempted_count"] += 1
         result = _replay(store, path, document, resolution, provider_for, observed_at)
+        result = _end_if_hopeless(store, path, result, observed_at)
+        _touch(store, path)
         receipt["receipts"].append(result)
         receipt["provider_sync_count"] += result.get("provider_sync_count", 0)
         receipt["external_writes_performed"] |= result.get("external_writes_performed") is True
@@ -495,6 +528,72 @@ def reconcile(
     if receipt["attempted_count"]:
         receipt["status"] = "completed"
     return receipt
+
+
+def _last_attempt(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _touch(store: SidecarStore, path: Path) -> None:
+    """Mark the journal as just attempted, whatever the attempt did to its content."""
+    try:
+        with store.lock(path):
+            if os.path.isfile(path):
+                os.utime(path)
+    except (SidecarError, OSError):
+        return  # the rotation only orders retries; losing one mark loses nothing
+
+
+def _end_if_hopeless(
+    store: SidecarStore, path: Path, result: dict[str, Any], observed_at: str | None
+) -> dict[str, Any]:
+    """End a pending journal that can never succeed in a typed terminal state.
+
+    Two kinds: its reflection is refused by the contract (``reflection_rejected``),
+    or the provider keeps accepting the write without ever returning the exact
+    record, for :data:`MAX_VERIFY_ATTEMPTS` attempts. An unreachable provider is
+    never a reason: the journal waits for it. The journal keeps the reflection and
+    its attestation, with ``terminal_failure`` saying why.
+    """
+    rejected = result.get("status") == REFLECTION_REJECTED
+
+    def end(document: dict[str, Any] | None) -> dict[str, Any] | None:
+        if document is None or document.get("status") != "pending":
+            return None
+        public = document.get("public_receipt") or {}
+        last = public.get("status")
+        attempts = document.get("attempt_count")
+        exhausted = (
+            (last in UNVERIFIABLE_STATUSES or public.get("reason_code") in UNVERIFIABLE_REASONS)
+            and isinstance(attempts, int)
+            and attempts >= MAX_VERIFY_ATTEMPTS
+        )
+        if not (rejected or exhausted):
+            return None
+        return {
+            **document,
+            "status": "rejected",
+            "terminal_failure": {
+                "schema_version": TERMINAL_SCHEMA,
+                "reason_code": result.get("reason_code")
+                if rejected
+                else "reconcile_verification_attempts_exhausted",
+                "last_status": result.get("status") if rejected else last,
+                "attempt_count": attempts,
+                "ended_at": observed_at or now_timestamp(),
+            },
+        }
+
+    try:
+        ended = store.update(path, end)
+    except SidecarError:
+        return result
+    if not ended or ended.get("status") != "rejected" or "terminal_failure" not in ended:
+        return result
+    return {**result, "reconciliation_state": "rejected"}
 
 
 def _replay(

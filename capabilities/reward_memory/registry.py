@@ -7,7 +7,6 @@ enablement_stale → enablement_unverified → available.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from capabilities.reward_memory import values as v
 from capabilities.reward_memory.config import goal_agent_scope, normalise_config, read_config_bytes
 from capabilities.reward_memory.identities import binding_revision, config_digest
 from sidecars import SidecarStore, sidecar_root
+from turn_hooks import InvalidInputError, loads_bounded
 
 STATUS_SCHEMA = "reward_memory_experiment_status_v1"
 ROUTE_SCHEMA = "reward_memory_config_runtime_route_v0"
@@ -64,10 +64,10 @@ class Resolution:
 def load_registry(path: str | Path) -> dict[str, Any]:
     """Read a registry file; a typed error when it is missing or not a registry."""
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        document = loads_bounded(Path(path).read_bytes())
     except OSError:
         v.fail("registry", "cannot be read", "registry_unreadable")
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except InvalidInputError:
         v.fail("registry", "is not JSON", "registry_invalid")
     if not isinstance(document, dict) or not isinstance(document.get("goals"), list):
         v.fail("registry", "must be an object with a goals list", "registry_invalid")
@@ -243,8 +243,8 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     repo = Path(str(goal.get("repo") or "."))
     try:
         raw = read_config_bytes(repo, config_path)
-        config = normalise_config(json.loads(raw.decode("utf-8")))
-    except (v.RewardMemoryInputError, UnicodeDecodeError, json.JSONDecodeError):
+        config = normalise_config(loads_bounded(raw))
+    except InvalidInputError:  # RewardMemoryInputError is one too
         return stop("config_invalid", "config_unavailable_or_invalid", "rejected")
     try:
         scope = goal_agent_scope(config, goal_id, agent)

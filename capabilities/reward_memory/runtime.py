@@ -294,7 +294,8 @@ def run_automatic_recall(
         conflict_state="clear",
         read_authority_checkpoints=checkpoints,
         application_id="operator-recall",
-        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
+        # Reads only: a binding with no store yet reads as empty, and nothing is created.
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo, dry_run=True),
         identity={key: scope.get(key) for key in IDENTITY_FIELDS},
         apply_memory=cite_guidance,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from capabilities.reward_memory import utility as u
 from capabilities.reward_memory import values as v
+from turn_hooks import InvalidInputError, loads_bounded
 
 SCHEMA = "memory_utility_observation_result_v0"
 FACT_KEYS = frozenset(
@@ -22,26 +23,26 @@ FACT_KEYS = frozenset(
 
 
 def _run(argv: list[str], facts: dict[str, Any], timeout: int) -> tuple[Any, str | None]:
+    # Bytes, not text: output that is not UTF-8 is a malformed proposal, not a crash.
     try:
         done = subprocess.run(
             argv,
-            input=json.dumps(facts),
+            input=json.dumps(facts).encode("utf-8"),
             capture_output=True,
-            text=True,
             timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
         return None, "utility_evaluator_timeout"
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the argv
         return None, "utility_evaluator_unavailable"
     if done.returncode != 0:
         return None, "utility_evaluator_failed"
     if not done.stdout.strip():
         return None, "utility_evaluator_absent"
     try:
-        return json.loads(done.stdout), None
-    except json.JSONDecodeError:
+        return loads_bounded(done.stdout), None
+    except InvalidInputError:
         return None, "utility_evaluator_malformed"
 
 

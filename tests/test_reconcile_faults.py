@@ -1,0 +1,154 @@
+"""Validated reflections are never starved or stuck (issue 13, items 1 and 12).
+
+Each test here reproduces a loss the adversarial run found: the readback that only
+looked at its first hits, the reconciliation that always retried the same three
+journals, the journal that stayed ``pending`` for ever, and the secret-like
+reflection reported as a retryable failure.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+from fixtures import f1
+from rm_support import UNAVAILABLE
+from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
+
+from capabilities.reward_memory.lifecycle import (
+    MAX_RECONCILE,
+    MAX_VERIFY_ATTEMPTS,
+    reconcile,
+    run_turn_ingest_fail_open,
+)
+from turn_hooks import settlement_is_final
+
+
+def ingest(goal, provider, turn_key, raw=RAW):
+    return run_turn_ingest_fail_open(
+        resolution(goal),
+        turn_key=turn_key,
+        host_result={"reward_memory_reflection_json": raw},
+        evidence=evidence(raw),
+        provider_for=lambda binding: provider,
+        observed_at=f1.OBSERVED_AT,
+    )
+
+
+def journals_by_state(goal):
+    states = {}
+    for path in journal_files(goal):
+        document = json.loads(path.read_text())
+        states[document["turn_key"]] = document["status"]
+    return states
+
+
+def test_the_same_reflection_learned_on_many_turns_is_read_back_every_time(tmp_path):
+    """The readback recall sees 8 hits; a 9th record with the same text used to fall
+    outside them and stay ``readback_unverified`` for ever. It is now read at its
+    deterministic target (30 Turns: the old code passes them all with p < 1e-9)."""
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    receipts = [ingest(goal, provider, f"turn-{n:04d}") for n in range(30)]
+    assert [(r["status"], r["exact_readback_verified"]) for r in receipts] == [
+        ("activated", True)
+    ] * 30
+    assert set(journals_by_state(goal).values()) == {"completed"}
+
+
+class StuckFor:
+    """A real store whose writes fail for the records of some Turns, for ever."""
+
+    def __init__(self, provider, stuck_turns):
+        self.provider = provider
+        self.stuck = set(stuck_turns)
+
+    def __getattr__(self, name):
+        return getattr(self.provider, name)
+
+    def write(self, uri, text, **kwargs):
+        if any(f'"revision_ref":"{turn}"' in text for turn in self.stuck):
+            raise UNAVAILABLE
+        return self.provider.write(uri, text, **kwargs)
+
+
+def test_reconciliation_rotates_so_stuck_journals_never_starve_the_rest(tmp_path):
+    """Upstream retries the first three pending journals by file name: three that can
+    never succeed and sort first starve every other one. Oldest attempt first, every
+    pending journal is retried within ceil(N / 3) reconciliations."""
+    goal = bound_goal(tmp_path)
+    real = store_provider(goal)
+    turns = [f"turn-{n:04d}" for n in range(7)]
+    down = StuckFor(real, turns)
+    for turn in turns:
+        assert ingest(goal, down, turn)["reconciliation_state"] == "pending"
+    by_name = [json.loads(p.read_text())["turn_key"] for p in journal_files(goal)]
+    stuck = by_name[:3]  # the three that upstream would retry on every Turn
+    flaky = StuckFor(real, stuck)
+    rounds = math.ceil(len(turns) / MAX_RECONCILE)
+    for _ in range(rounds):
+        reconcile(resolution(goal), provider_for=lambda binding: flaky)
+    states = journals_by_state(goal)
+    assert {turn for turn, state in states.items() if state == "completed"} == set(by_name[3:])
+    assert {turn for turn, state in states.items() if state == "pending"} == set(stuck)
+
+
+def test_a_journal_that_is_never_read_back_ends_in_a_typed_terminal_state(tmp_path):
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    provider.readback_text = '{"schema_version":"never the record"}'
+    first = ingest(goal, provider, "turn-0001")
+    assert first["reconciliation_state"] == "pending"
+    for _ in range(MAX_VERIFY_ATTEMPTS - 2):
+        result = reconcile(resolution(goal), provider_for=lambda binding: provider)
+        assert result["receipts"][0]["reconciliation_state"] == "pending"
+    last = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert last["receipts"][0]["reconciliation_state"] == "rejected"
+    [path] = journal_files(goal)
+    journal = json.loads(path.read_text())
+    assert journal["status"] == "rejected"
+    assert journal["reflection"]["content_summary"], "the reflection is kept, not lost"
+    assert journal["terminal_failure"] == {
+        "schema_version": "turn_reward_memory_terminal_failure_v0",
+        "reason_code": "reconcile_verification_attempts_exhausted",
+        "last_status": journal["public_receipt"]["status"],
+        "attempt_count": MAX_VERIFY_ATTEMPTS,
+        "ended_at": journal["terminal_failure"]["ended_at"],
+    }
+    assert reconcile(resolution(goal), provider_for=lambda binding: provider)["status"] == "empty"
+
+
+def test_an_unreachable_provider_never_ends_a_journal(tmp_path):
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    provider.fail["write"] = UNAVAILABLE
+    ingest(goal, provider, "turn-0001")
+    for _ in range(MAX_VERIFY_ATTEMPTS + 3):
+        reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert journals_by_state(goal) == {"turn-0001": "pending"}
+    provider.fail.clear()
+    assert (
+        reconcile(resolution(goal), provider_for=lambda binding: provider)["completed_count"] == 1
+    )
+
+
+def test_a_secret_like_reflection_is_a_typed_final_rejection(tmp_path):
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    reflection = copy.deepcopy(f1.REFLECTION)
+    reflection["content_summary"] = "deploy with api_key=sk-abcdefghijklmnop1234567890"
+    raw = json.dumps(reflection)
+    receipt = ingest(goal, provider, "turn-0001", raw=raw)
+    assert (receipt["status"], receipt["reason_code"]) == (
+        "reflection_rejected",
+        "text_not_public_safe",
+    )
+    assert provider.calls == [] and journal_files(goal) == []
+    dispatched = {
+        "status": "observed",
+        "results": {"reward-memory.outcome-ingest": receipt},
+        "capability_ids": {"reward-memory.outcome-ingest": "reward-memory"},
+    }
+    assert settlement_is_final(dispatched), "a refused reflection is not retried"
+    assert "sk-abcdef" not in json.dumps(receipt)

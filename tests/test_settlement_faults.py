@@ -1,0 +1,263 @@
+"""Spooled settlements are carried on, never lost (issue 13, items 2 and 13).
+
+A Stop hook that dies before its validator finished, or meets a journal it cannot
+lock or write, leaves its spool entry queued; ``turn-hooks settle --pending`` (run
+detached by the next PreTurn, or by hand) carries it to a final receipt. Replaying a
+Stop hook after reconciliation completed its journal reports the journal's state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import filelock
+import pytest
+from fixtures import f1
+from turn_support import RAW, bound_goal
+
+from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+from capabilities.reward_memory.config import normalise_config
+from capabilities.reward_memory.identities import evidence_digest, source_event_id
+from capabilities.reward_memory.lifecycle import journal_files_of, journal_path, reconcile
+from capabilities.reward_memory.registry import load_registry, resolve
+from hosts.generic import build_turn
+from hosts.settlement import MAX_SETTLEMENT_ATTEMPTS, queued, settle, settlement_store
+from sidecars import SidecarStore, sidecar_root
+from turn_hooks import make_plugin_manager
+
+ROOT = Path(__file__).parent.parent
+EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
+DEMO_VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
+
+
+def message(reflection=RAW):
+    return f"Done.\n<reward_memory_reflection_json>{reflection}</reward_memory_reflection_json>"
+
+
+def hook_argv(registry, event="post-settlement", validator=DEMO_VALIDATOR):
+    argv = [sys.executable, "-m", "hosts.cli", "host", "generic", event]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
+    if event == "post-settlement":
+        argv += ["--validation-command-json", json.dumps(validator)]
+    return argv
+
+
+def run(argv, stdin=""):
+    result = subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False, timeout=60
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def settle_pending(registry):
+    result = run(
+        [
+            *(sys.executable, "-m", "hosts.cli", "settle", "--pending"),
+            *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)),
+        ]
+    )
+    assert result.returncode == 0
+    return json.loads(result.stdout)
+
+
+def journal_states(registry):
+    return [json.loads(p.read_text())["status"] for p in journal_files_of(registry.parent / "repo")]
+
+
+def stored_records(registry):
+    store = EmbeddedSqliteProvider(
+        registry.parent / "repo" / ".local" / "turn-hooks" / "memory.sqlite3", read_only=True
+    )
+    return store.list(f1.SCOPE_REF, limit=100, actor_peer_id=f1.PEER, timeout=5)
+
+
+def queue(registry):
+    return queued(settlement_store(str(registry), f1.GOAL, None), f1.GOAL, f1.AGENT)
+
+
+def private_dirs(directory):
+    """Create ``directory`` the way the sidecar store does: every new level 0700."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for created in reversed(missing):
+        created.mkdir(mode=0o700)
+        created.chmod(0o700)
+
+
+def gated_validator(tmp_path):
+    """The demo validator, but it first says it started and waits while ``gate`` exists."""
+    script = tmp_path / "gated_validator.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib, sys, time
+            from conformance.validator import main
+            here = pathlib.Path({str(tmp_path)!r})
+            (here / "started").touch()
+            deadline = time.monotonic() + 60
+            while (here / "gate").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            sys.exit(main(pathlib.Path({str(EVIDENCE)!r})))
+            """
+        )
+    )
+    (tmp_path / "gate").touch()
+    return [sys.executable, str(script)]
+
+
+def kill_during_validation(tmp_path, registry):
+    validator = gated_validator(tmp_path)
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    process = subprocess.Popen(
+        hook_argv(registry, validator=validator),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        text=True,
+    )
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(event))
+    process.stdin.close()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "the validator never started"
+        time.sleep(0.02)
+    process.kill()
+    process.wait(timeout=10)
+
+
+def test_a_stop_hook_killed_during_validation_is_carried_on_by_settle(tmp_path):
+    registry = bound_goal(tmp_path)
+    kill_during_validation(tmp_path, registry)
+    assert journal_states(registry) == [], "the validator never finished: nothing ingested"
+    assert len(queue(registry)) == 1, "but the spooled evidence is queued"
+    (tmp_path / "gate").unlink()
+    summary = settle_pending(registry)
+    assert (summary["queued_count"], summary["settled_count"]) == (1, 1)
+    assert journal_states(registry) == ["completed"]
+    assert len(stored_records(registry)) == 1
+    assert queue(registry) == []
+    again = settle_pending(registry)
+    assert (again["queued_count"], len(stored_records(registry))) == (0, 1), "never twice"
+
+
+def test_the_next_pre_turn_starts_the_worker_that_finishes_it(tmp_path):
+    registry = bound_goal(tmp_path)
+    kill_during_validation(tmp_path, registry)
+    (tmp_path / "gate").unlink()
+    result = run(hook_argv(registry, "pre-turn"), json.dumps({"turn_id": "t2", "prompt": "next"}))
+    assert result.returncode == 0
+    deadline = time.monotonic() + 60
+    while journal_states(registry) != ["completed"]:
+        assert time.monotonic() < deadline, "the detached worker did not finish the Turn"
+        time.sleep(0.1)
+    while queue(registry):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert len(stored_records(registry)) == 1
+
+
+def test_an_unwritable_journal_directory_leaves_the_settlement_queued(tmp_path):
+    registry = bound_goal(tmp_path)
+    blocker = tmp_path / "repo" / ".local" / "turn-hooks" / "reward-memory-outcomes"
+    private_dirs(blocker.parent)
+    blocker.write_text("not a directory")
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    assert run(hook_argv(registry), json.dumps(event)).returncode == 0
+    assert journal_states(registry) == [] and len(queue(registry)) == 1
+    blocker.unlink()
+    assert settle_pending(registry)["settled_count"] == 1
+    assert journal_states(registry) == ["completed"]
+
+
+def test_a_journal_lock_held_past_its_timeout_leaves_the_settlement_queued(tmp_path):
+    registry = bound_goal(tmp_path)
+    policy = normalise_config(f1.config("embedded_sqlite"))["corpora"]["experience"]
+    event_id = source_event_id(
+        f1.GOAL,
+        f1.AGENT,
+        "t1",
+        f1.SURFACE,
+        policy["standing_policy"]["policy_id"],
+        evidence_digest(f1.REFLECTION["evidence_refs"]),
+    )
+    store = SidecarStore(sidecar_root(tmp_path / "repo"))
+    path = journal_path(store, f1.GOAL, f1.AGENT, event_id)
+    private_dirs(path.parent)
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    with filelock.FileLock(str(path) + ".lock", mode=0o600):
+        assert run(hook_argv(registry), json.dumps(event)).returncode == 0
+    assert journal_states(registry) == [] and len(queue(registry)) == 1
+    assert settle_pending(registry)["settled_count"] == 1
+    assert journal_states(registry) == ["completed"]
+
+
+def test_an_entry_that_never_settles_ends_in_a_typed_terminal_state(tmp_path):
+    """A validator that always times out: inconclusive, re-run on each delivery, until
+    the attempts are spent; the entry then says why, and the queue is empty."""
+    registry = bound_goal(tmp_path)
+    hang = [sys.executable, "-c", "import time; time.sleep(30)"]
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    argv = [*hook_argv(registry, validator=hang), "--validation-timeout-seconds", "1"]
+    assert run(argv, json.dumps(event)).returncode == 0
+    for _ in range(MAX_SETTLEMENT_ATTEMPTS):
+        summary = settle_pending(registry)
+        if summary["terminal_count"]:
+            break
+    assert summary["terminal_count"] == 1 and queue(registry) == []
+    [spool] = (tmp_path / "repo" / ".local" / "turn-hooks" / "settlements").rglob("*.json")
+    entry = json.loads(spool.read_text())
+    assert (entry["settlement_state"], entry["settlement_reason_code"]) == (
+        "terminal",
+        "settlement_attempts_exhausted",
+    )
+    assert entry["reward_memory_reflection_json"], "the reflection is kept in the spool"
+
+
+@pytest.mark.usefixtures("no_openviking")
+def test_replaying_a_stop_after_reconcile_reports_the_journal_now(tmp_path):
+    """Item 13: the journal was pending when Stop ran (provider down); reconciliation
+    completed it; a replayed Stop used to return the stale pending receipt."""
+    registry = f1.write_goal(tmp_path, f1.config("openviking"))
+    turn = build_turn(
+        {"turn_id": "t1", "cwd": str(tmp_path)},
+        host="generic_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    first = settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=DEMO_VALIDATOR
+    )
+    ingest = first["results"]["reward-memory.outcome-ingest"]
+    assert (ingest["status"], ingest["reconciliation_state"]) == ("unavailable", "pending")
+    store = EmbeddedSqliteProvider(tmp_path / "memory.sqlite3")
+    resolution = resolve(load_registry(registry), f1.GOAL, f1.AGENT)
+    assert reconcile(resolution, provider_for=lambda binding: store)["completed_count"] == 1
+    replay = settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=DEMO_VALIDATOR
+    )
+    result = replay["results"]["reward-memory.outcome-ingest"]
+    assert (result["status"], result["reconciliation_state"], result["sidecar_receipt_reused"]) == (
+        "activated",
+        "completed",
+        True,
+    )
+
+
+@pytest.fixture
+def no_openviking(monkeypatch, tmp_path):
+    for name in list(os.environ):
+        if name.startswith("OPENVIKING_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
