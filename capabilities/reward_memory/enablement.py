@@ -171,10 +171,10 @@ def configure_binding(
     repo = Path(str(goal.get("repo") or "."))
     raw = read_config_bytes(repo, path)
     try:
-        document = loads_bounded(raw)
+        parsed = loads_bounded(raw)
     except InvalidInputError:
         v.fail("config", "is not a JSON document", "config_not_json")
-    config = normalise_config(document)
+    config = normalise_config(parsed)
     scope = goal_agent_scope(config, goal_id, agent)
     digest = config_digest(raw)
     observed_at = now_timestamp()
