@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import httpx
 import tenacity
 
 from capabilities.providers._errors import error_for_response, map_httpx_errors
+from capabilities.providers.base import ProviderTimeout
 from capabilities.providers.retry import default_retrying
 
 SETTING_KEYS = ("url", "api_key", "account", "user", "timeout")
@@ -63,7 +66,15 @@ class OpenVikingSettings:
 
 
 class ProviderClient:
-    """JSON over HTTP to one OpenViking server, with retries on transient failures."""
+    """JSON over HTTP to one OpenViking server, with retries on transient failures.
+
+    One connection serves every request of the client (a provider is built per hook
+    step): no new TCP connection, and no new TLS context, per request. The TLS
+    context, whose certificate loading costs tens of milliseconds, is only built for
+    an ``https://`` server. Each request has a deadline that its retries and their
+    back-off sleeps respect, so a server that accepts and never answers costs a hook
+    at most the request's timeout, not five times it.
+    """
 
     def __init__(
         self,
@@ -79,6 +90,21 @@ class ProviderClient:
         )
         self.client = client
         self.retrying = retrying or default_retrying()
+
+    def _connection(self) -> httpx.Client:
+        if self.client is None:
+            # Plain http has no TLS to verify; certificates load only for https.
+            self.client = httpx.Client(
+                timeout=self.timeout, verify=self.settings.url.startswith("https://")
+            )
+            # Closed when this client is collected, so no socket is left to the GC.
+            weakref.finalize(self, self.client.close)
+        return self.client
+
+    def close(self) -> None:
+        """Close the connection this client opened (it reopens on the next request)."""
+        if self.client is not None:
+            self.client.close()
 
     def _headers(self, peer: str | None, auth: bool) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -101,27 +127,20 @@ class ProviderClient:
         auth: bool,
         params: dict[str, Any] | None,
         body: dict[str, Any] | None,
+        deadline: float,
     ) -> Any:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ProviderTimeout("the request's deadline passed before it could be sent")
         with map_httpx_errors():
-            if self.client is not None:
-                response = self.client.request(
-                    method,
-                    self.settings.url + path,
-                    params=params,
-                    json=body,
-                    headers=self._headers(peer, auth),
-                    timeout=self.timeout,
-                )
-            else:
-                # A client per call: providers are built per Turn step and never closed.
-                with httpx.Client(timeout=self.timeout) as client:
-                    response = client.request(
-                        method,
-                        self.settings.url + path,
-                        params=params,
-                        json=body,
-                        headers=self._headers(peer, auth),
-                    )
+            response = self._connection().request(
+                method,
+                self.settings.url + path,
+                params=params,
+                json=body,
+                headers=self._headers(peer, auth),
+                timeout=_within(self.timeout, remaining),
+            )
         error = error_for_response(response)
         if error is not None:
             raise error
@@ -142,8 +161,38 @@ class ProviderClient:
         auth: bool = True,
         params: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        """One API call, retried on transient failures; returns the envelope's ``result``."""
-        return self.retrying(
-            self._once, method, path, peer=peer, auth=auth, params=params, body=body
+        """One API call, retried on transient failures; returns the envelope's ``result``.
+
+        ``timeout`` (default: the settings' timeout) bounds the whole call, retries and
+        back-off included: no attempt starts, and no sleep runs, past it.
+        """
+        seconds = self.settings.timeout if timeout is None else timeout
+        deadline = time.monotonic() + max(seconds, 0.0)
+        policy, in_time = self.retrying.stop, tenacity.stop_before_delay(max(seconds, 0.0))
+        retrying = self.retrying.copy(stop=lambda state: policy(state) or in_time(state))
+        return retrying(
+            self._once,
+            method,
+            path,
+            peer=peer,
+            auth=auth,
+            params=params,
+            body=body,
+            deadline=deadline,
         )
+
+
+def _within(timeout: httpx.Timeout, remaining: float) -> httpx.Timeout:
+    """``timeout`` with every phase cut to what is left of the deadline."""
+
+    def cut(value: float | None) -> float:
+        return remaining if value is None else min(value, remaining)
+
+    return httpx.Timeout(
+        connect=cut(timeout.connect),
+        read=cut(timeout.read),
+        write=cut(timeout.write),
+        pool=cut(timeout.pool),
+    )

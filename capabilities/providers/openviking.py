@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from capabilities.providers._errors import ProviderNotFound
@@ -28,11 +29,15 @@ class OpenVikingProvider:
         self.client = client
 
     def preflight(self, *, timeout: float = 5.0) -> Preflight:
-        """Health without credentials, then one authenticated call."""
+        """Health without credentials, then one authenticated call, within ``timeout``."""
+        deadline = time.monotonic() + timeout
         try:
-            health = self.client.request("GET", "/health", auth=False)
+            health = self.client.request("GET", "/health", auth=False, timeout=timeout)
             self.client.request(
-                "GET", "/api/v1/fs/ls", params={"uri": "viking://resources", "limit": 1}
+                "GET",
+                "/api/v1/fs/ls",
+                params={"uri": "viking://resources", "limit": 1},
+                timeout=deadline - time.monotonic(),
             )
         except ProviderNotFound:
             pass  # authenticated, the probe path just does not exist yet
@@ -47,7 +52,11 @@ class OpenVikingProvider:
         """``content/read``: the stored (stripped) text, ``None`` when absent."""
         try:
             result = self.client.request(
-                "GET", "/api/v1/content/read", params={"uri": _checked(uri)}, peer=actor_peer_id
+                "GET",
+                "/api/v1/content/read",
+                params={"uri": _checked(uri)},
+                peer=actor_peer_id,
+                timeout=timeout,
             )
         except ProviderNotFound:
             return None
@@ -62,6 +71,7 @@ class OpenVikingProvider:
             "/api/v1/content/write",
             peer=actor_peer_id,
             body={"uri": _checked(uri), "content": text, "mode": "replace", "wait": True},
+            timeout=timeout,
         )
 
     def search(
@@ -79,6 +89,7 @@ class OpenVikingProvider:
             "/api/v1/search/find",
             peer=actor_peer_id,
             body={"query": query, "target_uri": _checked(scope_ref), "limit": limit},
+            timeout=timeout,
         )
         rows: list[Any] = []
         if isinstance(result, dict):
@@ -109,6 +120,7 @@ class OpenVikingProvider:
                 "/api/v1/fs/ls",
                 peer=actor_peer_id,
                 params={"uri": _checked(scope_ref), "limit": limit},
+                timeout=timeout,
             )
         except ProviderNotFound:
             return []
@@ -121,8 +133,13 @@ class OpenVikingProvider:
 
     def delete(self, uri: str, *, actor_peer_id: str | None, timeout: float = 5.0) -> bool:
         """``DELETE fs``: remove one record (operator retirement, tests)."""
-        existed = self.read_exact(uri, actor_peer_id=actor_peer_id) is not None
+        deadline = time.monotonic() + timeout
+        existed = self.read_exact(uri, actor_peer_id=actor_peer_id, timeout=timeout) is not None
         self.client.request(
-            "DELETE", "/api/v1/fs", params={"uri": _checked(uri)}, peer=actor_peer_id
+            "DELETE",
+            "/api/v1/fs",
+            params={"uri": _checked(uri)},
+            peer=actor_peer_id,
+            timeout=deadline - time.monotonic(),
         )
         return existed
