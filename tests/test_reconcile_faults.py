@@ -16,7 +16,7 @@ from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
 
-from capabilities.reward_memory.lifecycle import (
+from capabilities.reward_memory.turn.post_settlement import (
     MAX_RECONCILE,
     MAX_VERIFY_ATTEMPTS,
     reconcile,

@@ -23,8 +23,8 @@ from utility_cases import (
     projection_input,
 )
 
-from capabilities.reward_memory import utility as u
-from capabilities.reward_memory.reducer import project, reducer_identity, subject_id
+from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility.reducer import project, reducer_identity, subject_id
 
 
 def test_u1_identities_match_the_pinned_vectors():

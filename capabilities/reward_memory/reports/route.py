@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from capabilities.reward_memory import values as v
+from capabilities.reward_memory.contract import values as v
 
 INPUT_SCHEMA = "reward_memory_route_check_input_v0"
 SCHEMA = "reward_memory_route_check_v0"

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from capabilities.reward_memory import utility as u
-from capabilities.reward_memory import values as v
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.utility import observation as u
 from turn_hooks.canonical import hex_n, s2
 
 RECEIPT_SCHEMA = "reward_memory_dogfood_receipt_v1"

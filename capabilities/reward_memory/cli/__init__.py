@@ -18,7 +18,7 @@ Result = tuple[dict[str, Any], str]
 
 
 def _registry_path(args: argparse.Namespace) -> str:
-    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.contract import values as v
 
     path = args.registry or os.environ.get(REGISTRY_ENV)
     if not path:
@@ -29,7 +29,7 @@ def _registry_path(args: argparse.Namespace) -> str:
 def _read_input(source: str) -> Any:
     """The ``--input`` file through the package's bounded JSON reader; at most one byte
     over the bound is read. Every refusal is a ``reward_memory_error_v0``."""
-    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.contract import values as v
     from turn_hooks import MAX_JSON_SIZE, InvalidInputError, loads_bounded
 
     try:
@@ -47,7 +47,7 @@ def _read_input(source: str) -> Any:
 
 def _argv(text: str, field: str, reason_code: str) -> list[str]:
     """A JSON argv option (a non-empty list of strings), refused with ``reason_code``."""
-    from capabilities.reward_memory import values as v
+    from capabilities.reward_memory.contract import values as v
     from turn_hooks import InvalidInputError, argv_from_json
 
     try:
@@ -59,7 +59,7 @@ def _argv(text: str, field: str, reason_code: str) -> list[str]:
 
 
 def _resolve(args: argparse.Namespace) -> Any:
-    from capabilities.reward_memory.registry import load_registry, resolve
+    from capabilities.reward_memory.binding.registry import load_registry, resolve
 
     return resolve(load_registry(_registry_path(args)), args.goal_id, args.agent_id)
 
@@ -78,9 +78,12 @@ _FIXTURE_KEYS = frozenset(
 def ingest_event(args: argparse.Namespace) -> Result:
     """``ingest-event``: a configured Goal/Agent route, or a full fixture (no write)."""
     from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory import values as v
-    from capabilities.reward_memory.config import normalise_corpus, normalise_standing_policy
-    from capabilities.reward_memory.ingest import ingest_scoped_event
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.contract.config import (
+        normalise_corpus,
+        normalise_standing_policy,
+    )
+    from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 
     source = _read_input(args.input)
     if (args.goal_id is None) != (args.agent_id is None):
@@ -145,8 +148,8 @@ def ingest_event(args: argparse.Namespace) -> Result:
 
 def recall(args: argparse.Namespace) -> Result:
     """``recall``: the automatic recall hook for one surface of a bound Goal/Agent."""
-    from capabilities.reward_memory import values as v
-    from capabilities.reward_memory.runtime import run_automatic_recall
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.memory.hook import run_automatic_recall
 
     resolution = _resolve(args)
     if not resolution.status["available"] or resolution.config is None:
@@ -192,7 +195,7 @@ def recall(args: argparse.Namespace) -> Result:
 def reconcile_journals(args: argparse.Namespace) -> Result:
     """``reconcile``: retry pending Turn journals of the current binding (at most 3)."""
     from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory.lifecycle import reconcile
+    from capabilities.reward_memory.turn.post_settlement import reconcile
 
     resolution = _resolve(args)
     return reconcile(
@@ -204,7 +207,7 @@ def reconcile_journals(args: argparse.Namespace) -> Result:
 
 def configure(args: argparse.Namespace) -> Result:
     """``configure``: preview or commit a verified binding (canary write + readback)."""
-    from capabilities.reward_memory.enablement import configure_binding
+    from capabilities.reward_memory.binding.enablement import configure_binding
 
     document = configure_binding(
         registry_path=Path(_registry_path(args)),
@@ -219,7 +222,7 @@ def configure(args: argparse.Namespace) -> Result:
 
 def corpus_registry(args: argparse.Namespace) -> Result:
     """``corpus-registry``: the declared corpora of the bound config; no provider call."""
-    from capabilities.reward_memory.corpora import corpus_registry as project
+    from capabilities.reward_memory.reports.corpora import corpus_registry as project
 
     return project(_resolve(args)), "Reward memory corpus registry"
 
@@ -227,7 +230,7 @@ def corpus_registry(args: argparse.Namespace) -> Result:
 def health_check(args: argparse.Namespace) -> Result:
     """``health-check``: the five health states of each corpus; read calls only."""
     from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory.corpora import corpus_health
+    from capabilities.reward_memory.reports.corpora import corpus_health
 
     resolution = _resolve(args)
     return corpus_health(
@@ -238,9 +241,9 @@ def health_check(args: argparse.Namespace) -> Result:
 
 def route_check(args: argparse.Namespace) -> Result:
     """``route-check``: pilot_fix, meta_design_gate or hold_for_evidence for a change."""
-    from capabilities.reward_memory import values as v
-    from capabilities.reward_memory.route import builtin_case
-    from capabilities.reward_memory.route import route_check as check
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.reports.route import builtin_case
+    from capabilities.reward_memory.reports.route import route_check as check
 
     if (args.input is None) == (args.case is None):
         v.fail("input", "or --case is required (exactly one)", "usage_invalid")
@@ -250,30 +253,30 @@ def route_check(args: argparse.Namespace) -> Result:
 
 def architecture(args: argparse.Namespace) -> Result:
     """``architecture``: the machine-readable contract (classes, precedence, stages)."""
-    from capabilities.reward_memory.architecture import architecture as contract
+    from capabilities.reward_memory.reports.architecture import architecture as contract
 
     return contract(), "Reward memory architecture"
 
 
 def dogfood_evaluate(args: argparse.Namespace) -> Result:
     """``dogfood-evaluate``: settle a bounded batch; exit 2 unless it is ready."""
-    from capabilities.reward_memory.dogfood import evaluate_batch
-    from capabilities.reward_memory.evaluation import evaluate as stage4
+    from capabilities.reward_memory.reports.dogfood import evaluate_batch
+    from capabilities.reward_memory.reports.evaluation import evaluate as stage4
 
     return evaluate_batch(_read_input(args.input), stage4=stage4), "Reward memory dogfood batch"
 
 
 def evaluate(args: argparse.Namespace) -> Result:
     """``evaluate``: the Stage 4 contract suite and release gate; exit 2 unless it passes."""
-    from capabilities.reward_memory.evaluation import evaluate as run_suite
+    from capabilities.reward_memory.reports.evaluation import evaluate as run_suite
 
     return run_suite(), "Reward memory evaluation"
 
 
 def candidate_review(args: argparse.Namespace) -> Result:
     """``candidate-review``: one review decision as a record; never a write."""
-    from capabilities.reward_memory import values as v
-    from capabilities.reward_memory.review import review_candidate
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.curation.review import review_candidate
 
     source = v.exact_keys(_read_input(args.input), "input", frozenset({"candidate", "review"}))
     review = v.mapping(source["review"], "input.review")
@@ -286,7 +289,7 @@ def candidate_review(args: argparse.Namespace) -> Result:
 
 def operator_control(args: argparse.Namespace) -> Result:
     """``operator-control``: an authorised edit or retirement, as a decision (no write)."""
-    from capabilities.reward_memory.operator import operator_control as control
+    from capabilities.reward_memory.curation.operator import operator_control as control
 
     return control(
         _read_input(args.input),
@@ -300,7 +303,7 @@ def operator_control(args: argparse.Namespace) -> Result:
 def retire_memory(args: argparse.Namespace) -> Result:
     """``retire``: the owner's retirement write for a decided operator control."""
     from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory.retirement import retire
+    from capabilities.reward_memory.curation.retirement import retire
 
     resolution = _resolve(args)
     return retire(
@@ -313,14 +316,14 @@ def retire_memory(args: argparse.Namespace) -> Result:
 
 def utility_project(args: argparse.Namespace) -> Result:
     """``utility-project``: reduce an observation stream; exit 2 unless ``ok``."""
-    from capabilities.reward_memory.reducer import project
+    from capabilities.reward_memory.utility.reducer import project
 
     return project(_read_input(args.input)), "Memory utility projection"
 
 
 def utility_observe(args: argparse.Namespace) -> Result:
     """``utility-observe``: one observation from trusted facts and an evaluator's proposal."""
-    from capabilities.reward_memory.utility_evaluator import observe
+    from capabilities.reward_memory.utility.evaluator import observe
 
     argv = None
     if args.evaluator_command_json:
@@ -331,7 +334,7 @@ def utility_observe(args: argparse.Namespace) -> Result:
 
 
 def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
-    from capabilities.reward_memory.identities import app_candidate_id
+    from capabilities.reward_memory.contract.identities import app_candidate_id
 
     effect = args.effect_id or f"writeback:{args.turn_id}"
     status = resolution.status
@@ -342,7 +345,7 @@ def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
 
 def _finalize_if_settled(resolution: Any, candidate: str) -> dict[str, Any] | None:
     from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory.app import finalize, ledger_state
+    from capabilities.reward_memory.turn.app import finalize, ledger_state
 
     state = ledger_state(resolution, candidate)
     if not (state["writeback"] and state["spend"]):
@@ -359,8 +362,8 @@ def _finalize_if_settled(resolution: Any, candidate: str) -> dict[str, Any] | No
 def _refuse_unbounded_reflection(text: str | None) -> None:
     """Refuse, as ``reflection_invalid``, reflection argv that nests too deeply or holds
     a number literal too long for any reader; everything else is the stage's to judge."""
-    from capabilities.reward_memory import values as v
-    from capabilities.reward_memory.experience import MAX_REFLECTION_BYTES
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.contract.experience import MAX_REFLECTION_BYTES
     from turn_hooks import InvalidInputError, loads_bounded
 
     if not text or len(text.encode("utf-8")) > MAX_REFLECTION_BYTES:
@@ -374,7 +377,7 @@ def _refuse_unbounded_reflection(text: str | None) -> None:
 
 def app_refresh_state(args: argparse.Namespace) -> Result:
     """``codex-app refresh-state``: record the settled Turn, stage and validate its reflection."""
-    from capabilities.reward_memory.app import declaration, record_step, stage
+    from capabilities.reward_memory.turn.app import declaration, record_step, stage
 
     resolution = _resolve(args)
     effect, candidate = _app_ids(args, resolution)
@@ -410,7 +413,7 @@ def app_refresh_state(args: argparse.Namespace) -> Result:
 
 def app_spend_slot(args: argparse.Namespace) -> Result:
     """``codex-app spend-slot``: record the spend once, then finalize a staged candidate."""
-    from capabilities.reward_memory.app import ledger_state, record_step
+    from capabilities.reward_memory.turn.app import ledger_state, record_step
 
     resolution = _resolve(args)
     _effect, candidate = _app_ids(args, resolution)

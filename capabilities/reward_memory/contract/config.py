@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from capabilities.providers.scopes import classify_scope, has_goal_segment
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.identities import peer_token, short_digest
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.identities import peer_token, short_digest
 from turn_hooks import InvalidInputError, loads_bounded
 
 CONFIG_SCHEMA = "reward_memory_experiment_config_v1"

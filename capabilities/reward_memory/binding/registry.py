@@ -11,9 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.config import goal_agent_scope, normalise_config, read_config_bytes
-from capabilities.reward_memory.identities import binding_revision, config_digest
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.config import (
+    goal_agent_scope,
+    normalise_config,
+    read_config_bytes,
+)
+from capabilities.reward_memory.contract.identities import binding_revision, config_digest
 from sidecars import SidecarStore, sidecar_root
 from turn_hooks import InvalidInputError, loads_bounded
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.identities import experience_digest, reflection_digest
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.identities import experience_digest, reflection_digest
 
 EXPERIENCE_SCHEMA = "procedural_experience_contract_v0"
 REFLECTION_V1 = "turn_reward_memory_reflection_v1"

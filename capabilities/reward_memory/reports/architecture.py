@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.reward_memory.config import DURABLE_CLASSES
-from capabilities.reward_memory.corpora import HEALTH_STATES
-from capabilities.reward_memory.route import EVIDENCE, HOLD, META, PILOT
-from capabilities.reward_memory.utility import ATTRIBUTION_LEVELS, EVIDENCE_BASES, UTILITY_LABELS
+from capabilities.reward_memory.contract.config import DURABLE_CLASSES
+from capabilities.reward_memory.reports.corpora import HEALTH_STATES
+from capabilities.reward_memory.reports.route import EVIDENCE, HOLD, META, PILOT
+from capabilities.reward_memory.utility.observation import (
+    ATTRIBUTION_LEVELS,
+    EVIDENCE_BASES,
+    UTILITY_LABELS,
+)
 
 SCHEMA = "reward_memory_architecture_v0"
 

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from capabilities.reward_memory.candidate import build_candidate, normalise_event
-from capabilities.reward_memory.config import normalise_config
-from capabilities.reward_memory.identities import peer_token
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.recall import build_recall_request, execute_recall
-from capabilities.reward_memory.route import builtin_case, route_check
-from capabilities.reward_memory.runtime import apply_recall
+from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.identities import peer_token
+from capabilities.reward_memory.memory.hook import apply_recall
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.memory.recall import build_recall_request, execute_recall
+from capabilities.reward_memory.reports.route import builtin_case, route_check
 
 SCHEMA = "reward_memory_evaluation_v0"
 GATE_SCHEMA = "reward_memory_release_gate_v0"

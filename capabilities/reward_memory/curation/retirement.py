@@ -18,10 +18,10 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.providers.sync import stored_form
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.identities import record_body, short_digest, target_uri
-from capabilities.reward_memory.operator import SCHEMA as CONTROL_SCHEMA
-from capabilities.reward_memory.registry import Resolution
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.identities import record_body, short_digest, target_uri
+from capabilities.reward_memory.curation.operator import SCHEMA as CONTROL_SCHEMA
 from turn_hooks import ProviderError
 
 SCHEMA = "reward_memory_retirement_receipt_v0"

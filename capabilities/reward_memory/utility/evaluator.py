@@ -12,8 +12,8 @@ import json
 import subprocess
 from typing import Any
 
-from capabilities.reward_memory import utility as u
-from capabilities.reward_memory import values as v
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.utility import observation as u
 from turn_hooks import InvalidInputError, loads_bounded
 
 SCHEMA = "memory_utility_observation_result_v0"

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from capabilities.providers.base import Provider
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.config import IDENTITY_FIELDS
-from capabilities.reward_memory.recall import (
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.config import IDENTITY_FIELDS
+from capabilities.reward_memory.contract.values import now_timestamp
+from capabilities.reward_memory.memory.recall import (
     APPLICATION_WRAPPER_SCHEMA,
     RecallItem,
     RecallSession,
@@ -251,11 +251,6 @@ def run_recall_hook(
     if result.session.packet["status"] == "provider_unavailable":
         document["status"] = "provider_unavailable"
     return result
-
-
-def now_timestamp() -> str:
-    """The current UTC time as an ISO 8601 string with an offset."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def run_automatic_recall(

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.candidate import (
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.candidate import (
     CANDIDATE_SCHEMA,
     DECISIONS,
     REVIEW_SCHEMA,
     _identity,
 )
-from capabilities.reward_memory.identities import candidate_ref
+from capabilities.reward_memory.contract.identities import candidate_ref
 
 PERSIST = "caller_uses_declared_corpus_write_authority_then_readback"
 _REVIEW_KEYS = frozenset({"decision", "reviewer_ref", "review_ref", "reasoning_summary"})

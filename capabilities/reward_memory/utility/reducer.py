@@ -14,8 +14,8 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from capabilities.reward_memory import utility as u
-from capabilities.reward_memory import values as v
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.utility import observation as u
 from turn_hooks.canonical import s1, sha256_hex
 
 SCHEMA = "memory_utility_projection_v0"

@@ -16,21 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from capabilities.providers.base import Provider
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.experience import (
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.experience import (
     SOURCE_KINDS,
     experience_quality,
     parse_attestation,
     parse_reflection,
 )
-from capabilities.reward_memory.identities import (
+from capabilities.reward_memory.contract.identities import (
     evidence_digest,
     source_event_id,
     turn_source_ref,
 )
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.registry import Resolution
-from capabilities.reward_memory.runtime import now_timestamp
+from capabilities.reward_memory.contract.values import now_timestamp
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from sidecars import SidecarStore, goal_agent_parts, path_token, sidecar_root
 from turn_hooks import SidecarError
 

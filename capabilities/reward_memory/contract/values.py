@@ -7,7 +7,7 @@ field name, never the offending value, so an error can be printed publicly.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from turn_hooks import InvalidInputError
@@ -211,3 +211,8 @@ def timestamp(value: object, field: str) -> str:
 def parse_timestamp(text: str) -> datetime:
     """Parse a timestamp that :func:`timestamp` accepted."""
     return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+
+
+def now_timestamp() -> str:
+    """The current UTC time as an ISO 8601 string with an offset."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

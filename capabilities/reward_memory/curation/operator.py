@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.candidate import REVIEW_SCHEMA
-from capabilities.reward_memory.config import normalise_corpus
-from capabilities.reward_memory.identities import short_digest
-from capabilities.reward_memory.review import review_candidate
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.candidate import REVIEW_SCHEMA
+from capabilities.reward_memory.contract.config import normalise_corpus
+from capabilities.reward_memory.contract.identities import short_digest
+from capabilities.reward_memory.curation.review import review_candidate
 
 SCHEMA = "reward_memory_operator_control_v0"
 ACTIONS = ("edit", "retire")

@@ -18,21 +18,21 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.experience import parse_attestation, parse_reflection
-from capabilities.reward_memory.identities import (
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.experience import parse_attestation, parse_reflection
+from capabilities.reward_memory.contract.identities import (
     app_candidate_id,
     binding_fingerprint,
     validation_declaration_sha256,
 )
-from capabilities.reward_memory.lifecycle import (
+from capabilities.reward_memory.contract.values import now_timestamp
+from capabilities.reward_memory.turn.post_settlement import (
     APP_WIRING,
     ProviderFor,
     base_receipt,
     run_turn_ingest,
 )
-from capabilities.reward_memory.registry import Resolution
-from capabilities.reward_memory.runtime import now_timestamp
 from sidecars import SidecarStore, goal_agent_parts, path_token
 
 SIDECAR_SCHEMA = "codex_app_reward_memory_outcome_sidecar_v0"

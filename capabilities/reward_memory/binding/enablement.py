@@ -18,17 +18,21 @@ from typing import Any
 from capabilities.providers.base import Provider
 from capabilities.providers.factory import build_provider
 from capabilities.providers.sync import stored_form
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.config import goal_agent_scope, normalise_config, read_config_bytes
-from capabilities.reward_memory.identities import config_digest
-from capabilities.reward_memory.registry import (
+from capabilities.reward_memory.binding.registry import (
     RECEIPT_SCHEMA,
     find_goal,
     load_registry,
     registered_agents,
     resolve,
 )
-from capabilities.reward_memory.runtime import now_timestamp
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.config import (
+    goal_agent_scope,
+    normalise_config,
+    read_config_bytes,
+)
+from capabilities.reward_memory.contract.identities import config_digest
+from capabilities.reward_memory.contract.values import now_timestamp
 from sidecars import atomic_write_text
 from turn_hooks import InvalidInputError, ProviderError, loads_bounded
 

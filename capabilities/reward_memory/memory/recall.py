@@ -12,10 +12,10 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.providers.sync import RetrievedItem, retrieve
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.config import DURABLE_CLASSES, IDENTITY_FIELDS
-from capabilities.reward_memory.experience import experience_quality, normalise_experience
-from capabilities.reward_memory.identities import (
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.config import DURABLE_CLASSES, IDENTITY_FIELDS
+from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
+from capabilities.reward_memory.contract.identities import (
     content_digest,
     memory_ref_digest,
     provider_ref,

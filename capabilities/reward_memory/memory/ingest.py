@@ -11,14 +11,14 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.providers.sync import sync
-from capabilities.reward_memory.candidate import (
+from capabilities.reward_memory.contract.candidate import (
     EVENT_SCHEMA,
     build_active_record,
     normalise_event,
     scoped_feedback_candidate,
 )
-from capabilities.reward_memory.config import IDENTITY_FIELDS
-from capabilities.reward_memory.identities import (
+from capabilities.reward_memory.contract.config import IDENTITY_FIELDS
+from capabilities.reward_memory.contract.identities import (
     STANDING_POLICY_REASONING,
     content_digest,
     provider_ref,
@@ -27,7 +27,11 @@ from capabilities.reward_memory.identities import (
     short_digest,
     target_uri,
 )
-from capabilities.reward_memory.recall import RecallSession, build_recall_request, execute_recall
+from capabilities.reward_memory.memory.recall import (
+    RecallSession,
+    build_recall_request,
+    execute_recall,
+)
 from turn_hooks import ProviderError
 
 INGEST_SCHEMA = "reward_memory_ingest_receipt_v0"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.config import DURABLE_CLASSES, IDENTITY_FIELDS
-from capabilities.reward_memory.experience import experience_quality, normalise_experience
-from capabilities.reward_memory.identities import activation_ref, candidate_ref
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.config import DURABLE_CLASSES, IDENTITY_FIELDS
+from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
+from capabilities.reward_memory.contract.identities import activation_ref, candidate_ref
 
 EVENT_SCHEMA = "scoped_feedback_reward_memory_event_v0"
 CANDIDATE_SCHEMA = "reward_memory_candidate_v0"

@@ -12,15 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 from capabilities.providers.base import Provider
-from capabilities.reward_memory import values as v
-from capabilities.reward_memory.identities import (
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.identities import (
     application_id,
     situation_fingerprint,
     turn_recall_id,
 )
-from capabilities.reward_memory.lifecycle import reconcile
-from capabilities.reward_memory.registry import Resolution
-from capabilities.reward_memory.runtime import cite_guidance, read_checkpoint, run_recall_hook
+from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
+from capabilities.reward_memory.turn.post_settlement import reconcile
 from sidecars import SidecarStore, goal_agent_parts
 from turn_hooks import SidecarError, TurnContext, measure_result_bytes
 
