@@ -210,7 +210,7 @@ def test_a_disabled_binding_lists_no_corpora_and_says_why(tmp_path):
 
 
 def test_architecture_is_derived_from_the_code_and_public_safe():
-    from capabilities.reward_memory.contract.config import CLASS_IDS
+    from capabilities.reward_memory.contract.corpus import CLASS_IDS
 
     code, document = cli("reward-memory", "architecture")
     assert code == 0 and not public_safety_violations(document)

@@ -79,7 +79,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
     """``ingest-event``: a configured Goal/Agent route, or a full fixture (no write)."""
     from capabilities.providers.factory import build_provider
     from capabilities.reward_memory.contract import values as v
-    from capabilities.reward_memory.contract.config import (
+    from capabilities.reward_memory.contract.corpus import (
         normalise_corpus,
         normalise_standing_policy,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from capabilities.reward_memory.contract import values as v
-from capabilities.reward_memory.contract.config import DURABLE_CLASSES, IDENTITY_FIELDS
+from capabilities.reward_memory.contract.corpus import DURABLE_CLASSES, IDENTITY_FIELDS
 from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
 from capabilities.reward_memory.contract.identities import activation_ref, candidate_ref
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.candidate import REVIEW_SCHEMA
-from capabilities.reward_memory.contract.config import normalise_corpus
+from capabilities.reward_memory.contract.corpus import normalise_corpus
 from capabilities.reward_memory.contract.identities import short_digest
 from capabilities.reward_memory.curation.review import review_candidate
 

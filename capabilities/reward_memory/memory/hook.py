@@ -13,7 +13,7 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.contract import values as v
-from capabilities.reward_memory.contract.config import IDENTITY_FIELDS
+from capabilities.reward_memory.contract.corpus import IDENTITY_FIELDS
 from capabilities.reward_memory.contract.values import now_timestamp
 from capabilities.reward_memory.memory.recall import (
     APPLICATION_WRAPPER_SCHEMA,

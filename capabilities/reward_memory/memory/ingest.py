@@ -17,7 +17,7 @@ from capabilities.reward_memory.contract.candidate import (
     normalise_event,
     scoped_feedback_candidate,
 )
-from capabilities.reward_memory.contract.config import IDENTITY_FIELDS
+from capabilities.reward_memory.contract.corpus import IDENTITY_FIELDS
 from capabilities.reward_memory.contract.identities import (
     STANDING_POLICY_REASONING,
     content_digest,

@@ -13,7 +13,7 @@ from typing import Any
 from capabilities.providers.base import Provider
 from capabilities.providers.sync import RetrievedItem, retrieve
 from capabilities.reward_memory.contract import values as v
-from capabilities.reward_memory.contract.config import DURABLE_CLASSES, IDENTITY_FIELDS
+from capabilities.reward_memory.contract.corpus import DURABLE_CLASSES, IDENTITY_FIELDS
 from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
 from capabilities.reward_memory.contract.identities import (
     content_digest,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.reward_memory.contract.config import DURABLE_CLASSES
+from capabilities.reward_memory.contract.corpus import DURABLE_CLASSES
 from capabilities.reward_memory.reports.corpora import HEALTH_STATES
 from capabilities.reward_memory.reports.route import EVIDENCE, HOLD, META, PILOT
 from capabilities.reward_memory.utility.observation import (
