@@ -15,7 +15,7 @@ from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.contract.experience import parse_reflection
 from capabilities.reward_memory.contract.values import RewardMemoryInputError
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.memory.recall import build_recall_request
+from capabilities.reward_memory.memory.request import build_recall_request
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

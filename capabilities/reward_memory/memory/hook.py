@@ -20,9 +20,9 @@ from capabilities.reward_memory.memory.recall import (
     RecallItem,
     RecallSession,
     application_receipt,
-    build_recall_request,
     execute_recall,
 )
+from capabilities.reward_memory.memory.request import build_recall_request
 
 HOOK_SCHEMA = "reward_memory_automatic_recall_hook_v0"
 

@@ -24,7 +24,8 @@ from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.contract.identities import peer_token
 from capabilities.reward_memory.memory.hook import apply_recall
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.memory.recall import build_recall_request, execute_recall
+from capabilities.reward_memory.memory.recall import execute_recall
+from capabilities.reward_memory.memory.request import build_recall_request
 from capabilities.reward_memory.reports.route import builtin_case, route_check
 
 SCHEMA = "reward_memory_evaluation_v0"
