@@ -17,7 +17,7 @@ from fixtures import f1
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
-from capabilities.reward_memory.turn.post_settlement import journal_files_of
+from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
 

@@ -25,7 +25,8 @@ from capabilities.providers.factory import build_provider
 from capabilities.providers.openviking import OpenVikingProvider
 from capabilities.reward_memory.binding.registry import load_registry, resolve
 from capabilities.reward_memory.contract.identities import peer_token
-from capabilities.reward_memory.turn.post_settlement import reconcile, run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.reconcile import reconcile
 from conformance.public_safety import public_safety_violations
 from hosts import cli
 

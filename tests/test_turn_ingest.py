@@ -15,7 +15,8 @@ from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
 
-from capabilities.reward_memory.turn.post_settlement import reconcile, run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.reconcile import reconcile
 from conformance.public_safety import public_safety_violations
 
 
@@ -343,7 +344,7 @@ RACER = textwrap.dedent(
     import sys, time
     sys.path.insert(0, sys.argv[2])
     from pathlib import Path
-    from capabilities.reward_memory.turn.post_settlement import reconcile
+    from capabilities.reward_memory.turn.reconcile import reconcile
     from turn_support import resolution, store_provider
 
     registry = Path(sys.argv[1])

@@ -10,10 +10,8 @@ from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, resolution, store_provider, turn
 
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
-from capabilities.reward_memory.turn.post_settlement import (
-    journal_files_of,
-    run_turn_ingest_fail_open,
-)
+from capabilities.reward_memory.turn.journal import journal_files_of
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 from capabilities.reward_memory.turn.pre_turn import (
     GUIDANCE_INSTRUCTION,
     REFLECTION_INSTRUCTION,

@@ -12,7 +12,7 @@ from rm_support import Recording
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.binding.registry import load_registry, resolve
 from capabilities.reward_memory.contract.identities import reflection_digest
-from capabilities.reward_memory.turn.post_settlement import journal_files_of
+from capabilities.reward_memory.turn.journal import journal_files_of
 from turn_hooks import TurnContext
 
 RAW = json.dumps(f1.REFLECTION)

@@ -373,8 +373,9 @@ def test_turn_ingest_journal_and_reconciliation_match(tmp_path):
     from rm_support import UNAVAILABLE
     from turn_support import RAW, evidence, resolution, store_provider
 
-    from capabilities.reward_memory.turn.post_settlement import journal_files_of, reconcile
+    from capabilities.reward_memory.turn.journal import journal_files_of
     from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open as run
+    from capabilities.reward_memory.turn.reconcile import reconcile
 
     # The oracle needs an openviking config and a quota readback; ours is the same binding.
     theirs_registry = f1.write_goal(tmp_path / "theirs")

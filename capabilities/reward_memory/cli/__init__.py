@@ -195,7 +195,7 @@ def recall(args: argparse.Namespace) -> Result:
 def reconcile_journals(args: argparse.Namespace) -> Result:
     """``reconcile``: retry pending Turn journals of the current binding (at most 3)."""
     from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory.turn.post_settlement import reconcile
+    from capabilities.reward_memory.turn.reconcile import reconcile
 
     resolution = _resolve(args)
     return reconcile(

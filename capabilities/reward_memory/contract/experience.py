@@ -1,4 +1,8 @@
-"""Procedural experience, Turn reflections and validator attestations (contracts.md §13)."""
+"""Procedural experience, Turn reflections and validator attestations (contracts.md §13).
+
+Also the scoped-feedback event a validated reflection maps to (§7.3): a pure
+function of the reflection and its corpus, so it lives with the reflection rules.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from capabilities.reward_memory.contract import values as v
-from capabilities.reward_memory.contract.identities import experience_digest, reflection_digest
+from capabilities.reward_memory.contract.identities import (
+    experience_digest,
+    reflection_digest,
+    turn_source_ref,
+)
 
 EXPERIENCE_SCHEMA = "procedural_experience_contract_v0"
 REFLECTION_V1 = "turn_reward_memory_reflection_v1"
@@ -208,3 +216,49 @@ def parse_attestation(
     ):
         return None
     return document
+
+
+def reflection_event(
+    reflection: dict[str, Any],
+    *,
+    corpus: dict[str, Any],
+    agent: str,
+    turn_key: str,
+    event_id: str,
+    evidence: str,
+) -> dict[str, Any]:
+    """The scoped-feedback event a validated reflection maps to (§7.3)."""
+    scope = corpus["scope"]
+    source_ref = turn_source_ref(event_id, evidence)
+    event: dict[str, Any] = {
+        "schema_version": "scoped_feedback_reward_memory_event_v0",
+        "feedback_ref": source_ref,
+        "workspace_ref": scope["workspace_ref"],
+        "project_ref": scope["project_ref"],
+        "surface_id": reflection["surface_id"],
+        "revision_ref": turn_key,
+        "target_class": corpus["class_id"],
+        "content_summary": reflection["content_summary"],
+        "experience": reflection["experience"],
+        "source": {
+            "source_kind": SOURCE_KINDS[reflection["outcome_kind"]],
+            "source_ref": source_ref,
+            "actor_ref": f"agent:{agent}",
+            "actor_role": "validated_goal_agent",
+        },
+        "reasoning": {
+            "summary": reflection["reasoning_summary"],
+            "confidence": reflection["confidence"],
+        },
+        "guard_context": {
+            "source_freshness": "current",
+            "conflict_state": "clear",
+            "current_artifact_verified": True,
+        },
+        "requested_action_scopes": [],
+        "raw_content_captured": False,
+    }
+    for key in ("user_ref", "peer_ref", "session_ref"):
+        if scope[key] is not None:
+            event[key] = scope[key]
+    return event

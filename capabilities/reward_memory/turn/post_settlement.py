@@ -4,82 +4,45 @@ Order of one Turn's ingest: binding → automation → reflection → route → 
 journal → evidence → write-ahead journal → ingest → final journal. Nothing reaches a
 provider without an independent validator's attestation of the exact reflection,
 and the journal is written (locked, 0600) before any provider call, so a crash or
-an outage leaves a pending journal that the next Turn reconciles.
+an outage leaves a pending journal that the next Turn reconciles. The journal's
+address and states are :mod:`.journal`'s, its replay is :mod:`.reconcile`'s.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.experience import (
-    SOURCE_KINDS,
     experience_quality,
     parse_attestation,
     parse_reflection,
+    reflection_event,
 )
 from capabilities.reward_memory.contract.identities import (
     evidence_digest,
     source_event_id,
-    turn_source_ref,
 )
 from capabilities.reward_memory.contract.values import now_timestamp
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
-from sidecars import SidecarStore, goal_agent_parts, path_token, sidecar_root
+from capabilities.reward_memory.turn.journal import (
+    JOURNAL_SCHEMA,
+    journal_path,
+    reconciliation_state,
+)
 from turn_hooks import SidecarError
 
 INGEST_SCHEMA = "turn_reward_memory_ingest_v0"
-JOURNAL_SCHEMA = "turn_reward_memory_sidecar_v0"
-RECONCILIATION_SCHEMA = "turn_reward_memory_reconciliation_v0"
-LEGACY_MIGRATION_SCHEMA = "turn_reward_memory_legacy_pending_migration_v0"
 CLI_WIRING = "codex_cli_turn_post_settlement"
 APP_WIRING = "codex_app_refresh_spend_post_settlement"
-JOURNAL_DIR = "reward-memory-outcomes"
-PENDING_INGEST_STATUSES = frozenset(
-    {
-        "committed_pending",
-        "provider_unavailable",
-        "readback_unverified",
-        "recall_unverified",
-        # A provider that failed its preflight (server down) is retried too: upstream
-        # rejects such a journal, the OpenViking provider issue asks for it to stay
-        # pending and be reconciled after the server is back.
-        "unavailable",
-    }
-)
-MAX_RECONCILE = 3
-MAX_VERIFY_ATTEMPTS = 12
-"""Attempts after which a journal whose provider answers, but never with the record
-(exact readback or destination recall fails, or the target holds other content), is
-ended as ``rejected``: such a provider will not start to."""
-UNVERIFIABLE_STATUSES = frozenset({"readback_unverified", "recall_unverified"})
-UNVERIFIABLE_REASONS = frozenset({"provider_sync_revision_conflict"})
-"""The target holds other content than the record: a provider that answers, and
-answers with something else, every time."""
-TERMINAL_SCHEMA = "turn_reward_memory_terminal_failure_v0"
 REFLECTION_FIELD = "reward_memory_reflection_json"
 REFLECTION_REJECTED = "reflection_rejected"
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
-
-
-def journal_path(store: SidecarStore, goal_id: str, agent_id: str, event_id: str) -> Path:
-    """``reward-memory-outcomes/T(goal)/T(agent)/T(source_event_id).json`` (identities §4)."""
-    return store.path(
-        *goal_agent_parts(JOURNAL_DIR, goal_id, agent_id), path_token(event_id, "event") + ".json"
-    )
-
-
-def journal_files_of(repo: Path) -> list[Path]:
-    """Every journal below a Goal repository, sorted (for operators and tests)."""
-    root = sidecar_root(repo) / JOURNAL_DIR
-    return sorted(root.rglob("*.json")) if root.is_dir() else []
 
 
 def base_receipt(status: dict[str, Any], wiring: str = CLI_WIRING) -> dict[str, Any]:
@@ -143,52 +106,6 @@ def accepted_attestation(
     return {**checked, "validator_kind": validation.get("validator_kind") or "command"}
 
 
-def reflection_event(
-    reflection: dict[str, Any],
-    *,
-    corpus: dict[str, Any],
-    agent: str,
-    turn_key: str,
-    event_id: str,
-    evidence: str,
-) -> dict[str, Any]:
-    """The scoped-feedback event a validated reflection maps to (§7.3)."""
-    scope = corpus["scope"]
-    source_ref = turn_source_ref(event_id, evidence)
-    event: dict[str, Any] = {
-        "schema_version": "scoped_feedback_reward_memory_event_v0",
-        "feedback_ref": source_ref,
-        "workspace_ref": scope["workspace_ref"],
-        "project_ref": scope["project_ref"],
-        "surface_id": reflection["surface_id"],
-        "revision_ref": turn_key,
-        "target_class": corpus["class_id"],
-        "content_summary": reflection["content_summary"],
-        "experience": reflection["experience"],
-        "source": {
-            "source_kind": SOURCE_KINDS[reflection["outcome_kind"]],
-            "source_ref": source_ref,
-            "actor_ref": f"agent:{agent}",
-            "actor_role": "validated_goal_agent",
-        },
-        "reasoning": {
-            "summary": reflection["reasoning_summary"],
-            "confidence": reflection["confidence"],
-        },
-        "guard_context": {
-            "source_freshness": "current",
-            "conflict_state": "clear",
-            "current_artifact_verified": True,
-        },
-        "requested_action_scopes": [],
-        "raw_content_captured": False,
-    }
-    for key in ("user_ref", "peer_ref", "session_ref"):
-        if scope[key] is not None:
-            event[key] = scope[key]
-    return event
-
-
 def _route(config: dict[str, Any], reflection: dict[str, Any], agent: str) -> dict[str, Any]:
     surface = config["surfaces"].get(reflection["surface_id"])
     if surface is None or surface["adapter"] != "scoped_feedback":
@@ -202,12 +119,6 @@ def _route(config: dict[str, Any], reflection: dict[str, Any], agent: str) -> di
     if peer is not None and peer != f"agent:{agent}":
         v.fail("corpus.scope.peer_ref", "is not this Agent's peer", "ingest_peer_mismatch")
     return entry
-
-
-def _reconciliation_state(status: str, exact: bool) -> str:
-    if status == "activated" and exact:
-        return "completed"
-    return "pending" if status in PENDING_INGEST_STATUSES else "rejected"
 
 
 def _public_receipt(
@@ -229,7 +140,7 @@ def _public_receipt(
             "query_kind": destination.get("query_kind"),
             "experience_digest": destination.get("experience_digest"),
         },
-        reconciliation_state=_reconciliation_state(
+        reconciliation_state=reconciliation_state(
             ingest["status"], ingest["exact_readback_verified"]
         ),
     )
@@ -463,190 +374,3 @@ def run_turn_ingest_fail_open(resolution: Resolution, **kwargs: Any) -> dict[str
     except Exception:  # the Turn is settled; a failing ingest must never undo it
         receipt.update(status="runtime_unavailable", reason_code="automatic_ingest_runtime_failed")
         return receipt
-
-
-def reconcile(
-    resolution: Resolution,
-    *,
-    provider_for: ProviderFor,
-    limit: int = MAX_RECONCILE,
-    observed_at: str | None = None,
-) -> dict[str, Any]:
-    """Retry up to ``limit`` pending journals of the current binding (§7.6)."""
-    status = resolution.status
-    receipt: dict[str, Any] = {
-        "ok": True,
-        "schema_version": RECONCILIATION_SCHEMA,
-        "goal_id": status["goal_id"],
-        "agent_id": status["agent_id"],
-        "status": "empty",
-        "pending_count": 0,
-        "attempted_count": 0,
-        "completed_count": 0,
-        "provider_sync_count": 0,
-        "external_writes_performed": False,
-        "fail_open": True,
-        "receipts": [],
-    }
-    if not 1 <= limit <= MAX_RECONCILE:
-        v.fail("limit", "must be between 1 and 3", "reconcile_limit_invalid")
-    if not status["available"] or resolution.config is None:
-        receipt["status"] = status["status"]
-        return receipt
-    if not resolution.config["automation"]["automatic_ingest"]:
-        receipt["status"] = "explicitly_disabled"
-        return receipt
-    store = resolution.sidecars
-    revision = status.get("binding_revision")
-    eligible = []
-    for path in store.iter_documents(
-        *goal_agent_parts(JOURNAL_DIR, status["goal_id"], status["agent_id"])
-    ):
-        try:
-            document = store.read(path)
-        except SidecarError:
-            continue
-        if not document or document.get("status") != "pending":
-            continue
-        receipt["pending_count"] += 1
-        if document.get("binding_revision") == revision:
-            eligible.append((_last_attempt(path), path, document))
-    # Oldest attempt first (upstream takes the first by file name, so three stuck
-    # journals that sort early would starve every other one). Each attempt touches
-    # its journal, so with N eligible journals each is retried within ceil(N/limit)
-    # reconciliations.
-    eligible.sort(key=lambda item: (item[0], item[1].name))
-    for _when, path, document in eligible[:limit]:
-        receipt["attempted_count"] += 1
-        result = _replay(store, path, document, resolution, provider_for, observed_at)
-        result = _end_if_hopeless(store, path, result, observed_at)
-        _touch(store, path)
-        receipt["receipts"].append(result)
-        receipt["provider_sync_count"] += result.get("provider_sync_count", 0)
-        receipt["external_writes_performed"] |= result.get("external_writes_performed") is True
-        receipt["completed_count"] += result.get("reconciliation_state") == "completed"
-    if receipt["attempted_count"]:
-        receipt["status"] = "completed"
-    return receipt
-
-
-def _last_attempt(path: Path) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
-
-
-def _touch(store: SidecarStore, path: Path) -> None:
-    """Mark the journal as just attempted, whatever the attempt did to its content."""
-    try:
-        with store.lock(path):
-            if os.path.isfile(path):
-                os.utime(path)
-    except (SidecarError, OSError):
-        return  # the rotation only orders retries; losing one mark loses nothing
-
-
-def _end_if_hopeless(
-    store: SidecarStore, path: Path, result: dict[str, Any], observed_at: str | None
-) -> dict[str, Any]:
-    """End a pending journal that can never succeed in a typed terminal state.
-
-    Two kinds: its reflection is refused by the contract (``reflection_rejected``),
-    or the provider keeps accepting the write without ever returning the exact
-    record, for :data:`MAX_VERIFY_ATTEMPTS` attempts. An unreachable provider is
-    never a reason: the journal waits for it. The journal keeps the reflection and
-    its attestation, with ``terminal_failure`` saying why.
-    """
-    rejected = result.get("status") == REFLECTION_REJECTED
-
-    def end(document: dict[str, Any] | None) -> dict[str, Any] | None:
-        if document is None or document.get("status") != "pending":
-            return None
-        public = document.get("public_receipt") or {}
-        last = public.get("status")
-        attempts = document.get("attempt_count")
-        exhausted = (
-            (last in UNVERIFIABLE_STATUSES or public.get("reason_code") in UNVERIFIABLE_REASONS)
-            and isinstance(attempts, int)
-            and attempts >= MAX_VERIFY_ATTEMPTS
-        )
-        if not (rejected or exhausted):
-            return None
-        return {
-            **document,
-            "status": "rejected",
-            "terminal_failure": {
-                "schema_version": TERMINAL_SCHEMA,
-                "reason_code": result.get("reason_code")
-                if rejected
-                else "reconcile_verification_attempts_exhausted",
-                "last_status": result.get("status") if rejected else last,
-                "attempt_count": attempts,
-                "ended_at": observed_at or now_timestamp(),
-            },
-        }
-
-    try:
-        ended = store.update(path, end)
-    except SidecarError:
-        return result
-    if not ended or ended.get("status") != "rejected" or "terminal_failure" not in ended:
-        return result
-    return {**result, "reconciliation_state": "rejected"}
-
-
-def _replay(
-    store: SidecarStore,
-    path: Path,
-    document: dict[str, Any],
-    resolution: Resolution,
-    provider_for: ProviderFor,
-    observed_at: str | None,
-) -> dict[str, Any]:
-    reflection = document.get("reflection")
-    if (
-        isinstance(reflection, dict)
-        and reflection.get("schema_version") != "turn_reward_memory_reflection_v1"
-    ):
-        return _terminalise_legacy(store, path, resolution, observed_at)
-    # The stored attestation and settlement evidence are what made the first attempt
-    # accountable; the journal supplies them, so nothing is re-attested here.
-    raw = json.dumps(reflection, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return run_turn_ingest_fail_open(
-        resolution,
-        turn_key=str(document.get("turn_key")),
-        host_result={"reward_memory_reflection_json": raw},
-        evidence=None,
-        provider_for=provider_for,
-        observed_at=document.get("observed_at"),
-    )
-
-
-def _terminalise_legacy(
-    store: SidecarStore, path: Path, resolution: Resolution, observed_at: str | None
-) -> dict[str, Any]:
-    def terminal(document: dict[str, Any] | None) -> dict[str, Any] | None:
-        if document is None or document.get("status") != "pending":
-            return None
-        return {
-            **document,
-            "status": "rejected",
-            "legacy_pending_migration": {
-                "schema_version": LEGACY_MIGRATION_SCHEMA,
-                "status": "terminal_rejected",
-                "reason_code": "legacy_reflection_requires_transferable_experience",
-                "provider_write_state": "unknown_may_have_committed",
-                "provider_cleanup_performed": False,
-                "migrated_at": observed_at or now_timestamp(),
-            },
-        }
-
-    store.update(path, terminal)
-    receipt = base_receipt(resolution.status)
-    receipt.update(
-        status="no_eligible_evidence",
-        reason_code="legacy_reflection_requires_transferable_experience",
-        reconciliation_state="rejected",
-    )
-    return receipt

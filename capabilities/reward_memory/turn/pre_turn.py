@@ -20,7 +20,7 @@ from capabilities.reward_memory.contract.identities import (
     turn_recall_id,
 )
 from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
-from capabilities.reward_memory.turn.post_settlement import reconcile
+from capabilities.reward_memory.turn.reconcile import reconcile
 from sidecars import SidecarStore, goal_agent_parts
 from turn_hooks import SidecarError, TurnContext, measure_result_bytes
 
