@@ -23,7 +23,7 @@ from capabilities.reward_memory.contract.values import RewardMemoryInputError
 from capabilities.reward_memory.curation.review import review_candidate
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.memory.request import build_recall_request
-from capabilities.reward_memory.utility.observation import build_observation
+from capabilities.reward_memory.utility.proposal import build_observation
 from capabilities.reward_memory.utility.reducer import project
 from oracle.driver import run_cli, run_python
 from oracle.memprovider import MEM_PROVIDER

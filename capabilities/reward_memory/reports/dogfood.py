@@ -15,6 +15,7 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility.proposal import application_receipt, build_observation
 from turn_hooks.canonical import hex_n, s2
 
 RECEIPT_SCHEMA = "reward_memory_dogfood_receipt_v1"
@@ -62,7 +63,7 @@ def _utility(
         "outcome_status": outcome["outcome_status"],
     }
     try:
-        observation = u.build_observation(
+        observation = build_observation(
             receipt,
             verified,
             document["context"],
@@ -83,7 +84,7 @@ def build_receipt(value: object) -> dict[str, Any]:
     domain = v.token(document["domain_id"], "observation.domain_id")
     if not domain.startswith(family + "."):
         v.fail("observation.domain_id", f"must start with {family}.")
-    receipt = u.application_receipt(document["application_receipt"])
+    receipt = application_receipt(document["application_receipt"])
     raw_outcome = v.exact_keys(
         document["module_outcome"],
         "observation.module_outcome",

@@ -14,6 +14,7 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility.proposal import application_receipt, build_observation
 from turn_hooks import InvalidInputError, loads_bounded
 
 SCHEMA = "memory_utility_observation_result_v0"
@@ -51,7 +52,7 @@ def observe(
 ) -> dict[str, Any]:
     """``memory_utility_observation_result_v0``: ``observed`` or ``not_observed``."""
     facts = v.exact_keys(document, "input", FACT_KEYS, frozenset({"evaluator_proposal"}))
-    receipt = u.application_receipt(facts["application_receipt"])
+    receipt = application_receipt(facts["application_receipt"])
     created_at = u.timestamp(facts["created_at"], "observation_malformed", "created_at")
     trusted = {
         key: facts[key]
@@ -65,7 +66,7 @@ def observe(
     observation = None
     if reason is None:
         try:
-            observation = u.build_observation(
+            observation = build_observation(
                 receipt,
                 facts["verified_outcome"],
                 facts["attribution_context"],

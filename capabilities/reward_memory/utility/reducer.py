@@ -3,9 +3,9 @@
 Pure and read-only. A semantic retry (same id, same delivery) counts once; two
 different deliveries of one id are a conflict, kept out of every subject and
 proposed for quarantine at rejection level. Per subject the strongest evidence tier
-decides; an ``unknown`` there blocks any weaker direction, and two directions there
-cancel into a review. Item, set and unattributed subjects never share credit. Any
-observation outside the projection's scope or snapshots rejects the whole projection.
+decides (:mod:`.subjects`). Item, set and unattributed subjects never share credit.
+Any observation outside the projection's scope or snapshots rejects the whole
+projection.
 """
 
 from __future__ import annotations
@@ -16,6 +16,11 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility.subjects import (
+    observation_order,
+    subject_id,
+    subject_projection,
+)
 from turn_hooks.canonical import s1, sha256_hex
 
 SCHEMA = "memory_utility_projection_v0"
@@ -27,11 +32,7 @@ MAX_REJECTIONS = 64
 MAX_FINGERPRINTS = 16
 INPUT_FIELDS = frozenset({"observations", "scope", "retrieval_snapshot_ref", "policy_snapshot_ref"})
 OPTIONAL_INPUT = frozenset({"reducer_version", "previous_projection"})
-DIRECTIONS = {"helpful": 1, "harmful": -1, "neutral": 0}
-RANK = {basis: rank for rank, basis in enumerate(u.EVIDENCE_BASES)}
-LABEL_ORDER = {label: index for index, label in enumerate(u.UTILITY_LABELS)}
 _REDUCER_ID = re.compile(r"^mur_[0-9a-f]{64}$")
-SUBJECT_PREFIX = {"item": "mui_", "set": "mus_", "none": "mul_"}
 BOUNDARIES = {
     "read_only": True,
     "grants_new_action_authority": False,
@@ -56,124 +57,6 @@ def reducer_identity(
             }
         )
     )
-
-
-def subject_id(observation: dict[str, Any]) -> str:
-    """The subject an observation speaks about; unattributed ones stay per receipt."""
-    level = observation["attribution_level"]
-    identity: dict[str, Any] = {
-        "attribution_level": level,
-        "memory_ref_digests": observation["memory_ref_digests"],
-    }
-    if level == "none":
-        identity["application_receipt_id"] = observation["application_receipt_id"]
-    return SUBJECT_PREFIX[level] + sha256_hex(s1(identity))
-
-
-def _order(observation: dict[str, Any]) -> tuple[Any, str, str]:
-    created = observation["created_at"]
-    return (u.instant(created), created, observation["observation_id"])
-
-
-def _combined(observations: list[dict[str, Any]]) -> float:
-    remaining = 1.0
-    for observation in observations:
-        remaining *= 1.0 - observation["confidence"]
-    return round(1.0 - remaining, 6)
-
-
-def _review(state: str, action: str, reasons: list[str]) -> dict[str, Any]:
-    return {
-        "state": state,
-        "proposed_action": action,
-        "reason_codes": sorted(reasons),
-        "quarantine_proposed": state == "conflict",
-        "automatic_deletion": False,
-        "action_authority_granted": False,
-    }
-
-
-def _decide(observations: list[dict[str, Any]]) -> tuple[str, float, dict[str, Any]]:
-    """Effective label, confidence and review of one subject (the §15 table)."""
-    if observations[0]["attribution_level"] == "none":
-        return (
-            "unknown",
-            0.0,
-            _review(
-                "unresolved_attribution", "collect_attribution", ["attribution_not_established"]
-            ),
-        )
-    directional = [o for o in observations if o["utility_label"] in DIRECTIONS]
-    if not directional:
-        return "unknown", 0.0, _review("none", "none", [])
-    strongest = max(RANK[o["evidence_basis"]] for o in observations)
-    tier = [o for o in observations if RANK[o["evidence_basis"]] == strongest]
-    labels = {o["utility_label"] for o in tier if o["utility_label"] in DIRECTIONS}
-    if any(o["utility_label"] == "unknown" for o in tier):
-        reasons = ["strongest_evidence_unknown"]
-        if len(labels) > 1:
-            reasons.append("same_evidence_tier_conflict")
-        return "unknown", 0.0, _review("conflict", "manual_review", reasons)
-    if len(labels) > 1:
-        return "unknown", 0.0, _review("conflict", "manual_review", ["same_evidence_tier_conflict"])
-    (label,) = labels
-    confidence = _combined([o for o in tier if o["utility_label"] == label])
-    if label == "harmful":
-        review = _review(
-            "attenuation_proposed", "attenuate_or_review", ["negative_utility_requires_review"]
-        )
-    else:
-        review = _review("none", "none", [])
-    return label, confidence, review
-
-
-def _subject(sid: str, observations: list[dict[str, Any]]) -> dict[str, Any]:
-    observations = sorted(observations, key=_order)
-    label, confidence, review = _decide(observations)
-    latest = observations[-1]
-    summary = defaultdict(list)
-    for observation in observations:
-        summary[(observation["evidence_basis"], observation["utility_label"])].append(observation)
-    direction = DIRECTIONS.get(label, 0)
-    return {
-        "subject_id": sid,
-        "attribution_level": latest["attribution_level"],
-        "memory_ref_digests": latest["memory_ref_digests"],
-        "utility_estimate": round(direction * confidence, 6) + 0.0,
-        "utility_bounds": {"min": -1.0, "max": 1.0},
-        "effective_utility_label": label,
-        "effective_evidence_basis": max(
-            (o["evidence_basis"] for o in observations), key=RANK.__getitem__
-        ),
-        "confidence": confidence,
-        "uncertainty": round(1.0 - confidence, 6),
-        "support": {
-            label_name: sum(o["utility_label"] == label_name for o in observations)
-            for label_name in u.UTILITY_LABELS
-        },
-        "evidence_strength": {
-            basis: sum(o["evidence_basis"] == basis for o in observations)
-            for basis in u.EVIDENCE_BASES
-        },
-        "evidence_label_summary": [
-            {
-                "evidence_basis": basis,
-                "utility_label": label_name,
-                "observation_count": len(group),
-                "combined_confidence": _combined(group),
-            }
-            for (basis, label_name), group in sorted(
-                summary.items(), key=lambda kv: (RANK[kv[0][0]], LABEL_ORDER[kv[0][1]])
-            )
-        ],
-        "observation_count": len(observations),
-        "last_observed_at": latest["created_at"],
-        "last_observation_id": latest["observation_id"],
-        "review": review,
-        "read_only": True,
-        "automatic_deletion": False,
-        "action_authority_granted": False,
-    }
 
 
 def _history_entry(observation: dict[str, Any], fingerprint: str, sid: str) -> dict[str, Any]:
@@ -345,7 +228,7 @@ def _reduce(
         fingerprints = sorted({u.delivery_fingerprint(o) for o in group})
         if len(fingerprints) == 1:
             fingerprint_of[oid] = fingerprints[0]
-            accepted.append(min(group, key=_order))
+            accepted.append(min(group, key=observation_order))
             duplicates += len(group) - 1
             continue
         conflicting += 1
@@ -371,7 +254,7 @@ def _reduce(
         rejected = _rejected(context, identity, "projection_subject_limit_exceeded")
         rejected["rejected_observation_count"] = len(accepted)
         return rejected
-    subjects = [_subject(sid, group) for sid, group in sorted(by_subject.items())]
+    subjects = [subject_projection(sid, group) for sid, group in sorted(by_subject.items())]
     projection = _base(context, identity)
     conflicted = [s for s in subjects if s["review"]["state"] == "conflict"]
     if not accepted and not rejections:
@@ -380,7 +263,7 @@ def _reduce(
         status = "review_required"
     else:
         status = "ready"
-    latest = max(accepted, key=_order) if accepted else None
+    latest = max(accepted, key=observation_order) if accepted else None
     history, truncated = _history(subjects, by_subject, fingerprint_of, subject_of)
     projection.update(
         status=status,
@@ -423,13 +306,13 @@ def _history(
     """At most 256 entries, oldest first: every subject's latest, then the newest."""
     latest_ids = {s["last_observation_id"] for s in subjects}
     everything = sorted(
-        (o for group in by_subject.values() for o in group), key=_order, reverse=True
+        (o for group in by_subject.values() for o in group), key=observation_order, reverse=True
     )
     kept = [o for o in everything if o["observation_id"] in latest_ids]
     rest = [o for o in everything if o["observation_id"] not in latest_ids]
     kept += rest[: max(0, MAX_HISTORY - len(kept))]
     entries = [
         _history_entry(o, fingerprint_of[o["observation_id"]], subject_of[o["observation_id"]])
-        for o in sorted(kept, key=_order)
+        for o in sorted(kept, key=observation_order)
     ]
     return entries, len(everything) > len(kept)
