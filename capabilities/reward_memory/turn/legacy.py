@@ -22,6 +22,8 @@ LEGACY_MIGRATION_SCHEMA = "turn_reward_memory_legacy_pending_migration_v0"
 def terminalise_legacy(
     store: SidecarStore, path: Path, resolution: Resolution, observed_at: str | None
 ) -> dict[str, Any]:
+    """End the pending v0 journal at ``path`` as ``rejected``; the replay's receipt."""
+
     def terminal(document: dict[str, Any] | None) -> dict[str, Any] | None:
         if document is None or document.get("status") != "pending":
             return None
