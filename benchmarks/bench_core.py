@@ -17,8 +17,9 @@ from pathlib import Path
 from corpus import entry, event, seed
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.recall import build_recall_request, execute_recall
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.memory.recall import execute_recall
+from capabilities.reward_memory.memory.request import build_recall_request
 
 CHECKPOINT = {
     "verified": True,

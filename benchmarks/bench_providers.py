@@ -26,7 +26,7 @@ from rm_support import Recording  # noqa: E402
 from capabilities.providers.client import OpenVikingSettings, ProviderClient  # noqa: E402
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider  # noqa: E402
 from capabilities.providers.openviking import OpenVikingProvider  # noqa: E402
-from capabilities.reward_memory.ingest import ingest_scoped_event  # noqa: E402
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event  # noqa: E402
 
 
 def seed(provider, count: int) -> list[str]:

@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from utility_cases import obs, projection_input  # noqa: E402
 
-from capabilities.reward_memory.reducer import project  # noqa: E402
+from capabilities.reward_memory.utility.reducer import project  # noqa: E402
 
 LABELS = ("helpful", "harmful", "neutral")
 

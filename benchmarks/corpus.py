@@ -16,13 +16,13 @@ from fixtures import f1  # noqa: E402
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider  # noqa: E402
 from capabilities.providers.sync import stored_form  # noqa: E402
-from capabilities.reward_memory.candidate import (  # noqa: E402
+from capabilities.reward_memory.contract.candidate import (  # noqa: E402
     build_active_record,
     build_candidate,
     normalise_event,
 )
-from capabilities.reward_memory.config import normalise_config  # noqa: E402
-from capabilities.reward_memory.identities import (  # noqa: E402
+from capabilities.reward_memory.contract.config import normalise_config  # noqa: E402
+from capabilities.reward_memory.contract.identities import (  # noqa: E402
     STANDING_POLICY_REASONING,
     record_body,
     review_ref,

@@ -10,7 +10,7 @@ from fixtures import f1
 
 from capabilities.providers.base import Preflight, ProviderTimeout
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from capabilities.reward_memory.config import normalise_config
+from capabilities.reward_memory.contract.config import normalise_config
 from turn_hooks import ProviderUnavailable
 
 

@@ -155,7 +155,7 @@ def test_bad_validator_declarations_are_typed_errors(capsys, tmp_path, bad):
 
 
 def test_candidate_sidecar_path_vector(tmp_path):
-    from capabilities.reward_memory.app import candidate_path
+    from capabilities.reward_memory.turn.app import candidate_path
     from sidecars import SidecarStore
 
     store = SidecarStore(tmp_path / ".local" / "turn-hooks")

@@ -17,7 +17,7 @@ from fixtures import f1
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
-from capabilities.reward_memory.lifecycle import journal_files_of
+from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
 
@@ -231,13 +231,13 @@ def test_an_over_cap_context_is_degraded_by_us_not_truncated_by_codex(codex, tmp
 
 
 def _record(index: int) -> str:
-    from capabilities.reward_memory.candidate import (
+    from capabilities.reward_memory.contract.candidate import (
         build_active_record,
         build_candidate,
         normalise_event,
     )
-    from capabilities.reward_memory.config import normalise_config
-    from capabilities.reward_memory.identities import record_body
+    from capabilities.reward_memory.contract.config import normalise_config
+    from capabilities.reward_memory.contract.identities import record_body
 
     event = f1.event()
     event["content_summary"] = f"Variant {index}: " + "run that module's tests first " * 15

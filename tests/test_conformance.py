@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from capabilities.reward_memory.turn import GUIDANCE_INSTRUCTION
+from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.runner import edge_value
 from conformance.scenarios import CATALOGUE, INGEST, RECALL, TEXT_START, our_text
 

@@ -63,3 +63,31 @@ def test_every_promise_names_tests_that_exist():
         for path, name in named:
             text = (root / path).read_text(encoding="utf-8")
             assert re.search(rf"^def {name}\(", text, re.M), f"{path}::{name} does not exist"
+
+
+def module_map():
+    """The README's reward-memory module map: ``{sub-package: (modules, may import)}``."""
+    section = re.search(r"^## Reward memory\n(.*?)(?=^## )", README, re.S | re.M)
+    assert section, "README needs its Reward memory section"
+    rows = re.findall(r"^\| `(\w+)/` \| (.*?) \| (.*?) \|$", section.group(1), re.M)
+    assert rows, "the Reward memory section needs its module map"
+    return {
+        name: (set(re.findall(r"`(\w+)`", owns)), set(re.findall(r"`(\w+)`", allowed)))
+        for name, owns, allowed in rows
+    }
+
+
+def test_the_module_map_lists_exactly_the_sub_packages_and_modules_on_disk():
+    package = Path(__file__).parent.parent / "capabilities" / "reward_memory"
+    on_disk = {
+        path.name: {module.stem for module in path.glob("*.py") if module.name != "__init__.py"}
+        for path in package.iterdir()
+        if (path / "__init__.py").is_file()
+    }
+    assert {name: modules for name, (modules, _) in module_map().items()} == on_disk
+
+
+def test_the_module_map_states_the_enforced_layers():
+    from test_layers import RM_LAYERS
+
+    assert {name: allowed for name, (_, allowed) in module_map().items()} == RM_LAYERS

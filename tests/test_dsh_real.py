@@ -19,7 +19,7 @@ import pytest
 from fixtures import f1
 from test_codex_real import CACHE, REFLECTED, VALIDATOR
 
-from capabilities.reward_memory.lifecycle import journal_files_of
+from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeChat
 from hosts.cli import main as cli_main

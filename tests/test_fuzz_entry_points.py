@@ -204,7 +204,7 @@ SETTLEMENT = {"host_result": {}, "evidence": {"writeback": {"ok": True, "appende
 
 
 def _bases():
-    from capabilities.reward_memory.route import builtin_case
+    from capabilities.reward_memory.reports.route import builtin_case
 
     message = f"done\n<reward_memory_reflection_json>{RAW}</reward_memory_reflection_json>"
     event = {

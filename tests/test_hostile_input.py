@@ -226,7 +226,7 @@ def test_json_argv_options_are_typed_errors(capsys, monkeypatch, tmp_path, optio
 
 
 def test_an_evaluator_that_prints_hostile_output_is_not_observed(tmp_path):
-    from capabilities.reward_memory.utility_evaluator import _run
+    from capabilities.reward_memory.utility.evaluator import _run
 
     for output in ("[" * 100_000, "\xff"):
         script = f"import sys; sys.stdout.buffer.write({output.encode('latin-1')!r})"
@@ -270,13 +270,13 @@ def test_recall_arguments_are_typed_errors_not_key_errors(
 def test_a_guard_rejection_left_after_the_checks_is_still_a_typed_error(
     capsys, monkeypatch, tmp_path
 ):
-    from capabilities.reward_memory import runtime
+    from capabilities.reward_memory.memory import hook
 
     def rejected(*args, **kwargs):
         document = {"ok": True, "status": "guard_rejected", "reason_code": "r"}
-        return runtime.RecallHookResult(document=document)
+        return hook.RecallHookResult(document=document)
 
-    monkeypatch.setattr(runtime, "run_automatic_recall", rejected)
+    monkeypatch.setattr(hook, "run_automatic_recall", rejected)
     registry = str(bound_goal(tmp_path))
     argv = ("--registry", registry, "--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--query", "q")
     code, error = main(capsys, monkeypatch, "reward-memory", "recall", *argv)

@@ -23,7 +23,7 @@ from fixtures import f1
 from turn_support import RAW, bound_goal, resolution
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from capabilities.reward_memory.lifecycle import reconcile
+from capabilities.reward_memory.turn.reconcile import reconcile
 from hosts.settlement import queued, replay_pending, settlement_store
 from turn_hooks import make_plugin_manager
 

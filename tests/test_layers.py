@@ -60,15 +60,191 @@ def test_imports_follow_the_layering(package, path):
             )
 
 
-def test_capabilities_do_not_import_each_other():
-    for path in (ROOT / "capabilities").glob("*.py"):
-        for name in imports(path):
-            parts = name.split(".")
-            if parts[0] == "capabilities":
-                assert parts[1:2] == ["providers"], f"{path.name} imports {name}"
+def capability_of(path):
+    """``capabilities/<x>.py`` and everything under ``capabilities/<x>/`` belong to ``x``."""
+    parts = path.relative_to(ROOT / "capabilities").parts
+    if parts == ("__init__.py",):
+        return None
+    return parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, id=str(path.relative_to(ROOT)))
+        for path in sorted((ROOT / "capabilities").rglob("*.py"))
+    ],
+)
+def test_capabilities_do_not_import_each_other(path):
+    own = capability_of(path)
+    for name in imports(path):
+        parts = name.split(".")
+        if parts[0] == "capabilities":
+            assert parts[1:2] in ([own], ["providers"]), f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_the_capability_check_sees_sub_packages():
+    assert capability_of(ROOT / "capabilities/reward_memory/turn/pre_turn.py") == "reward_memory"
+    assert capability_of(ROOT / "capabilities/example_echo.py") == "example_echo"
+    assert capability_of(ROOT / "capabilities/__init__.py") is None
+
+
+# Reward memory's own layers, as data. Each sub-package may import itself and the
+# sub-packages listed for it, nothing else:
+#
+#                  cli
+#                   |
+#                reports
+#          +--------+--------+
+#        turn    curation  utility
+#          +--------+--------+
+#                memory
+#                   |
+#                binding
+#                   |
+#                contract
+#
+# turn, curation and utility sit side by side and never import each other. plugin.py,
+# the entry point at the package root, imports binding/ and turn/ inside its hooks.
+RM = ROOT / "capabilities" / "reward_memory"
+RM_NAME = "capabilities.reward_memory"
+BELOW_THE_TOP = {"contract", "binding", "memory", "turn", "curation", "utility", "reports"}
+RM_LAYERS = {
+    "contract": set(),
+    "binding": {"contract"},
+    "memory": {"contract", "binding"},
+    "turn": {"contract", "binding", "memory"},
+    "curation": {"contract", "binding", "memory"},
+    "utility": {"contract", "binding", "memory"},
+    "reports": BELOW_THE_TOP - {"reports"},
+    "cli": BELOW_THE_TOP,
+}
+# Modules at the package root: the entry point (its path is in pyproject.toml) and
+# the package docstring. Every other module lives in a sub-package.
+RM_ROOT_MODULES = {"__init__.py", "plugin.py"}
+PLUGIN_MAY_IMPORT = {"contract", "binding", "memory", "turn"}
+# What a hook process may import. reports/ and cli/ are never on it: the plugin's
+# register_commands hook imports cli/ inside its body, and only the command line
+# calls that hook, never a Turn.
+HOOK_PATH = ("plugin.py", "turn", "memory", "binding", "contract")
+OFF_THE_HOOK_PATH = {"reports", "cli"}
+COMMANDS_HOOK = "register_commands"
+
+
+def reward_memory_imports(path):
+    """``(sub-package, enclosing function)`` for each reward-memory import in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def walk(node, function):
+        for child in ast.iter_child_nodes(node):
+            inner = (
+                child.name
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+                else function
+            )
+            if isinstance(child, ast.ImportFrom) and child.level:
+                yield ".", inner  # relative imports hide the layer; the package uses none
+            names = []
+            if isinstance(child, ast.Import):
+                names = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                if child.module == RM_NAME:
+                    names = [f"{RM_NAME}.{alias.name}" for alias in child.names]
+                else:
+                    names = [child.module]
+            for name in names:
+                if name == RM_NAME or name.startswith(RM_NAME + "."):
+                    parts = name.split(".")
+                    yield (parts[2] if len(parts) > 2 else ""), inner
+            yield from walk(child, inner)
+
+    yield from walk(tree, None)
+
+
+def layer_of(path):
+    """The sub-package a module is in, or its file name at the package root."""
+    return path.relative_to(RM).parts[0]
+
+
+def reward_memory_modules(*, hook_path_only=False):
+    for path in sorted(RM.rglob("*.py")):
+        if not hook_path_only or layer_of(path) in HOOK_PATH:
+            yield pytest.param(path, id=str(path.relative_to(RM)))
+
+
+def test_the_reward_memory_layers_are_the_sub_packages_on_disk():
+    on_disk = {path.name for path in RM.iterdir() if (path / "__init__.py").is_file()}
+    assert on_disk == set(RM_LAYERS)
+    assert {path.name for path in RM.glob("*.py")} == RM_ROOT_MODULES, "no flat modules"
+
+
+def test_the_reward_memory_layers_are_a_layering():
+    # Transitive (whatever a layer may import, its importers may too) and acyclic.
+    for layer, allowed in RM_LAYERS.items():
+        assert layer not in allowed
+        for lower in allowed:
+            assert RM_LAYERS[lower] <= allowed, f"{layer} may import {lower} but not all below it"
+
+
+@pytest.mark.parametrize("path", list(reward_memory_modules()))
+def test_reward_memory_imports_follow_its_layers(path):
+    layer = layer_of(path)
+    allowed = PLUGIN_MAY_IMPORT if layer == "plugin.py" else RM_LAYERS.get(layer, set())
+    for target, function in reward_memory_imports(path):
+        if layer == "plugin.py" and target == "cli" and function == COMMANDS_HOOK:
+            continue
+        assert target == layer or target in allowed, f"{layer} may not import {target or RM_NAME}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        param
+        for param in reward_memory_modules()
+        if param.values[0].relative_to(RM).parts[0] in HOOK_PATH
+    ],
+)
+def test_nothing_on_the_hook_path_imports_reports_or_cli(path):
+    for target, function in reward_memory_imports(path):
+        if path.name == "plugin.py" and function == COMMANDS_HOOK:
+            continue
+        assert target not in OFF_THE_HOOK_PATH, f"{path.relative_to(RM)} imports {target}"
+
+
+def test_the_plugin_imports_the_core_only_inside_its_hooks():
+    # Importing the entry point must stay cheap: every Turn loads it.
+    assert all(function is not None for _, function in reward_memory_imports(RM / "plugin.py"))
+
+
+def test_the_reward_memory_layer_check_catches_a_violation(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from capabilities.reward_memory.reports.route import x\n"
+        "from capabilities.reward_memory import cli\n"
+        "def register_commands():\n"
+        "    import capabilities.reward_memory.turn.pre_turn\n"
+        "from . import y\n"
+    )
+    assert list(reward_memory_imports(bad)) == [
+        ("reports", None),
+        ("cli", None),
+        ("turn", "register_commands"),
+        (".", None),
+    ]
 
 
 def test_the_layer_check_catches_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import hosts.cli\nfrom capabilities import x\nfrom . import y\n")
     assert list(imports(bad)) == ["hosts.cli", "capabilities"]
+
+
+MAX_MODULE_LINES = 400
+
+
+@pytest.mark.parametrize("path", list(reward_memory_modules()))
+def test_no_reward_memory_module_outgrows_one_job(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, (
+        f"{path.relative_to(ROOT)} has {lines} lines: split it along a seam into its sub-package"
+    )

@@ -23,9 +23,10 @@ from turn_support import RAW, evidence
 from capabilities.providers.client import OpenVikingSettings, ProviderClient
 from capabilities.providers.factory import build_provider
 from capabilities.providers.openviking import OpenVikingProvider
-from capabilities.reward_memory.identities import peer_token
-from capabilities.reward_memory.lifecycle import reconcile, run_turn_ingest_fail_open
-from capabilities.reward_memory.registry import load_registry, resolve
+from capabilities.reward_memory.binding.registry import load_registry, resolve
+from capabilities.reward_memory.contract.identities import peer_token
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.reconcile import reconcile
 from conformance.public_safety import public_safety_violations
 from hosts import cli
 
@@ -375,7 +376,7 @@ def _store_bytes(repo):
 def test_the_read_models_make_zero_writes(provider_id, capsys, tmp_path, monkeypatch):
     import httpx
 
-    from capabilities.reward_memory.corpora import corpus_health, corpus_registry
+    from capabilities.reward_memory.reports.corpora import corpus_health, corpus_registry
 
     goal = f"zero-{provider_id.replace('_', '-')}"
     registry = health_goal(tmp_path, goal, provider_id)
@@ -421,9 +422,9 @@ def test_a_stopped_provider_is_reported_unavailable_not_an_error(capsys, tmp_pat
 def test_an_operator_retirement_is_written_read_back_and_no_longer_recalled(
     provider_id, capsys, tmp_path
 ):
-    from capabilities.reward_memory.candidate import build_candidate, normalise_event
-    from capabilities.reward_memory.operator import operator_control
-    from capabilities.reward_memory.review import review_candidate
+    from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.curation.operator import operator_control
+    from capabilities.reward_memory.curation.review import review_candidate
 
     goal = f"retire-{provider_id.replace('_', '-')}"
     registry = health_goal(tmp_path, goal, provider_id)

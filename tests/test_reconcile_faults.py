@@ -16,12 +16,8 @@ from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
 
-from capabilities.reward_memory.lifecycle import (
-    MAX_RECONCILE,
-    MAX_VERIFY_ATTEMPTS,
-    reconcile,
-    run_turn_ingest_fail_open,
-)
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.reconcile import MAX_RECONCILE, MAX_VERIFY_ATTEMPTS, reconcile
 from turn_hooks import settlement_is_final
 
 

@@ -161,7 +161,7 @@ def test_dry_run_ingest_writes_nothing(capsys, goal):
 
 
 def test_full_fixture_form_never_writes(capsys, goal, monkeypatch):
-    from capabilities.reward_memory.config import normalise_config
+    from capabilities.reward_memory.contract.config import normalise_config
 
     entry = normalise_config(f1.config("embedded_sqlite"))["corpora"]["experience"]
     fixture = goal["root"] / "fixture.json"
@@ -282,8 +282,8 @@ def test_stdin_is_not_read_by_reward_memory_commands(capsys, goal, monkeypatch):
 
 def test_candidate_review_command_records_each_decision(capsys, tmp_path):
     # the record under review is the corpus owner's private input: not a public receipt
-    from capabilities.reward_memory.candidate import build_candidate, normalise_event
-    from capabilities.reward_memory.review import review_candidate
+    from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.curation.review import review_candidate
 
     packet = build_candidate(normalise_event(f1.event()))
     rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
@@ -312,8 +312,8 @@ def review_args(source, decision):
 
 
 def operator_input(tmp_path, **checkpoint):
-    from capabilities.reward_memory.candidate import build_candidate, normalise_event
-    from capabilities.reward_memory.review import review_candidate
+    from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.curation.review import review_candidate
 
     packet = build_candidate(normalise_event(f1.event()))
     rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
@@ -366,7 +366,7 @@ def test_operator_edit_needs_the_corpus_owner(capsys, tmp_path):
 
 
 def test_retire_refuses_what_was_not_decided_and_finds_nothing_to_retire(capsys, tmp_path):
-    from capabilities.reward_memory.operator import operator_control
+    from capabilities.reward_memory.curation.operator import operator_control
 
     registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
     args = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)

@@ -8,8 +8,12 @@ import json
 import pytest
 from fixtures import f1
 
-from capabilities.reward_memory.config import goal_agent_scope, load_config, normalise_config
-from capabilities.reward_memory.values import RewardMemoryInputError
+from capabilities.reward_memory.contract.config import (
+    goal_agent_scope,
+    load_config,
+    normalise_config,
+)
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
 
 
 def mutated(change, provider="openviking"):

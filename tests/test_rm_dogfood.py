@@ -8,8 +8,8 @@ import pytest
 from test_host_generic import run_cli
 from utility_cases import DOGFOOD_ERRORS, dogfood_cases, settled
 
-from capabilities.reward_memory.dogfood import build_receipt, evaluate_batch
-from capabilities.reward_memory.evaluation import evaluate
+from capabilities.reward_memory.reports.dogfood import build_receipt, evaluate_batch
+from capabilities.reward_memory.reports.evaluation import evaluate
 from conformance.public_safety import public_safety_violations
 
 

@@ -6,7 +6,7 @@ import json
 
 from test_host_generic import run_cli
 
-from capabilities.reward_memory import evaluation
+from capabilities.reward_memory.reports import evaluation
 from conformance.public_safety import public_safety_violations
 
 CASE_IDS = [

@@ -7,9 +7,9 @@ import json
 import pytest
 from fixtures import f1
 
-from capabilities.reward_memory import identities as ids
-from capabilities.reward_memory.candidate import build_candidate, normalise_event
-from capabilities.reward_memory.experience import parse_reflection
+from capabilities.reward_memory.contract import identities as ids
+from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+from capabilities.reward_memory.contract.experience import parse_reflection
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,7 @@ def test_turn_event_identities():
 
 
 def test_content_experience_and_query_digests():
-    from capabilities.reward_memory.ingest import ingest_scoped_event  # noqa: F401 - import check
+    from capabilities.reward_memory.memory.ingest import ingest_scoped_event  # noqa: F401 - import check
 
     assert ids.experience_digest(f1.EXPERIENCE) == (
         "sha256:97b0d28bd066376bc3faeddb6946010ed7f2344da2dafa73ac7a31156a7f58cf"
@@ -232,7 +232,7 @@ def test_turn_recall_identities():
 def test_f1_active_record_bytes(tmp_path):
     from rm_support import ingest_kwargs, recording
 
-    from capabilities.reward_memory.ingest import ingest_scoped_event
+    from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 
     provider = recording(tmp_path)
     receipt = ingest_scoped_event(f1.event(), execute=True, **ingest_kwargs(provider))

@@ -10,8 +10,8 @@ from fixtures import f1
 from rm_support import TIMEOUT, UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
 from capabilities.providers.sync import stored_form
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.values import RewardMemoryInputError
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from conformance.public_safety import public_safety_violations
 
 

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rm_support import embedded_entry
 
-from capabilities.reward_memory.candidate import build_candidate, normalise_event
-from capabilities.reward_memory.config import normalise_config
-from capabilities.reward_memory.experience import parse_reflection
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.recall import build_recall_request
-from capabilities.reward_memory.values import RewardMemoryInputError
+from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.experience import parse_reflection
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.memory.request import build_recall_request
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),

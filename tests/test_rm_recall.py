@@ -9,10 +9,11 @@ import pytest
 from fixtures import f1
 from rm_support import UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.recall import build_recall_request, execute_recall
-from capabilities.reward_memory.runtime import apply_recall, cite_guidance, run_recall_hook
-from capabilities.reward_memory.values import RewardMemoryInputError
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
+from capabilities.reward_memory.memory.hook import apply_recall, cite_guidance, run_recall_hook
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.memory.recall import execute_recall
+from capabilities.reward_memory.memory.request import build_recall_request
 from conformance.public_safety import public_safety_violations
 
 CHECKPOINT = {
@@ -280,7 +281,7 @@ def hook(provider, config, **changes):
 
 
 def config(**automation):
-    from capabilities.reward_memory.config import normalise_config
+    from capabilities.reward_memory.contract.config import normalise_config
 
     return normalise_config(f1.config("embedded_sqlite", **automation))
 

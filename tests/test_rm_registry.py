@@ -8,8 +8,8 @@ import json
 import pytest
 from fixtures import f1
 
-from capabilities.reward_memory.registry import load_registry, resolve
-from capabilities.reward_memory.values import RewardMemoryInputError
+from capabilities.reward_memory.binding.registry import load_registry, resolve
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
 from conformance.public_safety import public_safety_violations
 
 
@@ -169,7 +169,7 @@ def test_an_exact_override_never_falls_back(tmp_path):
 
 
 def test_override_status_available_carries_its_revision(tmp_path):
-    from capabilities.reward_memory.identities import binding_revision
+    from capabilities.reward_memory.contract.identities import binding_revision
 
     def override_same(binding):
         binding["agent_bindings"] = {"explorer": copy.deepcopy(binding)}

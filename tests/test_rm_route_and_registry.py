@@ -10,7 +10,7 @@ from fixtures import f1
 from test_host_generic import run_cli
 from turn_support import bound_goal
 
-from capabilities.reward_memory.route import BUILTIN_CASES, route_check
+from capabilities.reward_memory.reports.route import BUILTIN_CASES, route_check
 from conformance.public_safety import public_safety_violations
 
 PILOT_READY = {
@@ -210,7 +210,7 @@ def test_a_disabled_binding_lists_no_corpora_and_says_why(tmp_path):
 
 
 def test_architecture_is_derived_from_the_code_and_public_safe():
-    from capabilities.reward_memory.config import CLASS_IDS
+    from capabilities.reward_memory.contract.corpus import CLASS_IDS
 
     code, document = cli("reward-memory", "architecture")
     assert code == 0 and not public_safety_violations(document)

@@ -23,15 +23,17 @@ from utility_cases import (
     projection_input,
 )
 
-from capabilities.reward_memory import utility as u
-from capabilities.reward_memory.reducer import project, reducer_identity, subject_id
+from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility.proposal import build_observation
+from capabilities.reward_memory.utility.reducer import project, reducer_identity
+from capabilities.reward_memory.utility.subjects import subject_id
 
 
 def test_u1_identities_match_the_pinned_vectors():
     assert u.application_receipt_id(RECEIPT) == (
         "rma_61d297802ba37ac4fa8186e6485c87a994a73dd609f5d3ad2227852d465da8ef"
     )
-    observation = u.build_observation(RECEIPT, VERIFIED, CONTEXT, PROPOSAL, created_at=CREATED_AT)
+    observation = build_observation(RECEIPT, VERIFIED, CONTEXT, PROPOSAL, created_at=CREATED_AT)
     assert observation == obs()
     assert observation["observation_id"] == (
         "muo_d15c6ea9bdda846106ba06a8c641449b7896b0ee3192d10fd5d6bf72b6d8cfb3"
@@ -218,7 +220,7 @@ def test_the_builder_binds_the_proposal_to_the_trusted_facts(
     name, receipt, outcome, proposal, reason
 ):
     with pytest.raises(u.UtilityError) as raised:
-        u.build_observation(
+        build_observation(
             {**RECEIPT, **receipt},
             {**VERIFIED, **(outcome or {})},
             CONTEXT,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capabilities.reward_memory import values as v
+from capabilities.reward_memory.contract import values as v
 
 
 @pytest.mark.parametrize(

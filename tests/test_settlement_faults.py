@@ -22,10 +22,11 @@ from fixtures import f1
 from turn_support import RAW, bound_goal
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from capabilities.reward_memory.config import normalise_config
-from capabilities.reward_memory.identities import evidence_digest, source_event_id
-from capabilities.reward_memory.lifecycle import journal_files_of, journal_path, reconcile
-from capabilities.reward_memory.registry import load_registry, resolve
+from capabilities.reward_memory.binding.registry import load_registry, resolve
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.identities import evidence_digest, source_event_id
+from capabilities.reward_memory.turn.journal import journal_files_of, journal_path
+from capabilities.reward_memory.turn.reconcile import reconcile
 from hosts.generic import build_turn
 from hosts.settlement import MAX_SETTLEMENT_ATTEMPTS, queued, settle, settlement_store
 from sidecars import SidecarStore, sidecar_root

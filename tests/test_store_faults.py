@@ -33,8 +33,8 @@ from turn_support import bound_goal
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.factory import build_provider
-from capabilities.reward_memory.config import normalise_config
-from capabilities.reward_memory.lifecycle import JOURNAL_DIR
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.turn.journal import JOURNAL_DIR
 from hosts import hook_log
 from sidecars import SidecarStore, goal_agent_parts, sidecar_root
 from turn_hooks import (

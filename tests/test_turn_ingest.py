@@ -15,7 +15,8 @@ from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
 
-from capabilities.reward_memory.lifecycle import reconcile, run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.reconcile import reconcile
 from conformance.public_safety import public_safety_violations
 
 
@@ -292,7 +293,7 @@ def test_a_pending_legacy_journal_is_terminalised(goal):
 
 
 def test_reconcile_limit_is_checked(goal):
-    from capabilities.reward_memory.values import RewardMemoryInputError
+    from capabilities.reward_memory.contract.values import RewardMemoryInputError
 
     with pytest.raises(RewardMemoryInputError):
         reconcile(resolution(goal), provider_for=lambda b: None, limit=4)
@@ -307,7 +308,7 @@ CRASH = textwrap.dedent(
     import json, os, signal, sys
     sys.path.insert(0, sys.argv[2])
     from pathlib import Path
-    from capabilities.reward_memory.lifecycle import run_turn_ingest
+    from capabilities.reward_memory.turn.post_settlement import run_turn_ingest
     from turn_support import RAW, evidence, resolution
 
     class Crash:
@@ -343,7 +344,7 @@ RACER = textwrap.dedent(
     import sys, time
     sys.path.insert(0, sys.argv[2])
     from pathlib import Path
-    from capabilities.reward_memory.lifecycle import reconcile
+    from capabilities.reward_memory.turn.reconcile import reconcile
     from turn_support import resolution, store_provider
 
     registry = Path(sys.argv[1])

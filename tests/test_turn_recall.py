@@ -9,9 +9,10 @@ from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, resolution, store_provider, turn
 
-from capabilities.reward_memory.lifecycle import journal_files_of, run_turn_ingest_fail_open
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
-from capabilities.reward_memory.turn import (
+from capabilities.reward_memory.turn.journal import journal_files_of
+from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+from capabilities.reward_memory.turn.pre_turn import (
     GUIDANCE_INSTRUCTION,
     REFLECTION_INSTRUCTION,
     automation_enabled,
@@ -146,7 +147,7 @@ def test_an_unexpected_recall_error_is_runtime_unavailable(tmp_path, plugin_pm, 
     def explode(*args, **kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr("capabilities.reward_memory.turn.turn_recall", explode)
+    monkeypatch.setattr("capabilities.reward_memory.turn.pre_turn.turn_recall", explode)
     outcome = call_pre_turn(plugin_pm, turn(registry))
     assert (outcome.payload[SLOT]["status"], outcome.payload[SLOT]["reason_code"]) == (
         "runtime_unavailable",
@@ -261,7 +262,9 @@ def test_a_participation_packet_too_big_even_without_context_fails_the_hook(
 ):
     registry = bound_goal(tmp_path)
     huge = {"status": "applied", "experiment": EXPERIMENT, "context": None, "padding": "x" * 70000}
-    monkeypatch.setattr("capabilities.reward_memory.turn.turn_recall", lambda *a, **k: huge)
+    monkeypatch.setattr(
+        "capabilities.reward_memory.turn.pre_turn.turn_recall", lambda *a, **k: huge
+    )
     outcome = call_pre_turn(plugin_pm, turn(registry))
     assert [(f.hook_id, f.reason_code) for f in outcome.failures] == [
         ("reward-memory.turn-context", "result_over_budget")

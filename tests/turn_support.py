@@ -10,9 +10,9 @@ from fixtures import f1
 from rm_support import Recording
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from capabilities.reward_memory.identities import reflection_digest
-from capabilities.reward_memory.lifecycle import journal_files_of
-from capabilities.reward_memory.registry import load_registry, resolve
+from capabilities.reward_memory.binding.registry import load_registry, resolve
+from capabilities.reward_memory.contract.identities import reflection_digest
+from capabilities.reward_memory.turn.journal import journal_files_of
 from turn_hooks import TurnContext
 
 RAW = json.dumps(f1.REFLECTION)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from capabilities.reward_memory import utility as u
+from capabilities.reward_memory.utility import observation as u
 
 RECEIPT: dict[str, Any] = {
     "schema_version": "reward_memory_application_receipt_v0",

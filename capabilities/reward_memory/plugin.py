@@ -29,7 +29,7 @@ def _resolution(turn: TurnContext) -> Any:
     """
     if not (turn.registry and turn.goal_id and turn.agent_id):
         return None
-    from capabilities.reward_memory.registry import load_registry, resolve
+    from capabilities.reward_memory.binding.registry import load_registry, resolve
 
     return resolve(load_registry(turn.registry), turn.goal_id, turn.agent_id)
 
@@ -62,7 +62,7 @@ class RewardMemoryPlugin:
         resolution = _resolution(turn)
         if resolution is None:
             return None
-        from capabilities.reward_memory.turn import (
+        from capabilities.reward_memory.turn.pre_turn import (
             memory_contribution,
             runtime_failure,
             turn_recall,
@@ -80,7 +80,7 @@ class RewardMemoryPlugin:
         resolution = _resolution(turn)
         if resolution is None:
             return None
-        from capabilities.reward_memory.lifecycle import run_turn_ingest_fail_open
+        from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 
         return run_turn_ingest_fail_open(
             resolution,
@@ -94,7 +94,7 @@ class RewardMemoryPlugin:
     @hookimpl
     def register_commands(self, commands: Any) -> None:
         """Add ``turn-hooks reward-memory ...``."""
-        from capabilities.reward_memory.commands import register
+        from capabilities.reward_memory.cli import register
 
         register(commands)
 

@@ -12,19 +12,19 @@ import utility_cases
 from fixtures import f1
 from rm_support import operator_checkpoint, recording
 
-from capabilities.reward_memory.candidate import (
+from capabilities.reward_memory.binding.registry import load_registry, resolve
+from capabilities.reward_memory.contract.candidate import (
     build_candidate,
     normalise_event,
     scoped_feedback_candidate,
 )
-from capabilities.reward_memory.config import normalise_config
-from capabilities.reward_memory.ingest import ingest_scoped_event
-from capabilities.reward_memory.recall import build_recall_request
-from capabilities.reward_memory.reducer import project
-from capabilities.reward_memory.registry import load_registry, resolve
-from capabilities.reward_memory.review import review_candidate
-from capabilities.reward_memory.utility import build_observation
-from capabilities.reward_memory.values import RewardMemoryInputError
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
+from capabilities.reward_memory.curation.review import review_candidate
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+from capabilities.reward_memory.memory.request import build_recall_request
+from capabilities.reward_memory.utility.proposal import build_observation
+from capabilities.reward_memory.utility.reducer import project
 from oracle.driver import run_cli, run_python
 from oracle.memprovider import MEM_PROVIDER
 from turn_hooks.errors import TurnHooksError
@@ -373,8 +373,9 @@ def test_turn_ingest_journal_and_reconciliation_match(tmp_path):
     from rm_support import UNAVAILABLE
     from turn_support import RAW, evidence, resolution, store_provider
 
-    from capabilities.reward_memory.lifecycle import journal_files_of, reconcile
-    from capabilities.reward_memory.lifecycle import run_turn_ingest_fail_open as run
+    from capabilities.reward_memory.turn.journal import journal_files_of
+    from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open as run
+    from capabilities.reward_memory.turn.reconcile import reconcile
 
     # The oracle needs an openviking config and a quota readback; ours is the same binding.
     theirs_registry = f1.write_goal(tmp_path / "theirs")

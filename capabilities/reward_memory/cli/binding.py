@@ -1,0 +1,59 @@
+"""``experiment-status`` and ``configure``: read and commit a Goal/Agent binding.
+
+The commands of :mod:`capabilities.reward_memory.binding`, kept beside it in the
+command tree's terms; handlers import the binding layer only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from capabilities.reward_memory.cli._common import (
+    Result,
+    add_binding_arguments,
+    registry_path,
+    resolve_binding,
+)
+
+
+def experiment_status(args: argparse.Namespace) -> Result:
+    """``experiment-status``: resolve one binding, read-only, no provider call."""
+    return resolve_binding(args).status, "Reward memory experiment status"
+
+
+def configure(args: argparse.Namespace) -> Result:
+    """``configure``: preview or commit a verified binding (canary write + readback)."""
+    from capabilities.reward_memory.binding.enablement import configure_binding
+
+    document = configure_binding(
+        registry_path=Path(registry_path(args)),
+        goal_id=args.goal_id,
+        agent_id=args.agent_id,
+        config_path=args.config,
+        execute=args.execute,
+        clear=args.clear,
+    )
+    return document, "Reward memory configuration"
+
+
+def add_experiment_status(sub: argparse._SubParsersAction[Any]) -> None:
+    """``reward-memory experiment-status``."""
+    status = sub.add_parser("experiment-status", help="resolve one binding (no provider call)")
+    add_binding_arguments(status)
+    status.set_defaults(handler=experiment_status)
+
+
+def add_configure(sub: argparse._SubParsersAction[Any]) -> None:
+    """``reward-memory configure``."""
+    conf = sub.add_parser(
+        "configure", help="enable reward memory for one Agent (preview unless --execute)"
+    )
+    add_binding_arguments(conf)
+    conf.add_argument("--config", help="repo-relative path of the v1 experiment config")
+    conf.add_argument(
+        "--execute", action="store_true", help="canary write, exact readback, commit the binding"
+    )
+    conf.add_argument("--clear", action="store_true", help="disable the binding")
+    conf.set_defaults(handler=configure)

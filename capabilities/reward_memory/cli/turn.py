@@ -1,0 +1,170 @@
+"""``reconcile`` and ``codex-app``: the Turn's journals and the Codex App two-phase path.
+
+The commands of :mod:`capabilities.reward_memory.turn`, for operators and for the
+Codex App, whose host calls them instead of a hook.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from capabilities.reward_memory.cli._common import (
+    Result,
+    add_binding_arguments,
+    json_argv,
+    resolve_binding,
+)
+
+
+def reconcile_journals(args: argparse.Namespace) -> Result:
+    """``reconcile``: retry pending Turn journals of the current binding (at most 3)."""
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.turn.reconcile import reconcile
+
+    resolution = resolve_binding(args)
+    return reconcile(
+        resolution,
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
+        limit=args.limit,
+    ), "Reward memory reconciliation"
+
+
+def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
+    from capabilities.reward_memory.contract.identities import app_candidate_id
+
+    effect = args.effect_id or f"writeback:{args.turn_id}"
+    status = resolution.status
+    return effect, app_candidate_id(
+        status["goal_id"], status["agent_id"], args.todo_id, args.turn_id, effect
+    )
+
+
+def _finalize_if_settled(resolution: Any, candidate: str) -> dict[str, Any] | None:
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.turn.app import finalize, ledger_state
+
+    state = ledger_state(resolution, candidate)
+    if not (state["writeback"] and state["spend"]):
+        return None
+    return finalize(
+        resolution,
+        candidate_id=candidate,
+        writeback_appended=True,
+        spend_appended=True,
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
+    )
+
+
+def _refuse_unbounded_reflection(text: str | None) -> None:
+    """Refuse, as ``reflection_invalid``, reflection argv that nests too deeply or holds
+    a number literal too long for any reader; everything else is the stage's to judge."""
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.contract.experience import MAX_REFLECTION_BYTES
+    from turn_hooks import InvalidInputError, loads_bounded
+
+    if not text or len(text.encode("utf-8")) > MAX_REFLECTION_BYTES:
+        return
+    try:
+        loads_bounded(text)
+    except InvalidInputError as exc:
+        if exc.reason_code in {"input_too_deep", "input_number_too_long"}:
+            v.fail("reward_memory_reflection_json", "is not bounded JSON", "reflection_invalid")
+
+
+def app_refresh_state(args: argparse.Namespace) -> Result:
+    """``codex-app refresh-state``: record the settled Turn, stage and validate its reflection."""
+    from capabilities.reward_memory.turn.app import declaration, record_step, stage
+
+    resolution = resolve_binding(args)
+    effect, candidate = _app_ids(args, resolution)
+    argv = None
+    if args.validation_command_json:
+        argv = json_argv(
+            args.validation_command_json,
+            "validation_command_json",
+            "validation_declaration_invalid",
+        )
+    declared = declaration(argv, args.validation_timeout_seconds) if argv else None
+    _refuse_unbounded_reflection(args.reward_memory_reflection_json)
+    workspace = Path(args.validation_workspace) if args.validation_workspace else resolution.repo
+    staged = stage(
+        resolution,
+        todo_id=args.todo_id,
+        turn_instance_id=args.turn_id,
+        effect_id=effect,
+        reflection_json=args.reward_memory_reflection_json,
+        declared=declared,
+        workspace=workspace,
+        restage=args.restage,
+    )
+    if resolution.status["available"]:
+        record_step(resolution, candidate, "writeback")
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_codex_app_refresh_v0",
+        "stage": staged,
+        "finalize": _finalize_if_settled(resolution, candidate),
+    }, "Codex App refresh"
+
+
+def app_spend_slot(args: argparse.Namespace) -> Result:
+    """``codex-app spend-slot``: record the spend once, then finalize a staged candidate."""
+    from capabilities.reward_memory.turn.app import ledger_state, record_step
+
+    resolution = resolve_binding(args)
+    _effect, candidate = _app_ids(args, resolution)
+    if not args.execute:
+        state = ledger_state(resolution, candidate)
+        return {
+            "ok": True,
+            "schema_version": "turn_hooks_codex_app_spend_v0",
+            "mode": "preview",
+            "already_charged": state["spend"],
+            "charged": False,
+            "finalize": None,
+        }, ("Codex App spend (preview)")
+    appended, charged = record_step(resolution, candidate, "spend")
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_codex_app_spend_v0",
+        "mode": "execute",
+        "already_charged": appended and not charged,
+        "charged": charged,
+        "spend_read_back": appended,
+        "finalize": _finalize_if_settled(resolution, candidate),
+    }, "Codex App spend"
+
+
+def add_codex_app(commands: argparse._SubParsersAction[Any]) -> None:
+    """``turn-hooks codex-app refresh-state|spend-slot`` (a top-level command)."""
+    app = commands.add_parser("codex-app", help="Codex App two-phase settlement: stage, then spend")
+    sub = app.add_subparsers(dest="codex_app_command", required=True)
+    refresh = sub.add_parser("refresh-state", help="record the settled Turn; stage its reflection")
+    spend = sub.add_parser("spend-slot", help="record the spend once; finalize a staged candidate")
+    for parser in (refresh, spend):
+        add_binding_arguments(parser)
+        parser.add_argument("--todo-id", required=True, help="the Todo (or thread) id")
+        parser.add_argument("--turn-id", required=True, help="the App turn id")
+        parser.add_argument("--effect-id", help="settlement effect id (default writeback:<turn>)")
+    refresh.add_argument("--reward-memory-reflection-json", help="the v1 reflection JSON text")
+    refresh.add_argument("--validation-command-json", help="the Todo's validator argv as JSON")
+    refresh.add_argument("--validation-timeout-seconds", type=int, default=20)
+    refresh.add_argument("--validation-workspace", help="validator cwd (default: Goal repository)")
+    refresh.add_argument(
+        "--restage",
+        action="store_true",
+        help="accept a changed validator declaration for this identity",
+    )
+    refresh.set_defaults(handler=app_refresh_state)
+    spend.add_argument("--execute", action="store_true", help="record the spend (once)")
+    spend.set_defaults(handler=app_spend_slot)
+
+
+def add_reconcile(sub: argparse._SubParsersAction[Any]) -> None:
+    """``reward-memory reconcile``."""
+    again = sub.add_parser("reconcile", help="retry pending Turn journals of this binding")
+    add_binding_arguments(again)
+    again.add_argument("--limit", type=int, default=3, help="journals to retry (1..3)")
+    again.set_defaults(handler=reconcile_journals)

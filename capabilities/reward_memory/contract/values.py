@@ -1,0 +1,218 @@
+"""Shared value rules (contracts.md §1): tokens, ids, compact public-safe text.
+
+Every validator raises :class:`RewardMemoryInputError` with a reason code and the
+field name, never the offending value, so an error can be printed publicly.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from turn_hooks import InvalidInputError
+
+TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}")
+SURFACE_ID = re.compile(r"[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+")
+CORPUS_ID = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+AGENT_ID = re.compile(r"[a-z][a-z0-9_.:@-]{0,79}")
+
+_VALUE = r"[^\s`'\"<>]"
+_LOCAL_PATH = re.compile(
+    r"(?<![:/a-z0-9])/(?:users|home|volumes|private|tmp|var|etc|opt|srv|mnt|root|data|"
+    rf"workspace|workspaces)/{_VALUE}"
+    r"|(?<![a-z0-9])[a-z]:[\\/]"
+    r"|\\\\[a-z0-9._$-]+\\",
+    re.IGNORECASE,
+)
+_SECRET = re.compile(
+    "|".join(
+        (
+            r"\bbearer\s+[a-z0-9._~+/=-]{16,}",
+            rf"\b(?:(?:access|api|secret)[_-]?key|ak|sk)[\"']?\s*[:=]\s*[\"']?{_VALUE}",
+            rf"(?<![a-z0-9_])(?:ak|sk)[-_=:]{_VALUE}{{10,}}",
+            r"\bgh[pousr]_[a-z0-9]{16}",
+            r"\bgithub_pat_[a-z0-9_]{20}",
+            r"\b(?:akia|asia)[a-z0-9]{16}",
+            r"\bxox[baprs]-[a-z0-9-]{10}",
+            r"\baiza[a-z0-9_-]{20}",
+            r"\b(?:sk|rk)_(?:live|test)_[a-z0-9]{12}",
+            r"\bnpm_[a-z0-9]{20}",
+            r"\bpypi-[a-z0-9_-]{20}",
+            r"\beyj[a-z0-9_-]+\.[a-z0-9_-]+\.[a-z0-9_-]+",
+            r"\b(?:(?:access|refresh)[_-]?token|password|secret|token)[\"']?\s*[:=]\s*[\"']?"
+            rf"{_VALUE}{{12,}}",
+            r"-----BEGIN [A-Z ]*PRIVATE KEY",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+
+class RewardMemoryInputError(InvalidInputError):
+    """A reward-memory document or request is invalid; nothing was written or called."""
+
+    reason_code = "invalid_request"
+
+    def to_public(self) -> dict[str, Any]:
+        """The upstream ``reward_memory_error_v0`` shape plus our reason code and field."""
+        public: dict[str, Any] = {
+            "ok": False,
+            "schema_version": "reward_memory_error_v0",
+            "status": "invalid_request",
+            "error": self.message,
+            "reason_code": self.reason_code,
+        }
+        if self.field is not None:
+            public["field"] = self.field
+        return public
+
+
+def fail(field: str, message: str, reason_code: str = "invalid_request") -> NoReturn:
+    """Raise the typed input error for ``field``."""
+    raise RewardMemoryInputError(f"{field} {message}", reason_code=reason_code, field=field)
+
+
+def is_public_safe(text: str) -> bool:
+    """False when ``text`` holds a local path or something shaped like a secret."""
+    return not (_LOCAL_PATH.search(text) or _SECRET.search(text))
+
+
+def compact_or_empty(value: object, limit: int) -> str:
+    """contracts.md §1.1 steps 1-4: whitespace folded, cut with ``…``, unsafe → ``""``."""
+    text = " ".join(str(value or "").strip().split())
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text if is_public_safe(text) else ""
+
+
+def compact(value: object, limit: int, field: str) -> str:
+    """Required compact public-safe text of at most ``limit`` code points."""
+    if value is not None and not isinstance(value, str):
+        fail(field, "must be a string")
+    text = compact_or_empty(value, limit)
+    if not text:
+        fail(field, "must be compact and public-safe", "text_not_public_safe")
+    return text
+
+
+def token(value: object, field: str) -> str:
+    """A stripped token (``^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}$``)."""
+    if not isinstance(value, str) or not TOKEN.fullmatch(value.strip()):
+        fail(field, "must be a token")
+    return value.strip()
+
+
+def optional_token(value: object, field: str) -> str | None:
+    """``None`` or ``""`` normalise to ``None``; anything else must be a token."""
+    if value is None or value == "":
+        return None
+    return token(value, field)
+
+
+def surface_id(value: object, field: str = "surface_id") -> str:
+    """A dotted, module-qualified surface id."""
+    if not isinstance(value, str) or not SURFACE_ID.fullmatch(value):
+        fail(field, "must be a surface id")
+    return value
+
+
+def corpus_id(value: object, field: str = "corpus_id") -> str:
+    """A corpus id (``^[a-z][a-z0-9_-]{0,63}$``)."""
+    if not isinstance(value, str) or not CORPUS_ID.fullmatch(value):
+        fail(field, "must be a corpus id")
+    return value
+
+
+def normalise_agent_id(value: object, field: str = "agent_id") -> str:
+    """Whitespace folded, lowercased, spaces to ``-``; must match the agent id pattern."""
+    if not isinstance(value, str):
+        fail(field, "must be a string")
+    text = " ".join(value.split()).lower().replace(" ", "-")
+    if not AGENT_ID.fullmatch(text):
+        fail(field, "must be an agent id")
+    return text
+
+
+def boolean(value: object, field: str) -> bool:
+    """A real JSON boolean (never 0/1 or a string)."""
+    if not isinstance(value, bool):
+        fail(field, "must be a boolean")
+    return value
+
+
+def integer(value: object, field: str, low: int, high: int | None = None) -> int:
+    """An integer in ``low..high`` (booleans rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(field, "must be an integer")
+    if value < low or (high is not None and value > high):
+        fail(field, f"must be between {low} and {high}")
+    return value
+
+
+def enum(value: object, allowed: tuple[str, ...], field: str) -> str:
+    """One of ``allowed``."""
+    if not isinstance(value, str) or value not in allowed:
+        fail(field, "has an unsupported value")
+    return value
+
+
+def mapping(value: object, field: str) -> dict[str, Any]:
+    """A JSON object."""
+    if not isinstance(value, dict):
+        fail(field, "must be an object")
+    return value
+
+
+def exact_keys(
+    value: object, field: str, required: frozenset[str], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """A JSON object with all ``required`` keys and nothing outside ``required | optional``."""
+    document = mapping(value, field)
+    unknown = set(document) - required - optional
+    if unknown:
+        fail(f"{field}.{sorted(unknown)[0]}", "is not an allowed key", "unknown_key")
+    missing = required - set(document)
+    if missing:
+        fail(f"{field}.{sorted(missing)[0]}", "is required", "missing_key")
+    return document
+
+
+def listing(value: object, field: str, low: int, high: int) -> list[Any]:
+    """A JSON array of ``low..high`` items."""
+    if not isinstance(value, list):
+        fail(field, "must be a list")
+    if not low <= len(value) <= high:
+        fail(field, f"must hold {low}..{high} items")
+    return value
+
+
+def unique(items: list[str], field: str) -> list[str]:
+    """``items`` unchanged if no two are equal."""
+    if len(set(items)) != len(items):
+        fail(field, "must not repeat an item")
+    return items
+
+
+def timestamp(value: object, field: str) -> str:
+    """An ISO 8601 timestamp with a UTC offset, returned stripped and not re-formatted."""
+    if not isinstance(value, str):
+        fail(field, "must be a timestamp")
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        fail(field, "must be an ISO 8601 timestamp")
+    if parsed.utcoffset() is None:
+        fail(field, "must carry a UTC offset")
+    return text
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse a timestamp that :func:`timestamp` accepted."""
+    return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+
+
+def now_timestamp() -> str:
+    """The current UTC time as an ISO 8601 string with an offset."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,141 @@
+"""The corpus owner's retirement write, after an operator-control decision.
+
+The operator control decides; this performs it, on the declared provider of the bound
+corpus: read the stored record exactly, check it is the active record the decision
+names, replace it with the same record marked retired, and read that back exactly.
+Recall already skips any record whose lifecycle is not ``active``, so a retired memory
+stops being recalled while its provenance stays inspectable. Without ``execute``
+nothing is written. A record that changed since the decision is a conflict, never
+overwritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from capabilities.providers.base import Provider
+from capabilities.providers.sync import stored_form
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.identities import record_body, short_digest, target_uri
+from capabilities.reward_memory.curation.operator import SCHEMA as CONTROL_SCHEMA
+from turn_hooks import ProviderError
+
+SCHEMA = "reward_memory_retirement_receipt_v0"
+ACTIVE_RECORD_SCHEMA = "reward_memory_active_record_v0"
+
+
+def _control(document: object) -> dict[str, Any]:
+    control = v.mapping(document, "input")
+    if control.get("schema_version") != CONTROL_SCHEMA or control.get("status") != "control_ready":
+        v.fail("input", "must be a ready operator-control result", "retirement_control_invalid")
+    receipt = v.mapping(control.get("receipt"), "input.receipt")
+    decision = v.mapping(control.get("decision"), "input.decision")
+    if receipt.get("effective_action") != "retire" or decision.get("status") != "retired":
+        v.fail("input.receipt", "is not a retirement", "retirement_control_invalid")
+    return control
+
+
+def retire(
+    resolution: Resolution,
+    document: object,
+    *,
+    provider_for: Callable[[dict[str, Any]], Provider],
+    execute: bool,
+) -> dict[str, Any]:
+    """Perform (or, without ``execute``, plan) one decided retirement."""
+    control = _control(document)
+    receipt = control["receipt"]
+    config = resolution.config
+    if config is None:
+        v.fail(
+            "binding", f"is not available ({resolution.status['status']})", "binding_unavailable"
+        )
+    entry = config["corpora"].get(receipt.get("corpus_id"))
+    if entry is None:
+        v.fail("input.receipt.corpus_id", "is not a corpus of this binding", "corpus_not_declared")
+    corpus = entry["corpus"]
+    # the live declaration decides, not the one the decision was made against
+    if receipt.get("authority_ref") != corpus["maintenance"]["retirement_authority"]:
+        v.fail(
+            "input.receipt.authority_ref",
+            "is not this corpus's retirement authority",
+            "operator_authority_mismatch",
+        )
+    candidate = str(control["decision"]["record"].get("candidate_ref"))
+    binding = entry["provider_binding"]
+    target = target_uri(binding["scope_ref"], entry["standing_policy"]["policy_id"], candidate)
+    result: dict[str, Any] = {
+        "ok": True,
+        "schema_version": SCHEMA,
+        "status": "planned",
+        "reason_code": None,
+        "corpus_id": corpus["corpus_id"],
+        "provider_id": binding["provider_id"],
+        "control_ref": receipt.get("control_ref"),
+        "candidate_ref_digest": short_digest(candidate),
+        "exact_readback_verified": False,
+        "provider_write_performed": False,
+        "external_writes_performed": False,
+        "raw_content_captured": False,
+        "grants_new_action_authority": False,
+    }
+    provider = provider_for(binding)
+    peer = binding.get("actor_peer_id")
+    timeout = float(binding["timeout_seconds"])
+    try:
+        current = provider.read_exact(target, actor_peer_id=peer, timeout=timeout)
+    except ProviderError as exc:
+        return {**result, "status": "unavailable", "reason_code": exc.reason_code}
+    if current is None:
+        return {**result, "status": "not_found", "reason_code": "active_record_absent"}
+    try:
+        stored = json.loads(current)
+    except ValueError:
+        stored = None
+    if (
+        not isinstance(stored, dict)
+        or stored.get("schema_version") != ACTIVE_RECORD_SCHEMA
+        or stored.get("candidate_ref") != candidate
+    ):
+        return {**result, "status": "conflict", "reason_code": "stored_record_differs"}
+    if stored.get("lifecycle", {}).get("state") == "retired":
+        return {
+            **result,
+            "status": "retired",
+            "reason_code": "already_retired",
+            "exact_readback_verified": True,
+        }
+    retired = copy.deepcopy(stored)
+    retired["lifecycle"] = {
+        **{k: val for k, val in stored["lifecycle"].items() if k != "state"},
+        "state": "retired",
+        "retired_reason": "reviewed_retirement",
+        "retirement_control_ref": receipt.get("control_ref"),
+    }
+    expected = stored_form(record_body(retired))
+    if not execute:
+        return {**result, "reason_code": "execute_required_for_verified_write"}
+    try:
+        provider.write(target, expected, actor_peer_id=peer, timeout=timeout)
+        readback = provider.read_exact(target, actor_peer_id=peer, timeout=timeout)
+    except ProviderError as exc:
+        return {
+            **result,
+            "status": "unavailable",
+            "reason_code": exc.reason_code,
+            "provider_write_performed": True,
+            "external_writes_performed": True,
+        }
+    verified = readback is not None and stored_form(readback) == expected
+    return {
+        **result,
+        "status": "retired" if verified else "readback_unverified",
+        "reason_code": None if verified else "retirement_readback_mismatch",
+        "exact_readback_verified": verified,
+        "provider_write_performed": True,
+        "external_writes_performed": True,
+    }

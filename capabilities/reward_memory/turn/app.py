@@ -1,0 +1,340 @@
+"""The Codex App two-phase path: stage at refresh, finalize after spend (turn-lifecycle §9).
+
+``refresh-state`` stages the reflection in a locked 0600 candidate sidecar keyed by
+(Goal, Agent, Todo, Turn, effect) and runs the Todo's declared validator every
+time, so an earlier pass never masks a current failure. Staging never calls a
+provider. ``spend-slot`` records the spend once (no second charge) and, when a
+candidate is staged and the writeback and spend read back, finalizes it through the
+ordinary Turn ingest with ``turn_key = effect_id``. A small settlement ledger
+sidecar remembers both steps, so whichever comes last finalizes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.experience import parse_attestation, parse_reflection
+from capabilities.reward_memory.contract.identities import (
+    app_candidate_id,
+    binding_fingerprint,
+    validation_declaration_sha256,
+)
+from capabilities.reward_memory.contract.values import now_timestamp
+from capabilities.reward_memory.turn.post_settlement import (
+    APP_WIRING,
+    ProviderFor,
+    base_receipt,
+    run_turn_ingest,
+)
+from sidecars import SidecarStore, goal_agent_parts, path_token
+
+SIDECAR_SCHEMA = "codex_app_reward_memory_outcome_sidecar_v0"
+STAGE_SCHEMA = "codex_app_reward_memory_outcome_candidate_v0"
+REQUEST_SCHEMA = "reward_memory_reflection_validation_request_v0"
+LEDGER_SCHEMA = "turn_hooks_app_settlement_v0"
+STAGE_WIRING = "codex_app_refresh_stage"
+CANDIDATE_DIR = "reward-memory-app-outcomes"
+LEDGER_DIR = "codex-app-settlements"
+DEFAULT_TIMEOUT = 20
+
+
+def declaration(
+    argv: list[str] | None, timeout: int | None, label: str | None = None
+) -> dict[str, Any]:
+    """The Todo's validator declaration, in the shape its digest is taken over."""
+    return {
+        "validation_command": None,
+        "validation_command_argv": argv,
+        "validation_label": label,
+        "validation_timeout_seconds": timeout,
+    }
+
+
+def run_todo_validator(
+    declared: dict[str, Any] | None,
+    *,
+    request: dict[str, Any],
+    workspace: Path | None,
+    raw_digest: str,
+    evidence_refs: list[str],
+) -> dict[str, Any]:
+    """``task_validation`` of the App protocol: passed only with the exact attestation."""
+    if not declared:
+        return {"ok": False, "status": "unavailable", "validator_kind": "none"}
+    argv = declared.get("validation_command_argv")
+    if not argv and isinstance(declared.get("validation_command"), str):
+        argv = shlex.split(declared["validation_command"])
+    if not argv or workspace is None:
+        return {"ok": False, "status": "unavailable", "validator_kind": "todo_declared_command"}
+    timeout = declared.get("validation_timeout_seconds")
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 29:
+        timeout = DEFAULT_TIMEOUT
+    try:
+        result = subprocess.run(
+            argv,
+            input=json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+            capture_output=True,
+            text=True,
+            cwd=workspace,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {"ok": False, "status": "inconclusive", "validator_kind": "todo_declared_command"}
+    if result.returncode != 0:
+        return {
+            "ok": False,
+            "status": "failed",
+            "exit_code": result.returncode,
+            "validator_kind": "todo_declared_command",
+        }
+    attestation = parse_attestation(result.stdout, raw_digest, evidence_refs)
+    if attestation is None:
+        return {"ok": False, "status": "inconclusive", "validator_kind": "todo_declared_command"}
+    return {
+        "ok": True,
+        "status": "passed",
+        "validator_kind": "todo_declared_command",
+        "reward_memory_reflection_validation": attestation,
+    }
+
+
+def candidate_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str) -> Path:
+    """``reward-memory-app-outcomes/T(goal)/T(agent)/T(candidate_id).json`` (identities §4)."""
+    return store.path(
+        *goal_agent_parts(CANDIDATE_DIR, goal_id, agent_id),
+        path_token(candidate_id, "candidate") + ".json",
+    )
+
+
+def ledger_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str) -> Path:
+    """The settlement ledger of one App Turn effect."""
+    return store.path(
+        *goal_agent_parts(LEDGER_DIR, goal_id, agent_id),
+        path_token(candidate_id, "candidate") + ".json",
+    )
+
+
+def _stage_receipt(experiment: dict[str, Any], candidate: str, **fields: Any) -> dict[str, Any]:
+    receipt = {
+        "ok": True,
+        "schema_version": STAGE_SCHEMA,
+        "goal_id": experiment["goal_id"],
+        "agent_id": experiment["agent_id"],
+        "status": "runtime_unavailable",
+        "reason_code": None,
+        "candidate_id": candidate,
+        "reflection_digest": None,
+        "validation_bound": False,
+        "raw_content_projected": False,
+        "provider_sync_count": 0,
+        "external_writes_performed": False,
+        "host_wiring": STAGE_WIRING,
+        "fail_open": True,
+        "sidecar_receipt_reused": False,
+    }
+    receipt.update(fields)
+    return receipt
+
+
+def stage(
+    resolution: Resolution,
+    *,
+    todo_id: str,
+    turn_instance_id: str,
+    effect_id: str,
+    reflection_json: str | None,
+    declared: dict[str, Any] | None,
+    workspace: Path | None,
+    observed_at: str | None = None,
+    restage: bool = False,
+) -> dict[str, Any]:
+    """Stage one App Turn's reflection and validate it; never calls a provider."""
+    status = resolution.status
+    ids = [status["goal_id"], status["agent_id"], todo_id, turn_instance_id, effect_id]
+    if not all(isinstance(part, str) and part for part in ids):
+        v.fail(
+            "candidate_id",
+            "needs non-empty goal, agent, todo, turn and effect ids",
+            "app_candidate_identity_invalid",
+        )
+    candidate = app_candidate_id(*ids)
+    if not status["available"]:
+        return _stage_receipt(
+            status, candidate, status=status["status"], reason_code=status.get("reason_code")
+        )
+    parsed = parse_reflection(reflection_json)
+    if parsed.kind in {"none", "no_evidence"}:
+        return _stage_receipt(
+            status,
+            candidate,
+            status="no_eligible_evidence",
+            reason_code="app_refresh_declared_no_reward_evidence",
+        )
+    if parsed.kind == "legacy":
+        return _stage_receipt(
+            status,
+            candidate,
+            status="no_eligible_evidence",
+            reason_code="legacy_reflection_requires_transferable_experience",
+        )
+    reflection = parsed.normalised
+    assert reflection is not None and parsed.raw_digest is not None
+    fingerprint = binding_fingerprint(resolution.binding, status["agent_id"])
+    declaration_digest = validation_declaration_sha256(declared or declaration(None, None))
+    store = resolution.sidecars
+    path = candidate_path(store, status["goal_id"], status["agent_id"], candidate)
+    with store.transaction(path) as sidecar:
+        previous = sidecar.read()
+        if previous is not None:
+            if previous.get("schema_version") != SIDECAR_SCHEMA:
+                v.fail("candidate", "sidecar has another schema", "app_outcome_sidecar_invalid")
+            if previous.get("reflection") != reflection:
+                v.fail(
+                    "reflection", "differs from the staged one", "app_outcome_reflection_changed"
+                )
+            if previous.get("binding_fingerprint") != fingerprint:
+                v.fail("binding", "changed since staging", "app_outcome_binding_changed")
+            if previous.get("validation_declaration_sha256") != declaration_digest and not restage:
+                v.fail(
+                    "validation",
+                    "declaration changed; re-stage explicitly",
+                    "app_outcome_validation_changed",
+                )
+        request = {
+            "schema_version": REQUEST_SCHEMA,
+            "goal_id": status["goal_id"],
+            "agent_id": status["agent_id"],
+            "todo_id": todo_id,
+            "turn_instance_id": turn_instance_id,
+            "effect_id": effect_id,
+            "reflection": reflection,
+            "reflection_digest": parsed.raw_digest,
+        }
+        validation = run_todo_validator(
+            declared,
+            request=request,
+            workspace=workspace,
+            raw_digest=parsed.raw_digest,
+            evidence_refs=reflection["evidence_refs"],
+        )
+        sidecar.write(
+            {
+                "schema_version": SIDECAR_SCHEMA,
+                "goal_id": status["goal_id"],
+                "agent_id": status["agent_id"],
+                "todo_id": todo_id,
+                "turn_instance_id": turn_instance_id,
+                "effect_id": effect_id,
+                "candidate_id": candidate,
+                "reflection_digest": parsed.raw_digest,
+                "binding_fingerprint": fingerprint,
+                "validation_declaration_sha256": declaration_digest,
+                "reflection": reflection,
+                "task_validation": validation,
+                "observed_at": (previous or {}).get("observed_at")
+                or observed_at
+                or now_timestamp(),
+                "raw_content_captured": False,
+            }
+        )
+    bound = validation.get("status") == "passed"
+    return _stage_receipt(
+        status,
+        candidate,
+        status="validation_bound" if bound else "awaiting_evidence_validation",
+        reason_code=None if bound else "reflection_not_bound_to_independent_validation",
+        reflection_digest=parsed.raw_digest,
+        validation_bound=bound,
+        sidecar_receipt_reused=previous is not None,
+    )
+
+
+def finalize(
+    resolution: Resolution,
+    *,
+    candidate_id: str,
+    writeback_appended: bool,
+    spend_appended: bool,
+    provider_for: ProviderFor,
+) -> dict[str, Any] | None:
+    """Finalize a staged candidate after writeback and spend read back (exact key only)."""
+    status = resolution.status
+    store = resolution.sidecars
+    path = candidate_path(store, status["goal_id"], status["agent_id"], candidate_id)
+    staged = store.read(path)
+    if staged is None:
+        return None
+    receipt = base_receipt(status, APP_WIRING)
+    if binding_fingerprint(resolution.binding, status["agent_id"]) != staged.get(
+        "binding_fingerprint"
+    ):
+        receipt.update(status="runtime_state_invalid", reason_code="app_outcome_binding_changed")
+        return receipt
+    evidence = {
+        "task_validation": staged.get("task_validation") or {},
+        "writeback": {"ok": writeback_appended, "appended": writeback_appended},
+        "quota_spend": {"ok": spend_appended, "appended": spend_appended},
+    }
+    if staged["task_validation"].get("status") != "passed":
+        receipt.update(
+            status="evidence_validation_required",
+            reason_code="reflection_not_bound_to_independent_validation",
+            candidate_state="awaiting_evidence_validation",
+        )
+        return receipt
+    raw = json.dumps(
+        staged["reflection"], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return run_turn_ingest(
+        resolution,
+        turn_key=str(staged["effect_id"]),
+        host_result={"reward_memory_reflection_json": raw},
+        evidence=evidence,
+        provider_for=provider_for,
+        observed_at=staged.get("observed_at"),
+        wiring=APP_WIRING,
+        attested_digest=staged.get("reflection_digest"),
+    )
+
+
+def record_step(resolution: Resolution, candidate_id: str, step: str) -> tuple[bool, bool]:
+    """Record ``writeback`` or ``spend`` once in the ledger and read it back.
+
+    Returns (read back as appended, recorded by this call): a second spend of the
+    same effect finds it already recorded, so nothing is charged twice.
+    """
+    store = resolution.sidecars
+    path = ledger_path(
+        store, resolution.status["goal_id"], resolution.status["agent_id"], candidate_id
+    )
+    recorded = False
+
+    def change(ledger: dict[str, Any] | None) -> dict[str, Any] | None:
+        nonlocal recorded
+        ledger = ledger or {"schema_version": LEDGER_SCHEMA, "candidate_id": candidate_id}
+        if ledger.get(step, {}).get("appended") is True:
+            return None
+        recorded = True
+        return {**ledger, step: {"ok": True, "appended": True, "recorded_at": now_timestamp()}}
+
+    store.update(path, change)
+    return ledger_state(resolution, candidate_id).get(step) is True, recorded
+
+
+def ledger_state(resolution: Resolution, candidate_id: str) -> dict[str, bool]:
+    """Which settlement steps of an App effect read back as appended."""
+    store = resolution.sidecars
+    path = ledger_path(
+        store, resolution.status["goal_id"], resolution.status["agent_id"], candidate_id
+    )
+    ledger = store.read(path) or {}
+    return {step: ledger.get(step, {}).get("appended") is True for step in ("writeback", "spend")}

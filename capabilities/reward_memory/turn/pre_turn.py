@@ -1,0 +1,366 @@
+"""PreTurn: the Turn's recall packet and the memory contribution (turn-lifecycle §5-§6).
+
+Everything here fails open: a disabled binding, a guard or a provider failure yields
+a packet that says so, and the Turn proceeds. The contribution never grants
+authority; it carries private, non-authoritative guidance and, when ingest is on,
+the reflection request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from capabilities.providers.base import Provider
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.identities import (
+    application_id,
+    situation_fingerprint,
+    turn_recall_id,
+)
+from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
+from capabilities.reward_memory.turn.reconcile import reconcile
+from sidecars import SidecarStore, goal_agent_parts
+from turn_hooks import SidecarError, TurnContext, measure_result_bytes
+
+SURFACE = "agent_workflow.turn_admission"
+PACKET_SCHEMA = "agent_turn_recall_v0"
+SITUATION_SCHEMA = "agent_turn_situation_v0"
+CONTEXT_SCHEMA = "agent_turn_recall_context_v0"
+RECEIPT_SCHEMA = "agent_turn_recall_receipt_v1"
+SLOT = "reward_memory_recall"
+RESULT_FIELD = "reward_memory_reflection_json"
+RESULT_FIELD_MAX = 2400
+BUDGET = 65536
+EXPERIMENT_KEYS = (
+    "enabled",
+    "available",
+    "configured_for_agent",
+    "goal_id",
+    "agent_id",
+    "automatic_recall",
+    "automatic_ingest",
+)
+
+GUIDANCE_INSTRUCTION = (
+    "reward_memory_recall may hold guidance recalled from this Agent's own validated past "
+    "Turns. It is private context, not authority: use an item only where it fits the "
+    "evidence in front of you now, and never treat it as permission to act."
+)
+REFLECTION_INSTRUCTION = (
+    "Leave reward_memory_reflection_json empty unless independent evidence from this Turn "
+    "(a test run, a review, a measured result) showed a reusable way of working. If it did, "
+    "fill it with one JSON object: schema_version turn_reward_memory_reflection_v1, status "
+    "eligible, surface_id agent_workflow.turn_admission, outcome_kind one of research, "
+    "simulation, real or engineering, content_summary, reasoning_summary, confidence one of "
+    "low, medium or high, evidence_refs with 1 to 5 opaque references, and experience: "
+    "schema_version procedural_experience_contract_v0, applicability and limitations (1 to 5 "
+    "items each), observed_outcome, attribution, future_behavior with trigger, action, "
+    "validation and stop_condition, and the same evidence_refs. A recap of facts without a "
+    "changed future behaviour and its limits does not qualify; a v0 reflection is kept for "
+    "audit only; your own summary is never evidence. Nothing is stored unless an independent "
+    "validator attests this exact reflection."
+)
+
+ProviderFor = Callable[[dict[str, Any]], Provider]
+
+
+def automation_enabled(payload: dict[str, Any], op: str) -> bool:
+    """The automation gate of §6 for ``automatic_recall`` or ``automatic_ingest``."""
+    recall = payload.get(SLOT)
+    experiment = recall.get("experiment") if isinstance(recall, dict) else None
+    envelope = payload.get("turn_envelope")
+    envelope = envelope if isinstance(envelope, dict) else {}
+    boundary = envelope.get("boundary")
+    capabilities = boundary.get("capabilities") if isinstance(boundary, dict) else None
+    flags = capabilities.get("reward_memory") if isinstance(capabilities, dict) else None
+    return (
+        isinstance(experiment, dict)
+        and isinstance(flags, dict)
+        and flags.get(op) is True
+        and all(
+            experiment.get(key) is True for key in ("enabled", "available", "configured_for_agent")
+        )
+        and bool(envelope.get("goal_id"))
+        and bool(envelope.get("agent_id"))
+        and envelope.get("goal_id") == experiment.get("goal_id")
+        and envelope.get("agent_id") == experiment.get("agent_id")
+        and experiment.get(op) is True
+    )
+
+
+def _identity_scope(config: dict[str, Any]) -> dict[str, Any]:
+    first = config["surfaces"][SURFACE]["corpus_ids"][0]
+    scope: dict[str, Any] = config["corpora"][first]["corpus"]["scope"]
+    return scope
+
+
+def build_situation(
+    turn: TurnContext, goal_id: str, agent_id: str, scope: dict[str, Any]
+) -> dict[str, Any]:
+    """``agent_turn_situation_v0`` for an interactive host: no Todo, so the Turn's
+    prompt (when the host passed one) stands in as the selected Todo's text."""
+    text = v.compact_or_empty(turn.prompt, 320)
+    situation: dict[str, Any] = {
+        "schema_version": SITUATION_SCHEMA,
+        "goal_id": goal_id,
+        "agent_id": agent_id,
+        "turn_instance_id": turn.host_turn_id,
+        "workspace_ref": scope["workspace_ref"],
+        "project_ref": scope["project_ref"],
+        "phase": None,
+        "decision": None,
+        "selected_todo": {"text": text} if text else {},
+        "recent_outcomes": [],
+        "next_intent": None,
+        "conflict_state": "clear",
+        "status_health_ok": True,
+        "user_prompt_included": bool(text),
+    }
+    fingerprint = situation_fingerprint(situation)
+    situation["situation_fingerprint"] = fingerprint
+    situation["turn_recall_id"] = turn_recall_id(turn.host_turn_id, fingerprint)
+    return situation
+
+
+def situation_query(situation: dict[str, Any]) -> str:
+    """The one function-boundary query of a Turn (§5.2)."""
+    todo = situation["selected_todo"]
+    parts = [
+        f"agent={situation['agent_id']}",
+        f"goal={situation['goal_id']}",
+        f"project={situation['project_ref']}",
+        f"phase={situation['phase'] or 'unknown'}",
+        f"todo={todo.get('text') or todo.get('todo_id') or 'none'}",
+    ]
+    for key in ("action_kind", "target_key"):
+        if todo.get(key):
+            parts.append(f"{key}={todo[key]}")
+    if situation["next_intent"]:
+        parts.append(f"intent={situation['next_intent']}")
+    if situation["recent_outcomes"]:
+        parts.append("recent=" + "; ".join(situation["recent_outcomes"]))
+    return v.compact_or_empty(" | ".join(parts), 500) or "turn admission"
+
+
+def _experiment(status: dict[str, Any]) -> dict[str, Any]:
+    return {key: status.get(key) for key in EXPERIMENT_KEYS}
+
+
+def _packet(status: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    packet: dict[str, Any] = {
+        "ok": True,
+        "schema_version": PACKET_SCHEMA,
+        "status": status["status"],
+        "reason_code": status.get("reason_code"),
+        "surface_id": SURFACE,
+        "turn_recall_id": None,
+        "situation_fingerprint": None,
+        "context": None,
+        "application": None,
+        "recall_attempts": [],
+        "telemetry": None,
+        "provider_call_count": 0,
+        "fail_open": True,
+        "fail_open_preserved_base": True,
+        "provider_failure_is_user_gate": False,
+        "grants_new_action_authority": False,
+        "quota_spend_performed": False,
+        "external_writes_performed": False,
+        "raw_provider_payload_captured": False,
+        "suppress_external_sinks": True,
+        "goal_id": status["goal_id"],
+        "agent_id": status["agent_id"],
+        "experiment": _experiment(status),
+        "host_wiring": "agent_turn_admission",
+    }
+    packet.update(fields)
+    return packet
+
+
+def receipt_path(store: SidecarStore, goal_id: str, agent_id: str) -> Any:
+    """``agent-turn-recall/T(goal)/T(agent).json`` (identities §4)."""
+    directory, goal, agent = goal_agent_parts("agent-turn-recall", goal_id, agent_id)
+    return store.path(directory, goal, agent + ".json")
+
+
+def turn_recall(
+    turn: TurnContext,
+    resolution: Resolution,
+    *,
+    provider_for: ProviderFor,
+) -> dict[str, Any]:
+    """The Turn's ``agent_turn_recall_v0`` packet; never raises for expected faults."""
+    status = resolution.status
+    if not status["available"] or resolution.config is None:
+        return _packet(status)
+    config = resolution.config
+    extra: dict[str, Any] = {}
+    if config["automation"]["automatic_ingest"]:
+        extra["outcome_ingest_reconciliation"] = reconcile(
+            resolution, provider_for=provider_for, observed_at=turn.observed_at
+        )
+    if not config["automation"]["automatic_recall"]:
+        return _packet(
+            {
+                **status,
+                "status": "explicitly_disabled",
+                "reason_code": "automatic_recall_explicitly_disabled",
+            },
+            **extra,
+        )
+    if SURFACE not in config["surfaces"]:
+        return _packet(
+            {
+                **status,
+                "status": "guard_rejected",
+                "reason_code": "surface_profile_or_query_invalid",
+            },
+            **extra,
+        )
+    scope = _identity_scope(config)
+    situation = build_situation(turn, status["goal_id"], status["agent_id"], scope)
+    recall_id = situation["turn_recall_id"]
+    fingerprint = situation["situation_fingerprint"]
+    ids = {"turn_recall_id": recall_id, "situation_fingerprint": fingerprint}
+    store = resolution.sidecars
+    path = receipt_path(store, status["goal_id"], status["agent_id"])
+    revision = status.get("binding_revision")
+    try:
+        previous = store.read(path)
+    except SidecarError:
+        previous = None
+    if (
+        previous is not None
+        and previous.get("turn_recall_id") == recall_id
+        and previous.get("binding_revision") == revision
+    ):
+        return _packet(
+            {**status, "status": "deduplicated", "reason_code": previous.get("reason_code")},
+            **ids,
+            **extra,
+            context=previous.get("context"),
+            same_turn_receipt_reused=True,
+        )
+    base = {"schema_version": CONTEXT_SCHEMA, "situation": situation, "guidance": []}
+    corpora = config["surfaces"][SURFACE]["corpus_ids"]
+    source_ref = f"registry:{status['goal_id']}:reward-memory"
+    hook = run_recall_hook(
+        config,
+        surface_id=SURFACE,
+        base_output=base,
+        workspace_ref=scope["workspace_ref"],
+        project_ref=scope["project_ref"],
+        revision_ref=fingerprint,
+        queries=[{"query": situation_query(situation), "query_summary": _summary(situation)}],
+        observed_at=turn.observed_at,
+        freshness_context={
+            "source_truth_current": situation["status_health_ok"],
+            "source_revision": fingerprint,
+        },
+        conflict_state=situation["conflict_state"],
+        read_authority_checkpoints={
+            c: read_checkpoint(config["corpora"][c], SURFACE, source_ref) for c in corpora
+        },
+        application_id=application_id(recall_id),
+        artifact_ref=fingerprint,
+        provider_for=provider_for,
+        identity={key: scope.get(key) for key in ("user_ref", "peer_ref", "session_ref")},
+        apply_memory=cite_guidance,
+    ).document
+    telemetry = hook.get("telemetry")
+    calls = telemetry["provider_call_count"] if telemetry else 0
+    context = hook["output"] if hook["status"] == "applied" else None
+    packet = _packet(
+        {**status, "status": hook["status"], "reason_code": hook.get("reason_code")},
+        **ids,
+        **extra,
+        context=context,
+        application=hook.get("application"),
+        recall_attempts=hook.get("recall_attempts", []),
+        telemetry=telemetry,
+        provider_call_count=calls,
+        fail_open_preserved_base=hook["fail_open_preserved_base"],
+    )
+    receipt: dict[str, Any] = {
+        "schema_version": RECEIPT_SCHEMA,
+        "goal_id": status["goal_id"],
+        "agent_id": status["agent_id"],
+        "turn_recall_id": recall_id,
+        "situation_fingerprint": fingerprint,
+        "source_status": hook["status"],
+        "reason_code": hook.get("reason_code"),
+        "provider_call_count": calls,
+        "context": context,
+        "observed_at": turn.observed_at,
+    }
+    if revision is not None:
+        receipt["binding_revision"] = revision
+    try:
+        store.write(path, receipt)
+        packet["same_turn_receipt_written"] = True
+    except SidecarError:
+        packet["same_turn_receipt_written"] = False
+    return packet
+
+
+def _summary(situation: dict[str, Any]) -> str:
+    todo = situation["selected_todo"].get("todo_id") or "unselected"
+    return (
+        f"turn admission for {situation['goal_id']} {todo} during {situation['phase'] or 'unknown'}"
+    )
+
+
+def participation(packet: dict[str, Any]) -> dict[str, Any]:
+    """The recall packet with ``context`` removed: what the readback slot records."""
+    return {**packet, "context": None}
+
+
+def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``reward-memory.turn-context`` result, within the 64 KiB rule (§4, §5.1).
+
+    Over budget, the recall context and its guidance instruction are omitted while the
+    readback, the reflection instruction and the result field are kept; if even that
+    does not fit, nothing is contributed (the dispatcher records the failure).
+    """
+    readback = participation(packet)
+    gate_payload = {**payload, SLOT: readback}
+    recall_on = automation_enabled(gate_payload, "automatic_recall")
+    ingest_on = automation_enabled(gate_payload, "automatic_ingest")
+
+    def build(with_context: bool) -> dict[str, Any]:
+        context = packet.get("context") if with_context and recall_on else None
+        guidance = context.get("guidance") if isinstance(context, dict) else None
+        instructions = [GUIDANCE_INSTRUCTION] if guidance else []
+        if ingest_on:
+            instructions.append(REFLECTION_INSTRUCTION)
+        result: dict[str, Any] = {
+            "readback": {SLOT: readback},
+            "context_fields": {SLOT: {**readback, "context": context}}
+            if recall_on or ingest_on
+            else {},
+            "instructions": instructions,
+            "result_fields": (
+                {RESULT_FIELD: {"type": "string", "maxLength": RESULT_FIELD_MAX}}
+                if ingest_on
+                else {}
+            ),
+        }
+        return result
+
+    full = build(True)
+    if measure_result_bytes(full) <= BUDGET:
+        return full
+    return build(False)
+
+
+def runtime_failure(status: dict[str, Any]) -> dict[str, Any]:
+    """The packet of a recall that failed unexpectedly: nothing delivered, Turn unchanged."""
+    return _packet(
+        {
+            **status,
+            "status": "runtime_unavailable",
+            "reason_code": "automatic_recall_runtime_failed",
+        }
+    )

@@ -1,0 +1,221 @@
+"""One utility observation from trusted facts and an evaluator's proposal (§14).
+
+The application receipt, the verified outcome and the attribution context are
+trusted; the proposal must echo every identifying value of theirs. Separate from
+:mod:`.observation`, which is the observation contract itself: this is the one way
+an observation is made, and it is the only code that reads a proposal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capabilities.reward_memory.utility.observation import (
+    BOUNDARY_FIELDS,
+    OBSERVATION_SCHEMA,
+    application_receipt_id,
+    digests,
+    enum,
+    fail,
+    observation_id,
+    opaque_ref,
+    scope,
+    validate_observation,
+)
+
+APPLICATION_RECEIPT_SCHEMA = "reward_memory_application_receipt_v0"
+RECEIPT_FIELDS = frozenset(
+    {
+        "schema_version",
+        "application_id",
+        "artifact_ref",
+        "corpus_id",
+        "surface_id",
+        "mode",
+        "query_kind",
+        "query_evidence",
+        "outcome",
+        "memory_ref_digests",
+        "reasoning_summary",
+        "current_artifact_verified",
+        "result_readback_verified",
+        "provider_call_count",
+        "model_reasoning_preserved",
+        "grants_new_action_authority",
+        "external_writes_performed",
+        "raw_content_captured",
+    }
+)
+RECEIPT_OPTIONAL = frozenset({"retrieval_snapshot_ref", "policy_snapshot_ref"})
+APPLICATION_OUTCOMES = (
+    "applied",
+    "ignored",
+    "refuted",
+    "failed",
+    "not_available",
+    "available_not_applied",
+)
+PROPOSAL_FIELDS = frozenset(
+    {
+        "scope",
+        "application_id",
+        "artifact_ref",
+        "outcome_ref",
+        "outcome_status",
+        "retrieval_snapshot_ref",
+        "policy_snapshot_ref",
+        "memory_ref_digests",
+        "utility_label",
+        "attribution_level",
+        "evidence_basis",
+        "confidence",
+        "reason_codes",
+        "evidence_refs",
+        "evaluator_ref",
+        "evaluation_version",
+    }
+)
+_RECEIPT_CODE = "application_receipt_invalid"
+_BINDING_CODE = "utility_binding_mismatch"
+
+
+def _exact(
+    value: object, fields: frozenset[str], optional: frozenset[str], code: str, what: str
+) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        fail(code, f"{what} must be a JSON object")
+    unknown, missing = set(value) - fields - optional, fields - set(value)
+    if unknown or missing:
+        fail(
+            code,
+            f"{what} has invalid fields (missing {sorted(missing)}, unknown {sorted(unknown)})",
+        )
+    return value
+
+
+def application_receipt(value: object) -> dict[str, Any]:
+    """A ``reward_memory_application_receipt_v0`` as it must be to carry utility."""
+    receipt = _exact(value, RECEIPT_FIELDS, RECEIPT_OPTIONAL, _RECEIPT_CODE, "application_receipt")
+    if receipt["schema_version"] != APPLICATION_RECEIPT_SCHEMA:
+        fail(
+            _RECEIPT_CODE,
+            f"application_receipt.schema_version must be {APPLICATION_RECEIPT_SCHEMA}",
+        )
+    for flag in (
+        "grants_new_action_authority",
+        "external_writes_performed",
+        "raw_content_captured",
+    ):
+        if receipt[flag] is not False:
+            fail(_RECEIPT_CODE, f"application_receipt.{flag} must be false")
+    if receipt["model_reasoning_preserved"] is not True:
+        fail(_RECEIPT_CODE, "application_receipt.model_reasoning_preserved must be true")
+    enum(receipt["outcome"], APPLICATION_OUTCOMES, _RECEIPT_CODE, "application_receipt.outcome")
+    if (
+        digests(receipt["memory_ref_digests"], _RECEIPT_CODE, "memory_ref_digests")
+        != receipt["memory_ref_digests"]
+    ):
+        fail(_RECEIPT_CODE, "application_receipt.memory_ref_digests must be sorted")
+    for key in ("application_id", "corpus_id", "surface_id"):
+        if not isinstance(receipt[key], str) or not receipt[key]:
+            fail(_RECEIPT_CODE, f"application_receipt.{key} must be a string")
+    return receipt
+
+
+def build_observation(
+    receipt: object,
+    verified_outcome: object,
+    context: object,
+    proposal: object,
+    *,
+    created_at: str,
+) -> dict[str, Any]:
+    """One validated observation from trusted facts and an evaluator's proposal.
+
+    The receipt, the verified outcome and the context are trusted; the proposal must
+    echo every one of their identifying values, so an evaluator cannot move a judgement
+    onto another receipt, artifact, outcome or snapshot.
+    """
+    trusted = application_receipt(receipt)
+    outcome = _exact(
+        verified_outcome,
+        frozenset({"verified", "outcome_ref", "artifact_ref", "outcome_status"}),
+        frozenset(),
+        _BINDING_CODE,
+        "verified_outcome",
+    )
+    if outcome["verified"] is not True:
+        fail(_BINDING_CODE, "verified_outcome.verified must be true")
+    if outcome["artifact_ref"] != trusted["artifact_ref"]:
+        fail(_BINDING_CODE, "verified_outcome.artifact_ref must match the application receipt")
+    facts = _exact(
+        context,
+        frozenset({"scope", "retrieval_snapshot_ref", "policy_snapshot_ref"}),
+        frozenset(),
+        _BINDING_CODE,
+        "attribution_context",
+    )
+    trusted_scope = scope(facts["scope"])
+    for key in ("corpus_id", "surface_id"):
+        if trusted_scope[key] != trusted[key]:
+            fail(
+                _BINDING_CODE, f"attribution_context.scope.{key} must match the application receipt"
+            )
+    for key in ("retrieval_snapshot_ref", "policy_snapshot_ref"):
+        opaque_ref(facts[key], "observation_malformed_snapshot", key)
+        if key in trusted and trusted[key] != facts[key]:
+            fail(_BINDING_CODE, f"attribution_context.{key} must match the application receipt")
+    offer = _exact(
+        proposal, PROPOSAL_FIELDS, frozenset(), "observation_malformed", "evaluator_proposal"
+    )
+    echoes = {
+        "scope": trusted_scope,
+        "application_id": trusted["application_id"],
+        "artifact_ref": trusted["artifact_ref"],
+        "outcome_ref": outcome["outcome_ref"],
+        "outcome_status": outcome["outcome_status"],
+        "retrieval_snapshot_ref": facts["retrieval_snapshot_ref"],
+        "policy_snapshot_ref": facts["policy_snapshot_ref"],
+    }
+    for key, value in echoes.items():
+        if offer[key] != value:
+            fail(_BINDING_CODE, f"evaluator_proposal.{key} does not match the trusted facts")
+    bound = digests(offer["memory_ref_digests"], "observation_malformed", "memory_ref_digests")
+    if offer["attribution_level"] == "item":
+        if len(bound) != 1 or bound[0] not in trusted["memory_ref_digests"]:
+            fail(_BINDING_CODE, "item attribution binds exactly one digest of the receipt")
+    elif bound != trusted["memory_ref_digests"]:
+        fail(_BINDING_CODE, "set and none attribution bind the receipt's whole digest set")
+    draft: dict[str, Any] = {
+        "schema_version": OBSERVATION_SCHEMA,
+        "scope": trusted_scope,
+        "application_receipt_id": application_receipt_id(trusted),
+        "memory_ref_digests": bound,
+        "retrieval_snapshot_ref": facts["retrieval_snapshot_ref"],
+        "policy_snapshot_ref": facts["policy_snapshot_ref"],
+        "outcome_ref": outcome["outcome_ref"],
+        "utility_label": offer["utility_label"],
+        "attribution_level": offer["attribution_level"],
+        "evidence_basis": offer["evidence_basis"],
+        "confidence": offer["confidence"],
+        "reason_codes": sorted(offer["reason_codes"])
+        if isinstance(offer["reason_codes"], list)
+        else offer["reason_codes"],
+        "evidence_refs": sorted(offer["evidence_refs"])
+        if isinstance(offer["evidence_refs"], list)
+        else offer["evidence_refs"],
+        "evaluator_ref": offer["evaluator_ref"],
+        "evaluation_version": offer["evaluation_version"],
+        "created_at": created_at,
+        **dict.fromkeys(BOUNDARY_FIELDS, False),
+    }
+    try:
+        draft["observation_id"] = observation_id(draft)
+    except TypeError:  # an unhashable or odd value: the validator names the field
+        draft["observation_id"] = ""
+    ordered = {
+        "schema_version": OBSERVATION_SCHEMA,
+        "observation_id": draft.pop("observation_id"),
+        **draft,
+    }
+    return validate_observation(ordered)
