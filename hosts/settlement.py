@@ -37,6 +37,7 @@ from sidecars import (
     SidecarStore,
     SidecarTransaction,
     goal_agent_parts,
+    goal_repository,
     path_token,
     sidecar_root,
 )
@@ -103,24 +104,6 @@ def run_validator(
             # The plugin checks that it attests exactly this reflection.
             validation[ATTESTATION_KEY] = attestation
     return validation
-
-
-def goal_repository(registry: str | None, goal_id: str | None) -> Path | None:
-    """The Goal repository a registry names (where the Goal's sidecars live)."""
-    if not registry or not goal_id:
-        return None
-    try:
-        document = loads_bounded(Path(registry).read_bytes())
-    except (OSError, InvalidInputError):
-        return None
-    for goal in document.get("goals", []) if isinstance(document, dict) else []:
-        if (
-            isinstance(goal, dict)
-            and goal.get("id") == goal_id
-            and isinstance(goal.get("repo"), str)
-        ):
-            return Path(goal["repo"])
-    return None
 
 
 def spool_path(store: SidecarStore, turn: TurnContext) -> Path:

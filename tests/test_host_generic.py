@@ -14,7 +14,8 @@ from turn_support import RAW, bound_goal
 
 from conformance.public_safety import public_safety_violations
 from hosts.render import REFLECTION_REQUEST, extract_reflection, render_context
-from hosts.settlement import goal_repository, run_validator
+from hosts.settlement import run_validator
+from sidecars import goal_repository
 from turn_hooks import HostProjection
 
 ROOT = Path(__file__).parent.parent
