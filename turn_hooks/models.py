@@ -56,6 +56,10 @@ class TurnContext(_Document):
     goal_id: str | None = None
     agent_id: str | None = None
     turn_envelope: dict[str, Any] = field(default_factory=dict)
+    """Goal, Agent and governing dimensions of the Turn. A host states only its own
+    wiring there, as ``boundary.host_edges``: ``{"pre_turn": true, "post_settlement":
+    true}`` when it runs ``pre_turn`` at turn start and settles successful Turns.
+    Each capability derives its own switches from those facts."""
     payload: dict[str, Any] = field(default_factory=dict)
     """The host request under construction; readback slots are merged into a copy."""
     observed_at: str

@@ -64,6 +64,7 @@ UNVERIFIABLE_REASONS = frozenset({"provider_sync_revision_conflict"})
 answers with something else, every time."""
 TERMINAL_SCHEMA = "turn_reward_memory_terminal_failure_v0"
 REFLECTION_FIELD = "reward_memory_reflection_json"
+LEGACY_ATTESTATION_KEY = "reward_memory_reflection_validation"
 REFLECTION_REJECTED = "reflection_rejected"
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
@@ -130,7 +131,9 @@ def accepted_attestation(
         or quota.get("appended") is not True
     ):
         return None
-    attestation = validation.get("reward_memory_reflection_validation")
+    # Hooks hosts keep the validator's output under their generic key; the Codex App
+    # path and spools written before it use the reflection-specific one.
+    attestation = validation.get("attestation", validation.get(LEGACY_ATTESTATION_KEY))
     if not isinstance(attestation, dict):
         return None
     checked = parse_attestation(

@@ -22,7 +22,13 @@ from capabilities.reward_memory.lifecycle import reconcile
 from capabilities.reward_memory.registry import Resolution
 from capabilities.reward_memory.runtime import cite_guidance, read_checkpoint, run_recall_hook
 from sidecars import SidecarStore, goal_agent_parts
-from turn_hooks import SidecarError, TurnContext, measure_result_bytes
+from turn_hooks import (
+    ContextItem,
+    SidecarError,
+    TurnContext,
+    measure_context_items,
+    measure_result_bytes,
+)
 
 SURFACE = "agent_workflow.turn_admission"
 PACKET_SCHEMA = "agent_turn_recall_v0"
@@ -88,6 +94,61 @@ def automation_enabled(payload: dict[str, Any], op: str) -> bool:
         and envelope.get("agent_id") == experiment.get("agent_id")
         and experiment.get(op) is True
     )
+
+
+def with_capability_flags(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` whose envelope carries ``boundary.capabilities.reward_memory``.
+
+    Hosts state only which hooks they wire (``boundary.host_edges``); the gate's
+    flags follow from those: recall when ``pre_turn`` runs at turn start, ingest when
+    ``post_settlement`` runs after a successful Turn. Flags an envelope already
+    carries (a control plane that decides them itself) are kept as they are.
+    """
+    envelope = payload.get("turn_envelope")
+    if not isinstance(envelope, dict):
+        return payload
+    boundary = envelope.get("boundary")
+    if not isinstance(boundary, dict) or not isinstance(boundary.get("host_edges"), dict):
+        return payload
+    capabilities = boundary.get("capabilities")
+    capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
+    if "reward_memory" in capabilities:
+        return payload
+    edges = boundary["host_edges"]
+    capabilities["reward_memory"] = {
+        "automatic_recall": edges.get("pre_turn") is True,
+        "automatic_ingest": edges.get("post_settlement") is True,
+    }
+    boundary = {**boundary, "capabilities": capabilities}
+    return {**payload, "turn_envelope": {**envelope, "boundary": boundary}}
+
+
+def guidance_items(context: object) -> list[ContextItem]:
+    """The recalled guidance as the text the host shows, one item per memory.
+
+    ``[memory N] <candidate ref> (<class>)``, the summary, then the trigger, action,
+    validation and stop condition of the future behaviour; the candidate ref is the
+    item's ref, so a host shows a memory once per session. A second item with the same
+    candidate ref (only a hand-edited receipt holds one) is left out.
+    """
+    guidance = context.get("guidance") if isinstance(context, dict) else None
+    items: list[ContextItem] = []
+    for entry in guidance if isinstance(guidance, list) else []:
+        ref = str(entry.get("candidate_ref")) if isinstance(entry, dict) else ""
+        if not ref or ref in {item.ref for item in items}:
+            continue
+        lines = [
+            f"[memory {len(items) + 1}] {ref} ({entry.get('target_class')})",
+            f"  summary: {entry.get('content_summary')}",
+        ]
+        experience = entry.get("experience")
+        behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
+        if isinstance(behaviour, dict):
+            for key in ("trigger", "action", "validation", "stop_condition"):
+                if behaviour.get(key):
+                    lines.append(f"  {key.replace('_', ' ')}: {behaviour[key]}")
+        items.append(ContextItem(ref=ref, text="\n".join(lines)))
+    return items
 
 
 def _identity_scope(config: dict[str, Any]) -> dict[str, Any]:
@@ -320,12 +381,15 @@ def participation(packet: dict[str, Any]) -> dict[str, Any]:
 def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any] | None:
     """The ``reward-memory.turn-context`` result, within the 64 KiB rule (§4, §5.1).
 
-    Over budget, the recall context and its guidance instruction are omitted while the
-    readback, the reflection instruction and the result field are kept; if even that
-    does not fit, nothing is contributed (the dispatcher records the failure).
+    The recalled guidance goes to the host twice: as JSON in the context field, and
+    as one context item per memory (:func:`guidance_items`) for the host to render.
+    Over budget, the recall context, its items and its guidance instruction are
+    omitted while the readback, the reflection instruction and the result field are
+    kept; if even that does not fit, nothing is contributed (the dispatcher records
+    the failure).
     """
     readback = participation(packet)
-    gate_payload = {**payload, SLOT: readback}
+    gate_payload = {**with_capability_flags(payload), SLOT: readback}
     recall_on = automation_enabled(gate_payload, "automatic_recall")
     ingest_on = automation_enabled(gate_payload, "automatic_ingest")
 
@@ -346,11 +410,14 @@ def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict
                 if ingest_on
                 else {}
             ),
+            "context_items": guidance_items(context),
         }
         return result
 
     full = build(True)
-    if measure_result_bytes(full) <= BUDGET:
+    # The four-key document is measured as the reference measures it; the items,
+    # which repeat part of it as text, on their own against the same budget.
+    if max(measure_result_bytes(full), measure_context_items(full["context_items"])) <= BUDGET:
         return full
     return build(False)
 
