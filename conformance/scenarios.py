@@ -48,7 +48,7 @@ REQUEST_END = "or an empty block when there is none."
 # The first words of the reward-memory instructions, where our rendered text begins
 # inside whatever the host wraps around it (tests/test_conformance.py pins them).
 TEXT_START = "reward_memory_recall may hold guidance"
-OMITTED = "recalled memories omitted to fit the context limit"
+OMITTED = "context items omitted to fit the context limit"
 RECALL_PROMPT = "a change touches one module: which tests should run first?"
 INGEST_STATUS = "reward-memory.outcome-ingest"
 UNRECORDED = "evidence:never-recorded"

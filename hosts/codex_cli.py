@@ -1,7 +1,7 @@
 """The Codex CLI adapter: ``UserPromptSubmit`` and ``Stop`` hooks (hosts.md §2).
 
 Codex keeps injected context in the conversation history, so a per-session sidecar
-remembers which memories were already rendered and they are not rendered again.
+remembers which context items were already rendered and they are not rendered again.
 ``Stop`` fires only for successful turns and must print JSON: it prints ``{}``.
 """
 
@@ -11,13 +11,29 @@ from typing import Any
 
 from hosts.generic import build_turn, carry_on_settlements
 from hosts.hook_log import record_pre_turn
-from hosts.render import render_context, rendered_refs, without_refs
+from hosts.render import render, without_refs
 from hosts.settlement import settle, settlement_store
 from sidecars import path_token
 from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
 
 HOST = "codex_cli"
-INJECTED_SCHEMA = "turn_hooks_injected_context_v0"
+INJECTED_SCHEMA = "turn_hooks_injected_context_v1"
+"""v1 keeps the delivered items' refs as ``item_refs``."""
+
+
+def delivered_refs(document: object) -> set[str]:
+    """The item refs an injected-context sidecar records as delivered.
+
+    A v0 sidecar, written while hosts rendered one capability's items themselves,
+    keeps the same refs under that capability's own key: its one list.
+    """
+    if not isinstance(document, dict):
+        return set()
+    if document.get("schema_version") == INJECTED_SCHEMA:
+        refs = document.get("item_refs")
+    else:
+        refs = next((value for value in document.values() if isinstance(value, list)), None)
+    return {ref for ref in refs or [] if isinstance(ref, str)}
 
 
 def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict[str, Any] | None:
@@ -31,22 +47,20 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     path = store.path("injected", host, path_token(turn.host_session_id, "session") + ".json")
     delivered: set[str] = set()
     if turn.host_session_id:
-        previous = store.read(path) or {}
-        delivered = set(previous.get("candidate_refs") or [])
-    projection = without_refs(projection, delivered)
-    text = render_context(projection)
-    if not text:
+        delivered = delivered_refs(store.read(path))
+    rendering = render(without_refs(projection, delivered))
+    if not rendering.text:
         return None
-    fresh = rendered_refs(projection, text)
-    if turn.host_session_id and fresh:
+    if turn.host_session_id and rendering.item_refs:
         store.update(
             path,
             lambda doc: {
                 "schema_version": INJECTED_SCHEMA,
                 "host": host,
-                "candidate_refs": sorted({*(doc or {}).get("candidate_refs", []), *fresh}),
+                "item_refs": sorted({*delivered_refs(doc), *rendering.item_refs}),
             },
         )
+    text = rendering.text
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
 
 

@@ -41,11 +41,14 @@ def build_turn(
     goal_id: str,
     agent_id: str,
     registry: str | None,
-    ingest_connected: bool = True,
+    settlement_wired: bool = True,
     prompt_in_recall: bool = True,
 ) -> TurnContext:
     """The kernel's Turn from a host event; the boundary says which edges this host wires.
 
+    The host states facts about itself only (``boundary.host_edges``: it runs
+    ``pre_turn`` at turn start, and ``post_settlement`` after a successful Turn unless
+    ``settlement_wired`` is false); each capability derives its own switches from them.
     ``prompt_in_recall=False`` withholds the user's prompt, so recall is keyed on the
     goal and project alone (the upstream prompt-independent situation).
     """
@@ -57,11 +60,7 @@ def build_turn(
     envelope = {
         "goal_id": goal_id,
         "agent_id": agent_id,
-        "boundary": {
-            "capabilities": {
-                "reward_memory": {"automatic_recall": True, "automatic_ingest": ingest_connected}
-            }
-        },
+        "boundary": {"host_edges": {"pre_turn": True, "post_settlement": settlement_wired}},
     }
     prompt = event.get("prompt")
     session = event.get("session_id")

@@ -1,113 +1,117 @@
 """The text a host injects: the projected contribution, bounded (hosts.md §1.2-§1.3).
 
-Order: the instructions, then the guidance items, then the reflection request. Over
-the bound, whole guidance items are dropped from the end and one line says how many;
-the reflection request is never dropped and no item is ever cut in the middle.
+Order: the instructions, then the context items' texts, then one block request per
+result field. Over the bound, whole items are dropped from the end and one line says
+how many; a block request is never dropped and no item is ever cut in the middle.
+
+Hosts do not know what an item says or which capability sent it: a capability
+formats its own item text, and the host renders, drops and de-duplicates items by
+their refs alone. Result fields come back the same way, as one ``<field>…</field>``
+block per field in the model's final message.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from turn_hooks import HostProjection
 
 RENDER_LIMIT = 8000
-BLOCK_TAG = "reward_memory_reflection_json"
-REFLECTION_REQUEST = (
-    f"End your final message with exactly one <{BLOCK_TAG}>…</{BLOCK_TAG}> block holding "
-    "the reflection JSON described above, or an empty block when there is none."
-)
 
 
-def _guidance(projection: HostProjection) -> list[dict[str, Any]]:
-    recall = projection.context_fields.get("reward_memory_recall")
-    context = recall.get("context") if isinstance(recall, dict) else None
-    items = context.get("guidance") if isinstance(context, dict) else None
-    return [item for item in items or [] if isinstance(item, dict)]
+def block_request(field: str) -> str:
+    """The line asking the model to answer ``field`` in a block of its final message."""
+    return (
+        f"End your final message with exactly one <{field}>…</{field}> block holding "
+        f"the {field} value described above, or an empty block when there is none."
+    )
 
 
-def _item_text(index: int, item: dict[str, Any]) -> str:
-    lines = [
-        f"[memory {index}] {item.get('candidate_ref')} ({item.get('target_class')})",
-        f"  summary: {item.get('content_summary')}",
-    ]
-    experience = item.get("experience")
-    behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
-    if isinstance(behaviour, dict):
-        for key in ("trigger", "action", "validation", "stop_condition"):
-            if behaviour.get(key):
-                lines.append(f"  {key.replace('_', ' ')}: {behaviour[key]}")
-    return "\n".join(lines)
+def omission_note(count: int) -> str:
+    """The one line standing in for items dropped to fit the bound."""
+    return f"({count} context items omitted to fit the context limit.)"
 
 
-def render_context(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> str:
-    """The bounded text rendering of a projection ("" when there is nothing to add)."""
+@dataclass(frozen=True)
+class Rendering:
+    """A rendered projection and the refs of the items it holds."""
+
+    text: str
+    item_refs: tuple[str, ...] = ()
+
+
+def render(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> Rendering:
+    """The bounded text rendering of a projection (``""`` when there is nothing to add)."""
     head = list(projection.capability_instructions)
-    tail = [REFLECTION_REQUEST] if BLOCK_TAG in projection.capability_result_fields else []
-    items = [_item_text(i + 1, item) for i, item in enumerate(_guidance(projection))]
+    tail = [block_request(field) for field in projection.capability_result_fields]
+    items = list(projection.context_items)
     if not head and not items and not tail:
-        return ""
+        return Rendering("")
     kept = list(items)
     while True:
         omitted = len(items) - len(kept)
-        note = (
-            [f"({omitted} recalled memories omitted to fit the context limit.)"] if omitted else []
-        )
-        text = "\n\n".join([*head, *kept, *note, *tail])
+        note = [omission_note(omitted)] if omitted else []
+        text = "\n\n".join([*head, *(item.text for item in kept), *note, *tail])
         if len(text) <= limit or not kept:
-            return text
+            return Rendering(text, tuple(item.ref for item in kept))
         kept.pop()
 
 
-def rendered_refs(projection: HostProjection, text: str) -> list[str]:
-    """The candidate refs whose items made it into ``text``."""
-    return [
-        str(item.get("candidate_ref"))
-        for index, item in enumerate(_guidance(projection))
-        if f"[memory {index + 1}] {item.get('candidate_ref')}" in text
-    ]
+def render_context(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> str:
+    """Just the text of :func:`render`."""
+    return render(projection, limit=limit).text
 
 
-def extract_reflection(message: str | None) -> tuple[str | None, str | None]:
-    """The ``<reward_memory_reflection_json>`` block's text, and why there is none.
+def without_refs(projection: HostProjection, refs: set[str]) -> HostProjection:
+    """The projection without the items whose ref is in ``refs``.
 
-    No block, or an empty one, is no reflection and no fault: ``(None, None)``. A block
-    that appears twice is ambiguous and a tag without its partner is malformed; both
-    yield no reflection and a reason code, so nothing is learned from a guess.
+    Hosts that keep injected context in the conversation history use it so that an
+    item already delivered in this session is not rendered again.
+    """
+    if not refs:
+        return projection
+    kept = [item for item in projection.context_items if item.ref not in refs]
+    return dataclasses.replace(projection, context_items=kept)
+
+
+def extract_block(message: str | None, field: str) -> tuple[str | None, str | None]:
+    """The text of the one ``<field>…</field>`` block, and why there is none.
+
+    No block, or an empty one, is no value and no fault: ``(None, None)``. A block that
+    appears twice is ambiguous (``"repeated"``) and a tag without its partner is
+    ``"malformed"``; both yield no value, so nothing is taken from a guess.
     """
     if not message:
         return None, None
-    opening, closing = f"<{BLOCK_TAG}>", f"</{BLOCK_TAG}>"
+    opening, closing = f"<{field}>", f"</{field}>"
     opened, closed = message.count(opening), message.count(closing)
     if opened == closed == 0:
         return None, None
     if opened > 1 or closed > 1:
-        return None, "reflection_block_repeated"
+        return None, "repeated"
     start, end = message.find(opening), message.find(closing)
     if opened != closed or end < start:
-        return None, "reflection_block_malformed"
+        return None, "malformed"
     return message[start + len(opening) : end].strip() or None, None
 
 
-def without_refs(projection: HostProjection, refs: set[str]) -> HostProjection:
-    """The projection with guidance items whose candidate ref is in ``refs`` removed.
+def extract_results(
+    message: str | None, fields: Mapping[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """The host result for the declared result fields, and the reason codes of faults.
 
-    Hosts that keep injected context in the conversation history use it so that a
-    memory already delivered in this session is not rendered again.
+    ``fields`` maps each field to the prefix of its fault codes
+    (:func:`turn_hooks.settlement_result_fields`). Every field gets a value, ``""``
+    when the message holds no usable block; a fault is ``<prefix>_repeated`` or
+    ``<prefix>_malformed``.
     """
-    recall = projection.context_fields.get("reward_memory_recall")
-    if not isinstance(recall, dict):
-        return projection
-    context = recall.get("context")
-    if not refs or not isinstance(context, dict) or not context.get("guidance"):
-        return projection
-    kept = [item for item in context["guidance"] if item.get("candidate_ref") not in refs]
-    fields = dict(projection.context_fields)
-    fields["reward_memory_recall"] = {**recall, "context": {**context, "guidance": kept}}
-    return HostProjection(
-        context_fields=fields,
-        capability_context_fields=projection.capability_context_fields,
-        capability_instructions=projection.capability_instructions,
-        capability_result_fields=projection.capability_result_fields,
-        dropped_hook_ids=projection.dropped_hook_ids,
-    )
+    values: dict[str, str] = {}
+    faults: list[str] = []
+    for field, prefix in fields.items():
+        value, fault = extract_block(message, field)
+        values[field] = value or ""
+        if fault:
+            faults.append(f"{prefix}_{fault}")
+    return values, faults

@@ -32,11 +32,12 @@ from typing import Any
 import pluggy
 
 from hosts.hook_log import reasons_in, record
-from hosts.render import extract_reflection
+from hosts.render import extract_results
 from sidecars import (
     SidecarStore,
     SidecarTransaction,
     goal_agent_parts,
+    goal_repository,
     path_token,
     sidecar_root,
 )
@@ -52,6 +53,7 @@ from turn_hooks import (
     call_post_writeback,
     loads_bounded,
     settlement_is_taken,
+    settlement_result_fields,
 )
 
 SPOOL_SCHEMA = "turn_hooks_settlement_v0"
@@ -60,7 +62,8 @@ REPLAY_SCHEMA = "turn_hooks_settlement_replay_v0"
 SPOOL_DIR = "settlements"
 QUEUE_DIR = "settlement-queue"
 VALIDATION_TIMEOUT = 20
-ATTESTATION_KEY = "reward_memory_reflection_validation"
+ATTESTATION_KEY = "attestation"
+"""Where ``task_validation`` keeps the validator's JSON output; the plugin checks it."""
 REPLAY_PER_TURN = 3
 """Spooled settlements one PreTurn's worker carries on (hosts.md §1.4: oldest first)."""
 MAX_SETTLEMENT_ATTEMPTS = 8
@@ -100,27 +103,9 @@ def run_validator(
         except InvalidInputError:
             attestation = None
         if isinstance(attestation, dict):
-            # The plugin checks that it attests exactly this reflection.
+            # Opaque here: the plugin that asked for it checks what it attests.
             validation[ATTESTATION_KEY] = attestation
     return validation
-
-
-def goal_repository(registry: str | None, goal_id: str | None) -> Path | None:
-    """The Goal repository a registry names (where the Goal's sidecars live)."""
-    if not registry or not goal_id:
-        return None
-    try:
-        document = loads_bounded(Path(registry).read_bytes())
-    except (OSError, InvalidInputError):
-        return None
-    for goal in document.get("goals", []) if isinstance(document, dict) else []:
-        if (
-            isinstance(goal, dict)
-            and goal.get("id") == goal_id
-            and isinstance(goal.get("repo"), str)
-        ):
-            return Path(goal["repo"])
-    return None
 
 
 def spool_path(store: SidecarStore, turn: TurnContext) -> Path:
@@ -158,10 +143,11 @@ def settle(
 ) -> dict[str, Any]:
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
 
-    Why anything was not learned (a repeated reflection block, a plugin's reason code)
-    goes to the local hook log.
+    The host result holds one value per result field the loaded plugins declare,
+    each taken from its block of the final message. Why anything was not taken (a
+    repeated block, a plugin's reason code) goes to the local hook log.
     """
-    reflection, reflection_fault = extract_reflection(final_message)
+    host_result, faults = extract_results(final_message, settlement_result_fields(pm))
     store = settlement_store(turn.registry, turn.goal_id, turn.cwd)
     path = spool_path(store, turn)
     # The marker first: a kill before the entry exists leaves a marker pointing at
@@ -176,7 +162,7 @@ def settle(
             "host_session_id": turn.host_session_id,
             "observed_at": previous.get("observed_at", turn.observed_at),
             "cwd": turn.cwd,
-            "reward_memory_reflection_json": reflection or "",
+            "host_result": host_result,
             "last_message_sha256": hashlib.sha256(
                 (final_message or "").encode("utf-8", "surrogatepass")
             ).hexdigest(),
@@ -189,10 +175,8 @@ def settle(
         spool.write(entry)
         appended = spool.read() == entry
         receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
-    reasons = reasons_in(receipt.get("results") or {})
-    if reflection_fault:
-        reasons.insert(0, ("adapter", reflection_fault))
-    record(turn.host, "post_settlement", reasons)
+    reasons = [("adapter", fault) for fault in faults]
+    record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
 
 
@@ -201,18 +185,29 @@ def _attempts(entry: dict[str, Any]) -> int:
     return count if isinstance(count, int) and count >= 0 else 0
 
 
-def _validate(entry: dict[str, Any], turn: TurnContext) -> dict[str, Any]:
+def spooled_result(entry: dict[str, Any], fields: dict[str, str]) -> dict[str, str]:
+    """The host result a spool entry holds.
+
+    Entries written before result fields were generic kept each value at the top
+    level under its field's name, so those are read by the declared field names.
+    """
+    stored = entry.get("host_result")
+    if isinstance(stored, dict):
+        return {key: value for key, value in stored.items() if isinstance(value, str)}
+    return {name: value if isinstance(value := entry.get(name), str) else "" for name in fields}
+
+
+def _validate(
+    entry: dict[str, Any], turn: TurnContext, host_result: dict[str, str]
+) -> dict[str, Any]:
     declaration = entry.get("validation_declaration") or {}
     argv = declaration.get("argv") if isinstance(declaration, dict) else None
     timeout = declaration.get("timeout_seconds") if isinstance(declaration, dict) else None
     valid_argv = isinstance(argv, list) and all(isinstance(arg, str) for arg in argv)
     return run_validator(
         argv if valid_argv else None,
-        request={
-            "reward_memory_reflection_json": entry.get("reward_memory_reflection_json") or "",
-            "host": turn.host,
-            "host_turn_id": turn.host_turn_id,
-        },
+        # The result fields, then the Turn: exactly the request validators always had.
+        request={**host_result, "host": turn.host, "host_turn_id": turn.host_turn_id},
         cwd=turn.cwd,
         timeout=timeout if isinstance(timeout, int) and 0 < timeout < 30 else VALIDATION_TIMEOUT,
     )
@@ -228,14 +223,15 @@ def _deliver(
     appended: bool,
 ) -> dict[str, Any]:
     """Validate (unless the spool holds a verdict), dispatch, and keep the receipt."""
+    host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
-        validation = _validate(entry, turn)
+        validation = _validate(entry, turn, host_result)
         if validation.get("status") in CONCLUSIVE:
             entry["task_validation"] = validation
             spool.write(entry)  # a kill from here on does not run the validator again
     settlement = Settlement(
-        host_result={"reward_memory_reflection_json": entry["reward_memory_reflection_json"]},
+        host_result=host_result,
         evidence=SettlementEvidence(
             task_validation=validation,
             writeback={"ok": appended, "appended": appended},

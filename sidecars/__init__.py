@@ -8,6 +8,7 @@ from sidecars.paths import (
     sidecar_path,
     sidecar_root,
 )
+from sidecars.registry import goal_repository, read_registry, registry_goal
 from sidecars.store import (
     DEFAULT_LOCK_TIMEOUT,
     DIR_MODE,
@@ -30,8 +31,11 @@ __all__ = [
     "atomic_write_text",
     "dumps",
     "goal_agent_parts",
+    "goal_repository",
     "lock_path",
     "path_token",
+    "read_registry",
+    "registry_goal",
     "sidecar_path",
     "sidecar_root",
 ]

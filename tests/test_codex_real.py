@@ -226,7 +226,7 @@ def test_an_over_cap_context_is_degraded_by_us_not_truncated_by_codex(codex, tmp
         assert result.returncode == 0, result.stderr[-2000:]
         [ours] = [text for text in developer_texts(fake.requests[0]) if "[memory " in text]
         assert len(ours) <= 8000
-        assert "recalled memories omitted to fit the context limit" in ours
+        assert "context items omitted to fit the context limit" in ours
         assert ours.rstrip().endswith("or an empty block when there is none.")
 
 

@@ -13,9 +13,19 @@ from fixtures import f1
 from turn_support import RAW, bound_goal
 
 from conformance.public_safety import public_safety_violations
-from hosts.render import REFLECTION_REQUEST, extract_reflection, render_context
-from hosts.settlement import goal_repository, run_validator
-from turn_hooks import HostProjection
+from hosts.codex_cli import INJECTED_SCHEMA, delivered_refs
+from hosts.render import (
+    block_request,
+    extract_block,
+    extract_results,
+    omission_note,
+    render,
+    render_context,
+    without_refs,
+)
+from hosts.settlement import run_validator, settlement_store
+from sidecars import goal_repository, path_token
+from turn_hooks import ContextItem, HostProjection
 
 ROOT = Path(__file__).parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
@@ -35,11 +45,11 @@ def run_cli(*args, stdin):
     return result
 
 
-def hook(event, registry, stdin=None, *extra, goal=f1.GOAL):
+def hook(event, registry, stdin=None, *extra, goal=f1.GOAL, command="generic"):
     text = stdin if stdin is not None else json.dumps(event)
     result = run_cli(
         "host",
-        "generic",
+        command,
         *extra,
         "--goal-id",
         goal,
@@ -194,71 +204,91 @@ def test_a_repeated_or_malformed_reflection_block_learns_nothing(tmp_path, final
     assert f1.REFLECTION["content_summary"] not in json.dumps(hook_log_entries())
 
 
-def projection(items, instructions=("be careful",), ingest=True):
-    guidance = [
-        {
-            "candidate_ref": f"candidate:{i}",
-            "target_class": "procedural_experience",
-            "content_summary": "s" * 500,
-            "experience": {
-                "future_behavior": {
-                    "trigger": "t",
-                    "action": "a",
-                    "validation": "v",
-                    "stop_condition": "x",
-                }
-            },
-        }
-        for i in range(items)
-    ]
+def projection(items, instructions=("be careful",), fields=("answer_field",)):
     return HostProjection(
-        context_fields={"reward_memory_recall": {"context": {"guidance": guidance}}},
+        context_items=[
+            ContextItem(ref=f"item:{i}", text=f"item {i}\n" + "s" * 500) for i in range(items)
+        ],
         capability_instructions=list(instructions),
-        capability_result_fields={"reward_memory_reflection_json": {}} if ingest else {},
+        capability_result_fields={field: {"type": "string", "maxLength": 9} for field in fields},
     )
 
 
-def test_render_drops_whole_items_from_the_end_and_keeps_the_request():
-    text = render_context(projection(30), limit=8000)
+def test_render_orders_instructions_items_then_one_request_per_field():
+    text = render_context(projection(2, fields=("first_answer", "second_answer")))
+    assert text.split("\n\n") == [
+        "be careful",
+        "item 0\n" + "s" * 500,
+        "item 1\n" + "s" * 500,
+        block_request("first_answer"),
+        block_request("second_answer"),
+    ]
+    assert "<first_answer>…</first_answer>" in block_request("first_answer")
+
+
+def test_render_drops_whole_items_from_the_end_and_keeps_the_requests():
+    rendering = render(projection(30), limit=8000)
+    text = rendering.text
     assert len(text) <= 8000
-    assert text.endswith(REFLECTION_REQUEST)
-    assert "recalled memories omitted" in text
-    kept = text.count("[memory ")
-    assert 0 < kept < 30 and f"[memory {kept}] candidate:{kept - 1}" in text
-    assert "s" * 500 in text, "items are whole, never cut"
+    assert text.endswith(
+        omission_note(30 - len(rendering.item_refs)) + "\n\n" + block_request("answer_field")
+    )
+    kept = len(rendering.item_refs)
+    assert 0 < kept < 30 and rendering.item_refs == tuple(f"item:{i}" for i in range(kept))
+    assert text.count("s" * 500) == kept, "items are whole, never cut"
+
+
+def test_render_never_cuts_what_is_not_an_item():
+    long = HostProjection(capability_instructions=["x" * 9000], context_items=[])
+    assert render_context(long) == "x" * 9000
 
 
 def test_render_without_anything_is_empty():
+    assert render(HostProjection()) == render(HostProjection(), limit=1)
     assert render_context(HostProjection()) == ""
-    assert REFLECTION_REQUEST not in render_context(projection(1, ingest=False))
+    assert "answer_field" not in render_context(projection(1, fields=()))
+
+
+def test_delivered_refs_are_not_rendered_again():
+    both = projection(2)
+    assert without_refs(both, set()) is both
+    assert [item.ref for item in without_refs(both, {"item:0", "other"}).context_items] == [
+        "item:1"
+    ]
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (None, None),
-        ("no block here", None),
-        ("<reward_memory_reflection_json></reward_memory_reflection_json>", None),
-        ('<reward_memory_reflection_json>{"a":1}</reward_memory_reflection_json>', '{"a":1}'),
+        (None, (None, None)),
+        ("no block here", (None, None)),
+        ("<answer_field></answer_field>", (None, None)),
+        ('<answer_field> {"a":1} </answer_field>', ('{"a":1}', None)),
         (
-            "<reward_memory_reflection_json>first</reward_memory_reflection_json> then "
-            "<reward_memory_reflection_json>last</reward_memory_reflection_json>",
-            "reflection_block_repeated",
+            "<answer_field>first</answer_field> then <answer_field>last</answer_field>",
+            (None, "repeated"),
         ),
-        ("dangling </reward_memory_reflection_json>", "reflection_block_malformed"),
-        ("<reward_memory_reflection_json>{} unclosed", "reflection_block_malformed"),
-        (
-            "</reward_memory_reflection_json>{}<reward_memory_reflection_json>",
-            "reflection_block_malformed",
-        ),
+        ("dangling </answer_field>", (None, "malformed")),
+        ("<answer_field>{} unclosed", (None, "malformed")),
+        ("</answer_field>{}<answer_field>", (None, "malformed")),
     ],
 )
-def test_extract_the_one_reflection_block(text, expected):
-    reflection, fault = extract_reflection(text)
-    if expected is not None and expected.startswith("reflection_block_"):
-        assert (reflection, fault) == (None, expected)
-    else:
-        assert (reflection, fault) == (expected, None)
+def test_extract_the_one_block_of_a_field(text, expected):
+    assert extract_block(text, "answer_field") == expected
+
+
+def test_extract_results_gives_every_field_a_value_and_names_each_fault():
+    message = "<a_field>1</a_field><b_field>2</b_field><b_field>3</b_field><c_field>"
+    prefixes = {
+        "a_field": "a_block",
+        "b_field": "b_block",
+        "c_field": "result_block",
+        "d_field": "d",
+    }
+    assert extract_results(message, prefixes) == (
+        {"a_field": "1", "b_field": "", "c_field": "", "d_field": ""},
+        ["b_block_repeated", "result_block_malformed"],
+    )
 
 
 @pytest.mark.parametrize(
@@ -288,7 +318,7 @@ def test_validator_attestation_is_attached(tmp_path):
     result = run_validator(
         VALIDATOR, request={"reward_memory_reflection_json": RAW}, cwd=None, timeout=10
     )
-    assert result["reward_memory_reflection_validation"]["status"] == "validated"
+    assert result["attestation"]["status"] == "validated"
 
 
 def test_goal_repository_lookup(tmp_path):
@@ -331,6 +361,34 @@ def test_codex_cli_does_not_reinject_a_memory_in_the_same_session(tmp_path):
     assert "[memory 1]" in codex_pre_turn("t2", "session-a")
     assert "[memory 1]" not in codex_pre_turn("t3", "session-a"), "already in Codex's history"
     assert "[memory 1]" in codex_pre_turn("t4", "session-b")
+
+
+def test_an_injected_context_sidecar_v0_is_still_read(tmp_path):
+    """Before items were generic the sidecar kept reward memory's candidate refs under
+    its own key (v0); an upgrade must not deliver those memories a second time."""
+    registry = bound_goal(tmp_path)
+    settle_one = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    validator = ("--validation-command-json", json.dumps(VALIDATOR))
+    hook(settle_one, registry, None, "post-settlement", *validator)
+    event = {"turn_id": "t2", "session_id": "new", "prompt": "a change touches one module"}
+    assert (
+        "[memory 1]"
+        in hook(event, registry, None, "pre-turn", command="codex-cli")["hookSpecificOutput"][
+            "additionalContext"
+        ]
+    )
+    store = settlement_store(str(registry), f1.GOAL, None)
+    [new] = (store.root / "injected" / "codex_cli").glob("*.json")
+    current = json.loads(new.read_text())
+    assert current["schema_version"] == INJECTED_SCHEMA and current["item_refs"]
+    old = store.path("injected", "codex_cli", path_token("old", "session") + ".json")
+    legacy = {"schema_version": "turn_hooks_injected_context_v0", "host": "codex_cli"}
+    store.write(old, {**legacy, "candidate_refs": current["item_refs"]})
+    event = {**event, "turn_id": "t3", "session_id": "old"}
+    context = hook(event, registry, None, "pre-turn", command="codex-cli")
+    assert "[memory 1]" not in context["hookSpecificOutput"]["additionalContext"]
+    assert delivered_refs(store.read(old)) == set(current["item_refs"])
+    assert delivered_refs(None) == delivered_refs({"schema_version": INJECTED_SCHEMA}) == set()
 
 
 def test_codex_cli_prints_nothing_when_it_has_nothing(tmp_path):

@@ -248,3 +248,91 @@ def test_no_reward_memory_module_outgrows_one_job(path):
     assert lines <= MAX_MODULE_LINES, (
         f"{path.relative_to(ROOT)} has {lines} lines: split it along a seam into its sub-package"
     )
+
+
+# --- hosts and the kernel know no capability --------------------------------------------
+
+NEUTRAL_PACKAGES = ("hosts", "turn_hooks")
+CAPABILITY_NAMES = ("reward_memory", "candidate_ref", "reflection_json")
+"""Names of one capability's formats; a host or the kernel that needs one is no longer
+capability-neutral (issue 14)."""
+
+
+def _docstrings(tree):
+    """Bare string statements: module, class and function docstrings, and the attribute
+    docstrings the models use. Examples in prose may name a capability."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
+
+
+def code_names(source):
+    """Every identifier and string constant of ``source`` outside its docstrings."""
+    tree = ast.parse(source)
+    prose = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in prose:
+                yield node.value
+        elif isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.arg):
+            yield node.arg
+        elif isinstance(node, ast.keyword) and node.arg:
+            yield node.arg
+        elif isinstance(node, ast.alias):
+            yield from filter(None, (node.name, node.asname))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+
+
+def capability_names_in(names):
+    return sorted(
+        {forbidden for name in names for forbidden in CAPABILITY_NAMES if forbidden in name.lower()}
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, id=str(path.relative_to(ROOT)))
+        for package in NEUTRAL_PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    ],
+)
+def test_hosts_and_the_kernel_name_no_capability(path):
+    found = capability_names_in(code_names(path.read_text(encoding="utf-8")))
+    assert found == [], f"{path.relative_to(ROOT)} names {found} outside its docstrings"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(path, id=path.name) for path in sorted((ROOT / "hosts").rglob("*.mjs"))],
+)
+def test_the_bundled_host_plugins_name_no_capability(path):
+    assert capability_names_in([path.read_text(encoding="utf-8")]) == []
+
+
+def test_the_name_check_sees_code_and_skips_prose():
+    source = (
+        '"""A docstring may name reward_memory as an example."""\n'
+        "class Host:\n"
+        '    """So may this one: candidate_ref."""\n'
+        "    field: int = 1\n"
+        '    """And an attribute docstring: reflection_json."""\n'
+        "def render(item, reward_memory_recall=None):\n"
+        '    return item["candidate_ref"], f"<{item.reflection_json}>"\n'
+    )
+    assert capability_names_in(code_names(source)) == sorted(CAPABILITY_NAMES)
+    assert capability_names_in(code_names('"""reward_memory"""\nx = 1\n')) == []
+    assert capability_names_in(["from capabilities.REWARD_MEMORY import x"]) == ["reward_memory"]
+    names = set(code_names("from a.b import c as d\nimport e\nasync def f(h):\n    f(g=1)\n"))
+    assert names >= {"a.b", "c", "d", "e", "f", "g", "h"}

@@ -17,13 +17,16 @@ from turn_hooks import (
     hookimpl,
     settlement_is_final,
     settlement_is_taken,
+    settlement_result_fields,
 )
 
 
-def effect_plugin(hook_id, receipt, calls=None, capability_id="cap"):
+def effect_plugin(hook_id, receipt, calls=None, capability_id="cap", **declared):
     class Plugin:
         registrations = {
-            "post_settlement": SettlementRegistration(hook_id=hook_id, capability_id=capability_id)
+            "post_settlement": SettlementRegistration(
+                hook_id=hook_id, capability_id=capability_id, **declared
+            )
         }
 
         @hookimpl
@@ -37,7 +40,7 @@ def effect_plugin(hook_id, receipt, calls=None, capability_id="cap"):
 
 def settled(previous=None):
     return Settlement(
-        host_result={"reward_memory_reflection_json": ""},
+        host_result={"demo_answer": ""},
         evidence=SettlementEvidence(
             task_validation={"ok": True},
             writeback={"ok": True, "appended": True},
@@ -116,6 +119,65 @@ def test_a_plugin_without_registration_is_recorded_under_its_name(pm, turn):
     pm.register(Bare(), name="bare")
     receipt = call_post_settlement(pm, turn, settled())
     assert receipt["results"]["bare"]["reason_code"] == "registration_missing"
+
+
+def test_the_declared_result_fields_of_all_plugins_in_plugin_name_order(pm, turn):
+    observed = {"status": "observed"}
+    pm.register(effect_plugin("b.ingest", observed, result_fields=("b_answer", "shared")), name="b")
+    pm.register(
+        effect_plugin(
+            "a.ingest",
+            observed,
+            result_fields=("shared", "a_answer"),
+            result_fault_prefixes={"shared": "shared_block"},
+        ),
+        name="a",
+    )
+    pm.register(effect_plugin("c.ingest", observed, result_fields=("goal_id",)), name="c")
+    assert settlement_result_fields(pm) == {
+        "shared": "shared_block",
+        "a_answer": "result_block",
+        "b_answer": "result_block",
+    }, "an invalid declaration declares nothing"
+
+
+@pytest.mark.parametrize(
+    ("declared", "reason"),
+    [
+        pytest.param({"result_fields": ("goal_id",)}, "field_name_reserved", id="reserved"),
+        pytest.param({"result_fields": ("Bad",)}, "field_name_invalid", id="invalid-name"),
+        pytest.param({"result_fields": "demo_answer"}, "registration_invalid", id="not-a-list"),
+        pytest.param(
+            {"result_fields": tuple(f"answer_{i}" for i in range(9))},
+            "registration_invalid",
+            id="nine-fields",
+        ),
+        pytest.param(
+            {"result_fields": ("demo_answer", "demo_answer")}, "registration_invalid", id="twice"
+        ),
+        pytest.param(
+            {"result_fields": ("demo_answer",), "result_fault_prefixes": {"other": "x_block"}},
+            "registration_invalid",
+            id="prefix-for-undeclared-field",
+        ),
+        pytest.param(
+            {"result_fields": ("demo_answer",), "result_fault_prefixes": {"demo_answer": "X"}},
+            "registration_invalid",
+            id="prefix-not-a-code",
+        ),
+        pytest.param(
+            {"result_fields": ("demo_answer",), "result_fault_prefixes": ["demo_answer"]},
+            "registration_invalid",
+            id="prefixes-not-a-mapping",
+        ),
+    ],
+)
+def test_an_invalid_result_field_declaration_is_isolated(pm, turn, declared, reason):
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "observed"}, calls, **declared), name="a")
+    result = call_post_settlement(pm, turn, settled())["results"]["a.ingest"]
+    assert (result["status"], result["reason_code"], calls) == ("runtime_unavailable", reason, [])
+    assert settlement_result_fields(pm) == {}
 
 
 def test_none_means_nothing_to_do(pm, turn):

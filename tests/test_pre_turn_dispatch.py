@@ -6,10 +6,12 @@ import pytest
 
 from turn_hooks import (
     MAX_RESULT_BYTES,
+    ContextItem,
     ContextRegistration,
     ContextResult,
     call_pre_turn,
     hookimpl,
+    measure_context_items,
     measure_result_bytes,
 )
 
@@ -151,6 +153,58 @@ def bad(**overrides):
             "result_over_budget",
             id="over-budget",
         ),
+        pytest.param(bad(context_items="text"), "result_shape_invalid", id="items-not-a-list"),
+        pytest.param(
+            bad(context_items=[{"ref": f"r{i}", "text": ""} for i in range(65)]),
+            "too_many_context_items",
+            id="items-65",
+        ),
+        pytest.param(bad(context_items=["text"]), "context_item_invalid", id="item-not-object"),
+        pytest.param(
+            bad(context_items=[{"ref": "r", "text": "t", "extra": 1}]),
+            "context_item_invalid",
+            id="item-extra-key",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": "", "text": "t"}]),
+            "context_item_ref_invalid",
+            id="ref-empty",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": 7, "text": "t"}]),
+            "context_item_ref_invalid",
+            id="ref-number",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": "r" * 257, "text": "t"}]),
+            "context_item_ref_invalid",
+            id="ref-too-long",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": "\ud800", "text": "t"}]),
+            "context_item_ref_invalid",
+            id="ref-lone-surrogate",
+        ),
+        pytest.param(
+            bad(context_items=[ContextItem(ref="r", text=None)]),  # type: ignore[arg-type]
+            "context_item_text_invalid",
+            id="text-none",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": "r", "text": "\udfff"}]),
+            "context_item_text_invalid",
+            id="text-lone-surrogate",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": "r", "text": "a"}, ContextItem(ref="r", text="b")]),
+            "context_item_ref_duplicate",
+            id="ref-twice",
+        ),
+        pytest.param(
+            bad(context_items=[{"ref": "r", "text": "é" * (MAX_RESULT_BYTES // 2 + 1)}]),
+            "context_items_over_budget",
+            id="items-over-budget",
+        ),
     ],
 )
 def test_an_invalid_result_is_isolated_and_others_still_contribute(pm, turn, result, reason):
@@ -172,6 +226,30 @@ def test_an_invalid_result_is_isolated_and_others_still_contribute(pm, turn, res
     assert outcome.payload["turn_context_hook_failures"] == [
         {"hook_id": "demo.turn-context", "error_code": "context_hook_failed"}
     ]
+
+
+def test_context_items_are_kept_in_order_and_measured_on_their_own(pm, turn):
+    items = [ContextItem(ref="demo:1", text="first"), {"ref": "demo:2", "text": "zweite é"}]
+    four_keys = good_result()
+    pm.register(context_plugin(result={**four_keys, "context_items": items}), name="demo")
+    [contribution] = call_pre_turn(pm, turn).contributions
+    assert contribution.context_items == [
+        ContextItem(ref="demo:1", text="first"),
+        ContextItem(ref="demo:2", text="zweite é"),
+    ]
+    assert measure_context_items(contribution.context_items) == 5 + 9
+    assert measure_result_bytes({**four_keys, "context_items": items}) == measure_result_bytes(
+        four_keys
+    ), "the four-key document is measured without its items"
+
+
+def test_items_alone_are_a_contribution_and_may_fill_the_budget(pm, turn):
+    full = [ContextItem(ref="demo:1", text="x" * 1000), ContextItem(ref="demo:2", text="y" * 24)]
+    result = ContextResult(readback={"demo_slot": {"status": "applied"}}, context_items=full)
+    pm.register(context_plugin(result=result, budget=1024), name="demo")
+    [contribution] = call_pre_turn(pm, turn).contributions
+    assert contribution.context_items == full
+    assert result.to_json()["context_items"] == [item.to_json() for item in full]
 
 
 def test_a_raising_hook_is_isolated(pm, turn):

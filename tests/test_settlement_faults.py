@@ -19,7 +19,7 @@ from pathlib import Path
 import filelock
 import pytest
 from fixtures import f1
-from turn_support import RAW, bound_goal
+from turn_support import RAW, attestation, bound_goal
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.binding.registry import load_registry, resolve
@@ -28,7 +28,14 @@ from capabilities.reward_memory.contract.identities import evidence_digest, sour
 from capabilities.reward_memory.turn.journal import journal_files_of, journal_path
 from capabilities.reward_memory.turn.reconcile import reconcile
 from hosts.generic import build_turn
-from hosts.settlement import MAX_SETTLEMENT_ATTEMPTS, queued, settle, settlement_store
+from hosts.settlement import (
+    MAX_SETTLEMENT_ATTEMPTS,
+    QUEUE_DIR,
+    queued,
+    settle,
+    settlement_store,
+    spool_path,
+)
 from sidecars import SidecarStore, sidecar_root
 from turn_hooks import make_plugin_manager
 
@@ -81,6 +88,11 @@ def stored_records(registry):
 
 def queue(registry):
     return queued(settlement_store(str(registry), f1.GOAL, None), f1.GOAL, f1.AGENT)
+
+
+def queue_path(store, spool):
+    """Where the queue marker of a spool entry lives (``settlement-queue/...``)."""
+    return store.path(QUEUE_DIR, spool.parent.parent.name, spool.parent.name, spool.name)
 
 
 def private_dirs(directory):
@@ -222,7 +234,7 @@ def test_an_entry_that_never_settles_ends_in_a_typed_terminal_state(tmp_path):
         "terminal",
         "settlement_attempts_exhausted",
     )
-    assert entry["reward_memory_reflection_json"], "the reflection is kept in the spool"
+    assert entry["host_result"]["reward_memory_reflection_json"], "the reflection is kept"
 
 
 @pytest.mark.usefixtures("no_openviking")
@@ -262,3 +274,44 @@ def no_openviking(monkeypatch, tmp_path):
         if name.startswith("OPENVIKING_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.mark.parametrize("validated", [False, True], ids=["validator-pending", "validated"])
+def test_a_spool_entry_from_before_generic_result_fields_still_settles(tmp_path, validated):
+    """Older entries kept the reflection at the top level and, once validated, the
+    attestation under the reflection-specific key; a replay still learns from both."""
+    registry = bound_goal(tmp_path)
+    turn = build_turn(
+        {"turn_id": "t-old", "cwd": str(tmp_path)},
+        host="generic_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    store = settlement_store(str(registry), f1.GOAL, None)
+    path = spool_path(store, turn)
+    entry = {
+        "schema_version": "turn_hooks_settlement_v0",
+        "host": turn.host,
+        "turn_key": turn.turn_key,
+        "host_session_id": None,
+        "observed_at": turn.observed_at,
+        "cwd": turn.cwd,
+        "reward_memory_reflection_json": RAW,
+        "last_message_sha256": "0" * 64,
+        "turn": turn.to_json(),
+        "validation_declaration": {"argv": DEMO_VALIDATOR, "timeout_seconds": 20},
+        "settlement_attempt_count": 1,
+    }
+    if validated:
+        entry["validation_declaration"] = None
+        entry["task_validation"] = {
+            "ok": True,
+            "status": "passed",
+            "validator_kind": "command",
+            "reward_memory_reflection_validation": attestation(RAW),
+        }
+    store.write(queue_path(store, path), {"schema_version": "x", "spool": path.name})
+    store.write(path, entry)
+    assert settle_pending(registry)["settled_count"] == 1
+    assert journal_states(registry) == ["completed"]

@@ -76,6 +76,16 @@ def test_validated_reflection_is_activated_and_journalled(goal):
     assert provider.calls == []
 
 
+def test_the_attestation_is_also_read_under_its_older_key(goal):
+    """The Codex App path and spools written before hosts kept the validator's output
+    under a generic key still attest there."""
+    proof = evidence()
+    validation = proof["task_validation"]
+    validation["reward_memory_reflection_validation"] = validation.pop("attestation")
+    receipt = ingest(goal, store_provider(goal), proof=proof)
+    assert (receipt["status"], receipt["reconciliation_state"]) == ("activated", "completed")
+
+
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
@@ -115,7 +125,7 @@ def wrong_digest():
 
 def wrong_refs():
     proof = evidence()
-    proof["task_validation"]["reward_memory_reflection_validation"]["evidence_refs"] = ["x:y"]
+    proof["task_validation"]["attestation"]["evidence_refs"] = ["x:y"]
     return proof
 
 

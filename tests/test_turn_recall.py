@@ -10,6 +10,7 @@ from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, resolution, store_provider, turn
 
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
+from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.journal import journal_files_of
 from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 from capabilities.reward_memory.turn.pre_turn import (
@@ -18,7 +19,16 @@ from capabilities.reward_memory.turn.pre_turn import (
     automation_enabled,
     memory_contribution,
 )
-from turn_hooks import ContextRegistration, call_pre_turn, hookimpl, measure_result_bytes
+from hosts.render import render_context
+from turn_hooks import (
+    ContextItem,
+    ContextRegistration,
+    TurnContext,
+    call_pre_turn,
+    hookimpl,
+    measure_result_bytes,
+    project_contributions,
+)
 
 SLOT = "reward_memory_recall"
 
@@ -237,6 +247,107 @@ def test_automation_gate(change, recall, ingest):
     assert automation_enabled(payload, "automatic_ingest") is ingest
 
 
+def edges(pre_turn=True, post_settlement=True, **capabilities):
+    boundary = {"host_edges": {"pre_turn": pre_turn, "post_settlement": post_settlement}}
+    if capabilities:
+        boundary["capabilities"] = capabilities
+    return {"goal_id": "g", "agent_id": "a", "boundary": boundary}
+
+
+@pytest.mark.parametrize(
+    ("envelope", "recall", "ingest"),
+    [
+        (edges(), True, True),
+        (edges(post_settlement=False), True, False),
+        (edges(pre_turn="yes"), False, True),
+        (edges(other={"on": True}), True, True),
+        (edges(False, False, reward_memory={"automatic_recall": True}), True, False),
+        ({"goal_id": "g", "agent_id": "a", "boundary": {"host_edges": "all"}}, False, False),
+        ({"goal_id": "g", "agent_id": "a"}, False, False),
+    ],
+    ids=["both", "no-settlement", "not-true", "other-capability", "explicit-flags", "bad", "none"],
+)
+def test_the_gate_derives_its_flags_from_the_host_edges(envelope, recall, ingest):
+    payload = with_capability_flags({"turn_envelope": envelope, SLOT: packet()})
+    assert automation_enabled(payload, "automatic_recall") is recall
+    assert automation_enabled(payload, "automatic_ingest") is ingest
+    assert with_capability_flags({"turn_envelope": None}) == {"turn_envelope": None}
+    contributed = memory_contribution({"turn_envelope": envelope}, packet())
+    assert bool(contributed["result_fields"]) is ingest
+    assert bool(contributed["context_items"]) is recall
+
+
+def test_a_host_envelope_gets_the_contribution_it_got_before():
+    """A host envelope with edges only sees exactly what the explicit flags saw."""
+    assert memory_contribution({"turn_envelope": edges()}, packet("s")) == memory_contribution(
+        {"turn_envelope": ENVELOPE}, packet("s")
+    )
+
+
+GUIDANCE = [
+    {
+        "candidate_ref": "candidate:a",
+        "target_class": "procedural_experience",
+        "content_summary": "run the module's tests first",
+        "experience": {
+            "future_behavior": {
+                "trigger": "a change touches one module",
+                "action": "run its tests",
+                "validation": "",
+                "stop_condition": "the tests pass",
+            }
+        },
+    },
+    "not an item",
+    {"candidate_ref": "candidate:a", "content_summary": "a hand-edited repeat"},
+    {"content_summary": "no ref", "experience": {"future_behavior": "not an object"}},
+]
+
+
+def test_guidance_becomes_one_context_item_per_memory_in_the_lines_hosts_showed():
+    assert guidance_items({"guidance": GUIDANCE}) == [
+        ContextItem(
+            ref="candidate:a",
+            text="[memory 1] candidate:a (procedural_experience)\n"
+            "  summary: run the module's tests first\n"
+            "  trigger: a change touches one module\n"
+            "  action: run its tests\n"
+            "  stop condition: the tests pass",
+        ),
+        ContextItem(ref="None", text="[memory 2] None (None)\n  summary: no ref"),
+    ]
+    assert guidance_items(None) == guidance_items({"guidance": "x"}) == []
+
+
+def test_the_host_renders_the_items_after_the_instructions(pm):
+    recall = {**packet(), "context": {"guidance": GUIDANCE[:1]}}
+
+    class Memory:
+        registrations = RewardMemoryPlugin.registrations
+
+        @hookimpl
+        def pre_turn(self, turn):
+            return memory_contribution(dict(turn.payload), recall)
+
+    pm.register(Memory(), name="reward_memory")
+    envelope = edges()
+    context = TurnContext(
+        host="codex_cli",
+        host_turn_id="t",
+        observed_at=f1.OBSERVED_AT,
+        turn_envelope=envelope,
+        payload={"turn_envelope": envelope},
+    )
+    text = render_context(project_contributions(call_pre_turn(pm, context).payload))
+    blocks = text.split("\n\n")
+    assert blocks[:3] == [
+        GUIDANCE_INSTRUCTION,
+        REFLECTION_INSTRUCTION,
+        guidance_items({"guidance": GUIDANCE[:1]})[0].text,
+    ]
+    assert "<reward_memory_reflection_json>…</reward_memory_reflection_json>" in blocks[3]
+
+
 def overhead():
     return measure_result_bytes(memory_contribution({"turn_envelope": ENVELOPE}, packet("")))
 
@@ -249,9 +360,12 @@ def test_the_64_kib_flip(unit):
     kept = memory_contribution({"turn_envelope": ENVELOPE}, packet(exact))
     assert measure_result_bytes(kept) == 65536
     assert kept["context_fields"][SLOT]["context"] is not None and len(kept["instructions"]) == 2
+    [item] = kept["context_items"]
+    assert item.ref == "candidate:0" and item.byte_size < 65536
 
     omitted = memory_contribution({"turn_envelope": ENVELOPE}, packet(exact + "x"))
     assert omitted["context_fields"][SLOT]["context"] is None
+    assert omitted["context_items"] == [], "the items go with the context"
     assert omitted["instructions"] == [REFLECTION_INSTRUCTION]
     assert "reward_memory_reflection_json" in omitted["result_fields"]
     assert measure_result_bytes(omitted) < 65536

@@ -45,7 +45,7 @@ def attestation(raw: str = RAW, refs: list[str] | None = None) -> dict[str, Any]
 def evidence(raw: str = RAW, *, attested: bool = True, quota: Any = None) -> dict[str, Any]:
     validation: dict[str, Any] = {"ok": True, "status": "passed", "validator_kind": "command"}
     if attested:
-        validation["reward_memory_reflection_validation"] = attestation(raw)
+        validation["attestation"] = attestation(raw)
     return {
         "schema_version": "turn_post_settlement_evidence_v0",
         "task_validation": validation,

@@ -16,8 +16,14 @@ from turn_hooks._calling import (
     project_contributions,
     settlement_is_final,
     settlement_is_taken,
+    settlement_result_fields,
 )
-from turn_hooks._contribution import RESERVED_NAMES, basis_digest, measure_result_bytes
+from turn_hooks._contribution import (
+    RESERVED_NAMES,
+    basis_digest,
+    measure_context_items,
+    measure_result_bytes,
+)
 from turn_hooks._json_input import (
     MAX_JSON_DEPTH,
     MAX_JSON_SIZE,
@@ -47,6 +53,7 @@ from turn_hooks.hookspecs import hookimpl, hookspec
 from turn_hooks.models import (
     HOSTS,
     MAX_RESULT_BYTES,
+    ContextItem,
     ContextRegistration,
     ContextResult,
     Contribution,
@@ -72,6 +79,7 @@ __all__ = [
     "NAME",
     "RESERVED_NAMES",
     "RETRYABLE_STATUSES",
+    "ContextItem",
     "ContextRegistration",
     "ContextResult",
     "Contribution",
@@ -109,11 +117,13 @@ __all__ = [
     "hookspec",
     "loads_bounded",
     "make_plugin_manager",
+    "measure_context_items",
     "measure_result_bytes",
     "plugin_info",
     "project_contributions",
     "settlement_is_final",
     "settlement_is_taken",
+    "settlement_result_fields",
 ]
 
 

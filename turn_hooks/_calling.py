@@ -19,6 +19,7 @@ from turn_hooks import _contribution as rules
 from turn_hooks.canonical import compact_json
 from turn_hooks.errors import PluginContractError, RegistrationError, TurnHooksError
 from turn_hooks.models import (
+    ContextItem,
     ContextRegistration,
     Contribution,
     HookFailure,
@@ -126,22 +127,31 @@ def call_pre_turn(pm: pluggy.PluginManager, turn: TurnContext) -> PreTurnOutcome
             failures.append(_hook_failure(hook_id, impl, exc))
             continue
         payload.update(normal["readback"])
-        if normal["context_fields"] or normal["instructions"] or normal["result_fields"]:
-            contributions.append(
-                Contribution(
-                    hook_id=hook_id,
-                    capability_id=registration.capability_id,
-                    readback_slots=list(registration.readback_slots),
-                    context_fields=normal["context_fields"],
-                    instructions=normal["instructions"],
-                    result_fields=normal["result_fields"],
-                    basis_digest=digest,
-                )
-            )
+        if any(normal[key] for key in _CONTRIBUTED):
+            contributions.append(_contribution(registration, normal, digest))
     payload[CONTRIBUTIONS_KEY] = [item.to_json() for item in contributions]
     payload[FAILURES_KEY] = [failure.to_payload() for failure in failures]
     return PreTurnOutcome(
         payload=payload, contributions=tuple(contributions), failures=tuple(failures)
+    )
+
+
+_CONTRIBUTED = ("context_fields", "instructions", "result_fields", "context_items")
+"""A result with any of these is kept as a contribution; readback alone is not."""
+
+
+def _contribution(
+    registration: ContextRegistration, normal: Mapping[str, Any], digest: str
+) -> Contribution:
+    return Contribution(
+        hook_id=registration.hook_id,
+        capability_id=registration.capability_id,
+        readback_slots=list(registration.readback_slots),
+        context_fields=normal["context_fields"],
+        instructions=normal["instructions"],
+        result_fields=normal["result_fields"],
+        basis_digest=digest,
+        context_items=normal["context_items"],
     )
 
 
@@ -163,33 +173,28 @@ def _reproject(stored: object, payload: Mapping[str, Any]) -> Contribution:
             "context_fields": stored.get("context_fields"),
             "instructions": stored.get("instructions"),
             "result_fields": stored.get("result_fields"),
+            "context_items": stored.get("context_items", []),
         },
         registration,
     )
     digest = rules.basis_digest(payload, registration, normal)
     if digest != stored.get("basis_digest"):
         raise PluginContractError("basis digest changed", reason_code="basis_digest_mismatch")
-    return Contribution(
-        hook_id=registration.hook_id,
-        capability_id=registration.capability_id,
-        readback_slots=list(registration.readback_slots),
-        context_fields=normal["context_fields"],
-        instructions=normal["instructions"],
-        result_fields=normal["result_fields"],
-        basis_digest=digest,
-    )
+    return _contribution(registration, normal, digest)
 
 
 def project_contributions(payload: Mapping[str, Any]) -> HostProjection:
     """Re-validate stored contributions against the current payload and flatten them.
 
-    A contribution whose recomputed ``basis_digest`` differs, or whose field names
-    collide with an earlier one, is dropped (never repaired from a cache).
+    A contribution whose recomputed ``basis_digest`` differs, or whose field names or
+    item refs collide with an earlier one, is dropped with its items (never repaired
+    from a cache).
     """
     stored = payload.get(CONTRIBUTIONS_KEY)
     context_fields: dict[str, Any] = {}
     instructions: list[str] = []
     result_fields: dict[str, dict[str, Any]] = {}
+    items: list[ContextItem] = []
     dropped: list[str] = []
     for item in stored if isinstance(stored, list) else []:
         try:
@@ -198,21 +203,45 @@ def project_contributions(payload: Mapping[str, Any]) -> HostProjection:
             hook_id = item.get("hook_id") if isinstance(item, Mapping) else None
             dropped.append(hook_id if isinstance(hook_id, str) else "")
             continue
-        if set(contribution.context_fields) & set(context_fields) or set(
-            contribution.result_fields
-        ) & set(result_fields):
+        if (
+            set(contribution.context_fields) & set(context_fields)
+            or set(contribution.result_fields) & set(result_fields)
+            or {item.ref for item in contribution.context_items} & {item.ref for item in items}
+        ):
             dropped.append(contribution.hook_id)
             continue
         context_fields.update(contribution.context_fields)
         instructions.extend(contribution.instructions)
         result_fields.update(contribution.result_fields)
+        items.extend(contribution.context_items)
     return HostProjection(
         context_fields=context_fields,
         capability_context_fields=list(context_fields),
         capability_instructions=instructions,
         capability_result_fields=result_fields,
+        context_items=items,
         dropped_hook_ids=dropped,
     )
+
+
+def settlement_result_fields(pm: pluggy.PluginManager) -> dict[str, str]:
+    """Every result field a loaded ``post_settlement`` hook reads, with the prefix of
+    its block fault codes (``SettlementRegistration.result_fault_prefixes``).
+
+    Plugin-name order, then declared order; a field two plugins declare keeps the
+    first plugin's prefix. A plugin whose registration is missing or invalid declares
+    nothing here: the dispatcher records its failure when it calls it.
+    """
+    fields: dict[str, str] = {}
+    for impl in _ordered_impls(pm.hook.post_settlement):
+        try:
+            registration = _registration(impl, "post_settlement", SettlementRegistration)
+            declared = rules.validate_settlement_registration(registration)
+        except TurnHooksError:
+            continue
+        for name, prefix in declared.items():
+            fields.setdefault(name, prefix)
+    return fields
 
 
 def _is_final(previous: Mapping[str, Any], hook_id: str, capability_id: str) -> bool:
@@ -289,6 +318,7 @@ def _dispatch_post_settlement(
                 results[hook_id] = dict(previous["results"][hook_id])
                 skipped.append(hook_id)
                 continue
+            rules.validate_settlement_registration(registration)
             receipt = _call(pm, "post_settlement", impl, turn=turn, settlement=settlement)
             if receipt is None:
                 continue

@@ -13,7 +13,13 @@ from typing import Any
 
 from turn_hooks.canonical import compact_json, s1_js, sha256_hex
 from turn_hooks.errors import ContributionError, RegistrationError
-from turn_hooks.models import MAX_RESULT_BYTES, ContextRegistration, ContextResult
+from turn_hooks.models import (
+    MAX_RESULT_BYTES,
+    ContextItem,
+    ContextRegistration,
+    ContextResult,
+    SettlementRegistration,
+)
 
 FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{2,95}")
 REGISTRATION_ID = re.compile(r"[a-z][a-z0-9_.:-]{2,95}")
@@ -22,6 +28,10 @@ MAX_INSTRUCTIONS = 8
 MAX_INSTRUCTION_CHARS = 4096
 MAX_RESULT_FIELD_LENGTH = 16384
 MIN_RESULT_BYTES = 1024
+MAX_CONTEXT_ITEMS = 64
+MAX_ITEM_REF_CHARS = 256
+FAULT_PREFIX = re.compile(r"[a-z][a-z0-9_]{2,63}")
+DEFAULT_FAULT_PREFIX = "result_block"
 
 RESERVED_NAMES: frozenset[str] = frozenset(
     """schema_version turn_key turn_envelope session goal_ref route result_contract
@@ -36,6 +46,7 @@ RESERVED_NAMES: frozenset[str] = frozenset(
 """Governing names a contribution may never use as a field, slot or result field."""
 
 _RESULT_KEYS = ("readback", "context_fields", "instructions", "result_fields")
+_ITEMS_KEY = "context_items"
 
 _GOVERNING_KEYS = (
     "decision",
@@ -69,22 +80,26 @@ def check_field_name(name: object, *, what: str) -> str:
     return name
 
 
+def _registered_names(names: object, *, key: str, what: str) -> None:
+    """A registration's list of field names: at most 8, each valid, none twice."""
+    if not isinstance(names, tuple | list) or len(names) > MAX_FIELDS:
+        raise RegistrationError(f"{key} must be a list of at most 8 names")
+    try:
+        for name in names:
+            check_field_name(name, what=what)
+    except ContributionError as exc:
+        raise RegistrationError(exc.message, reason_code=exc.reason_code) from exc
+    if len(set(names)) != len(names):
+        raise RegistrationError(f"{key} must be unique")
+
+
 def validate_registration(registration: ContextRegistration) -> ContextRegistration:
     """Check a context registration's ids, slots and budget (its fields are not typed-checked
     at construction, so every value is checked here)."""
     for value in (registration.hook_id, registration.capability_id):
         if not isinstance(value, str) or not REGISTRATION_ID.fullmatch(value):
             raise RegistrationError("hook_id and capability_id must be registration ids")
-    slots = registration.readback_slots
-    if not isinstance(slots, tuple | list) or len(slots) > MAX_FIELDS:
-        raise RegistrationError("readback_slots must be a list of at most 8 names")
-    try:
-        for slot in slots:
-            check_field_name(slot, what="readback slot")
-    except ContributionError as exc:
-        raise RegistrationError(exc.message, reason_code=exc.reason_code) from exc
-    if len(set(slots)) != len(slots):
-        raise RegistrationError("readback_slots must be unique")
+    _registered_names(registration.readback_slots, key="readback_slots", what="readback slot")
     budget = registration.max_result_bytes
     if (
         isinstance(budget, bool)
@@ -93,6 +108,22 @@ def validate_registration(registration: ContextRegistration) -> ContextRegistrat
     ):
         raise RegistrationError("max_result_bytes must be an integer in 1024..65536")
     return registration
+
+
+def validate_settlement_registration(registration: SettlementRegistration) -> dict[str, str]:
+    """Check the result fields a settlement registration declares; return each field
+    with the prefix of its block fault codes, in declared order."""
+    _registered_names(registration.result_fields, key="result_fields", what="result field")
+    prefixes = registration.result_fault_prefixes
+    if (
+        not isinstance(prefixes, Mapping)
+        or not set(prefixes) <= set(registration.result_fields)
+        or not all(isinstance(p, str) and FAULT_PREFIX.fullmatch(p) for p in prefixes.values())
+    ):
+        raise RegistrationError(
+            "result_fault_prefixes must map declared result fields to reason-code prefixes"
+        )
+    return {name: prefixes.get(name, DEFAULT_FAULT_PREFIX) for name in registration.result_fields}
 
 
 def _field_object(value: object, *, what: str) -> dict[str, Any]:
@@ -133,33 +164,84 @@ def _result_field_descriptor(value: object) -> dict[str, Any]:
 
 
 def result_to_mapping(result: object) -> dict[str, Any]:
-    """Accept a :class:`ContextResult` or a mapping with only the four result keys."""
+    """Accept a :class:`ContextResult` or a mapping with only the four result keys and,
+    optionally, ``context_items``."""
     if isinstance(result, ContextResult):
         return result.to_json()
     if not isinstance(result, Mapping):
         raise _fail(
             "result_shape_invalid", "pre_turn must return a ContextResult, a mapping or None"
         )
-    unknown = set(result) - set(_RESULT_KEYS)
+    unknown = set(result) - {*_RESULT_KEYS, _ITEMS_KEY}
     if unknown:
-        raise _fail("result_shape_invalid", "the result has keys other than the four result keys")
+        raise _fail("result_shape_invalid", "the result has keys other than the result keys")
     defaults: dict[str, Any] = {"readback": {}, "context_fields": {}, "instructions": []}
     defaults["result_fields"] = {}
-    return {key: result.get(key, defaults[key]) for key in _RESULT_KEYS}
+    defaults[_ITEMS_KEY] = []
+    return {key: result.get(key, defaults[key]) for key in (*_RESULT_KEYS, _ITEMS_KEY)}
 
 
 def measure_result_bytes(result: Mapping[str, Any]) -> int:
-    """UTF-8 length of the whole result as compact JSON, non-ASCII unescaped."""
+    """UTF-8 length of the result as compact JSON, non-ASCII unescaped.
+
+    ``context_items`` is left out: the four-key document is measured exactly as the
+    reference measures it, and the items are measured on their own
+    (:func:`measure_context_items`).
+    """
+    document = {key: value for key, value in result.items() if key != _ITEMS_KEY}
     try:
-        return len(compact_json(dict(result)).encode("utf-8"))
+        return len(compact_json(document).encode("utf-8"))
     except (TypeError, ValueError) as exc:
         raise _fail("result_not_json", "the result is not JSON-serialisable") from exc
 
 
+def measure_context_items(items: list[ContextItem]) -> int:
+    """What context items cost against a budget: the sum of their byte sizes."""
+    return sum(item.byte_size for item in items)
+
+
+def _utf8(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no host could print it
+        return False
+    return True
+
+
+def _context_item(value: object) -> ContextItem:
+    if isinstance(value, ContextItem):
+        ref, text = value.ref, value.text
+    elif isinstance(value, Mapping) and set(value) == {"ref", "text"}:
+        ref, text = value["ref"], value["text"]
+    else:
+        raise _fail("context_item_invalid", "a context item must be a ContextItem or {ref, text}")
+    if not _utf8(ref) or not ref or len(ref) > MAX_ITEM_REF_CHARS:
+        raise _fail("context_item_ref_invalid", "an item ref must be a non-empty short string")
+    if not _utf8(text):
+        raise _fail("context_item_text_invalid", "an item text must be a UTF-8 string")
+    return ContextItem(ref=ref, text=text)
+
+
+def _context_items(value: object, budget: int) -> list[ContextItem]:
+    if not isinstance(value, list | tuple):
+        raise _fail("result_shape_invalid", "context_items must be a list")
+    if len(value) > MAX_CONTEXT_ITEMS:
+        raise _fail("too_many_context_items", f"more than {MAX_CONTEXT_ITEMS} context items")
+    items = [_context_item(item) for item in value]
+    if len({item.ref for item in items}) != len(items):
+        raise _fail("context_item_ref_duplicate", "two context items share a ref")
+    if measure_context_items(items) > budget:
+        raise _fail("context_items_over_budget", "the context items exceed the byte budget")
+    return items
+
+
 def validate_result(result: object, registration: ContextRegistration) -> dict[str, Any]:
-    """Validate a ``pre_turn`` result against its registration; return the normal form."""
+    """Validate a ``pre_turn`` result against its registration; return the normal form
+    (the four result keys, then ``context_items`` as :class:`ContextItem` objects)."""
     raw = result_to_mapping(result)
-    normal = {
+    normal: dict[str, Any] = {
         "readback": _field_object(raw["readback"], what="readback"),
         "context_fields": _field_object(raw["context_fields"], what="context field"),
         "instructions": _instructions(raw["instructions"]),
@@ -172,6 +254,7 @@ def validate_result(result: object, registration: ContextRegistration) -> dict[s
         raise _fail("readback_slots_mismatch", "readback keys must equal the declared slots")
     if measure_result_bytes(normal) > registration.max_result_bytes:
         raise _fail("result_over_budget", "the result exceeds its registered byte budget")
+    normal[_ITEMS_KEY] = _context_items(raw[_ITEMS_KEY], registration.max_result_bytes)
     return normal
 
 

@@ -38,8 +38,10 @@ def pre_turn(turn: TurnContext) -> ContextResult | None:
         earlier hooks merged in.
 
     :return: A :class:`~turn_hooks.models.ContextResult` (or a mapping with the same
-        four keys) whose compact UTF-8 JSON fits the registration's
-        ``max_result_bytes`` (at most 65,536), or ``None`` to contribute nothing.
+        keys) whose four-key compact UTF-8 JSON fits the registration's
+        ``max_result_bytes`` (at most 65,536), and whose ``context_items`` texts fit it
+        too, measured on their own; or ``None`` to contribute nothing. Hosts render
+        the items as they are, without knowing what they say.
 
     Results of all implementations are collected, in plugin-name order; an invalid
     result or an exception isolates that plugin only (``context_hook_failed``).
@@ -69,8 +71,10 @@ def post_settlement(turn: TurnContext, settlement: Settlement) -> dict[str, Any]
     validator ran. This is the only hook that may write to a provider.
 
     :param turn: The Turn the settlement belongs to.
-    :param settlement: The host result (holding ``reward_memory_reflection_json``)
-        and the accountable evidence, including any earlier dispatcher receipt.
+    :param settlement: The host result (one value per result field a loaded plugin
+        declares in its ``SettlementRegistration.result_fields``) and the accountable
+        evidence, including the validator's ``task_validation["attestation"]`` and any
+        earlier dispatcher receipt.
 
     :return: A public-safe effect receipt (a JSON object with at least ``status``),
         or ``None`` when this plugin has nothing to do for the Turn.

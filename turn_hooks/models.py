@@ -56,6 +56,10 @@ class TurnContext(_Document):
     goal_id: str | None = None
     agent_id: str | None = None
     turn_envelope: dict[str, Any] = field(default_factory=dict)
+    """Goal, Agent and governing dimensions of the Turn. A host states only its own
+    wiring there, as ``boundary.host_edges``: ``{"pre_turn": true, "post_settlement":
+    true}`` when it runs ``pre_turn`` at turn start and settles successful Turns.
+    Each capability derives its own switches from those facts."""
     payload: dict[str, Any] = field(default_factory=dict)
     """The host request under construction; readback slots are merged into a copy."""
     observed_at: str
@@ -70,6 +74,28 @@ class TurnContext(_Document):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ContextItem(_Document):
+    """One piece of text a plugin wants the model to see, opaque to every host.
+
+    Hosts render ``text`` verbatim, drop whole items from the end when the rendering
+    would exceed its bound, and do not render an item whose ``ref`` was already
+    delivered in the same host session. A plugin chooses refs that stay equal for
+    equal content (say, a memory's candidate ref), so that de-duplication works.
+    """
+
+    __pydantic_config__ = _STRICT
+
+    ref: str
+    """Non-empty and unique within its contribution; what hosts de-duplicate by."""
+    text: str
+
+    @property
+    def byte_size(self) -> int:
+        """UTF-8 length of ``text``: what the item costs against the budget."""
+        return len(self.text.encode("utf-8"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ContextResult(_Document):
     """What a ``pre_turn`` implementation returns (turn-lifecycle.md §3)."""
 
@@ -81,14 +107,19 @@ class ContextResult(_Document):
     instructions: list[str] = field(default_factory=list)
     result_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each value is exactly ``{"type": "string", "maxLength": n}``."""
+    context_items: list[ContextItem] = field(default_factory=list)
+    """Text for the host to render after the instructions. Measured on its own (the
+    sum of the items' byte sizes), against the same registered budget as the rest."""
 
     def to_json(self) -> dict[str, Any]:
-        """The result in the key order the budget is measured in."""
+        """The result: the four keys the budget is measured on, in that order, then
+        the context items."""
         return {
             "readback": self.readback,
             "context_fields": self.context_fields,
             "instructions": self.instructions,
             "result_fields": self.result_fields,
+            "context_items": [item.to_json() for item in self.context_items],
         }
 
 
@@ -106,12 +137,20 @@ class ContextRegistration(_Document):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SettlementRegistration(_Document):
-    """Identity of a ``post_settlement`` effect adapter."""
+    """Identity of a ``post_settlement`` effect adapter, and the result fields it reads."""
 
     __pydantic_config__ = _STRICT
 
     hook_id: str
     capability_id: str
+    result_fields: tuple[str, ...] = ()
+    """Result fields this hook reads from ``Settlement.host_result`` (at most 8 field
+    names). Hook-based hosts extract one ``<field>…</field>`` block of the model's
+    final message for every field a loaded plugin declares here."""
+    result_fault_prefixes: dict[str, str] = field(default_factory=dict)
+    """Reason-code prefix per declared field for a block that cannot be read: a
+    repeated block is ``<prefix>_repeated``, a tag without its partner
+    ``<prefix>_malformed``. A field without one uses ``result_block``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -156,7 +195,8 @@ class Settlement(_Document):
     __pydantic_config__ = _STRICT
 
     host_result: dict[str, Any] = field(default_factory=dict)
-    """Holds the extracted ``reward_memory_reflection_json`` (or nothing)."""
+    """The value of every result field the loaded plugins declared (``""`` when the
+    model gave none), keyed by field name."""
     evidence: SettlementEvidence = field(default_factory=SettlementEvidence)
 
 
@@ -186,6 +226,9 @@ class Contribution(_Document):
     instructions: list[str]
     result_fields: dict[str, dict[str, Any]]
     basis_digest: str
+    context_items: list[ContextItem] = field(default_factory=list)
+    """Not part of ``basis_digest``: the items ride with their contribution and are
+    dropped whenever it is."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -226,6 +269,8 @@ class HostProjection(_Document):
     capability_context_fields: list[str] = field(default_factory=list)
     capability_instructions: list[str] = field(default_factory=list)
     capability_result_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    context_items: list[ContextItem] = field(default_factory=list)
+    """The surviving contributions' items, in plugin-name order."""
     dropped_hook_ids: list[str] = field(default_factory=list)
 
 

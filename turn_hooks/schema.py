@@ -16,6 +16,7 @@ from turn_hooks.errors import InvalidInputError
 
 SCHEMA_MODELS: dict[str, type[Any]] = {
     "turn_context": models.TurnContext,
+    "context_item": models.ContextItem,
     "context_result": models.ContextResult,
     "context_registration": models.ContextRegistration,
     "settlement_registration": models.SettlementRegistration,

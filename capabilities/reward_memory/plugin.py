@@ -18,6 +18,7 @@ from turn_hooks import (
 )
 
 SLOT = "reward_memory_recall"
+RESULT_FIELD = "reward_memory_reflection_json"
 
 
 def _resolution(turn: TurnContext) -> Any:
@@ -52,7 +53,11 @@ class RewardMemoryPlugin:
             readback_slots=(SLOT,),
         ),
         "post_settlement": SettlementRegistration(
-            hook_id="reward-memory.outcome-ingest", capability_id="reward-memory"
+            hook_id="reward-memory.outcome-ingest",
+            capability_id="reward-memory",
+            result_fields=(RESULT_FIELD,),
+            # The hook log's codes for a reflection block that cannot be read.
+            result_fault_prefixes={RESULT_FIELD: "reflection_block"},
         ),
     }
 

@@ -1,5 +1,5 @@
 // turn-hooks for DSH (DeepSeek Harness): a Cordis plugin, shipped inside the Python
-// package, that runs the reward-memory hooks through the turn-hooks command.
+// package, that runs the turn-hooks plugins through the turn-hooks command.
 //
 // - agent/pre-step, first step of a turn only: runs `host dsh pre-turn` with a
 //   Codex-shaped event and appends at most one message whose source is

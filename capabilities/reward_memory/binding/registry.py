@@ -18,7 +18,7 @@ from capabilities.reward_memory.contract.config import (
     read_config_bytes,
 )
 from capabilities.reward_memory.contract.identities import binding_revision, config_digest
-from sidecars import SidecarStore, sidecar_root
+from sidecars import SidecarStore, read_registry, registry_goal, sidecar_root
 from turn_hooks import InvalidInputError, loads_bounded
 
 STATUS_SCHEMA = "reward_memory_experiment_status_v1"
@@ -66,24 +66,22 @@ class Resolution:
 
 
 def load_registry(path: str | Path) -> dict[str, Any]:
-    """Read a registry file; a typed error when it is missing or not a registry."""
+    """Read a registry file (the hosts' own rule, ``sidecars.read_registry``); a typed
+    error when it is missing or not a registry."""
     try:
-        document = loads_bounded(Path(path).read_bytes())
-    except OSError:
-        v.fail("registry", "cannot be read", "registry_unreadable")
-    except InvalidInputError:
-        v.fail("registry", "is not JSON", "registry_invalid")
-    if not isinstance(document, dict) or not isinstance(document.get("goals"), list):
-        v.fail("registry", "must be an object with a goals list", "registry_invalid")
-    return document
+        return read_registry(path)
+    except InvalidInputError as exc:
+        raise v.RewardMemoryInputError(
+            exc.message, reason_code=exc.reason_code, field="registry"
+        ) from exc
 
 
 def find_goal(registry: dict[str, Any], goal_id: str) -> dict[str, Any]:
-    """The Goal entry with ``id == goal_id``."""
-    for goal in registry["goals"]:
-        if isinstance(goal, dict) and goal.get("id") == goal_id:
-            return goal
-    v.fail("goal_id", "is not in the registry", "goal_not_found")
+    """The Goal entry with ``id == goal_id`` (the one ``sidecars.goal_repository`` finds)."""
+    goal = registry_goal(registry, goal_id)
+    if goal is None:
+        v.fail("goal_id", "is not in the registry", "goal_not_found")
+    return goal
 
 
 def registered_agents(goal: dict[str, Any]) -> list[str]:

@@ -40,6 +40,7 @@ INGEST_SCHEMA = "turn_reward_memory_ingest_v0"
 CLI_WIRING = "codex_cli_turn_post_settlement"
 APP_WIRING = "codex_app_refresh_spend_post_settlement"
 REFLECTION_FIELD = "reward_memory_reflection_json"
+LEGACY_ATTESTATION_KEY = "reward_memory_reflection_validation"
 REFLECTION_REJECTED = "reflection_rejected"
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
@@ -93,7 +94,9 @@ def accepted_attestation(
         or quota.get("appended") is not True
     ):
         return None
-    attestation = validation.get("reward_memory_reflection_validation")
+    # Hooks hosts keep the validator's output under their generic key; the Codex App
+    # path and spools written before it use the reflection-specific one.
+    attestation = validation.get("attestation", validation.get(LEGACY_ATTESTATION_KEY))
     if not isinstance(attestation, dict):
         return None
     checked = parse_attestation(

@@ -20,9 +20,10 @@ from capabilities.reward_memory.contract.identities import (
     turn_recall_id,
 )
 from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
+from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.reconcile import reconcile
 from sidecars import SidecarStore, goal_agent_parts
-from turn_hooks import SidecarError, TurnContext, measure_result_bytes
+from turn_hooks import SidecarError, TurnContext, measure_context_items, measure_result_bytes
 
 SURFACE = "agent_workflow.turn_admission"
 PACKET_SCHEMA = "agent_turn_recall_v0"
@@ -320,12 +321,15 @@ def participation(packet: dict[str, Any]) -> dict[str, Any]:
 def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any] | None:
     """The ``reward-memory.turn-context`` result, within the 64 KiB rule (§4, §5.1).
 
-    Over budget, the recall context and its guidance instruction are omitted while the
-    readback, the reflection instruction and the result field are kept; if even that
-    does not fit, nothing is contributed (the dispatcher records the failure).
+    The recalled guidance goes to the host twice: as JSON in the context field, and
+    as one context item per memory (:func:`guidance_items`) for the host to render.
+    Over budget, the recall context, its items and its guidance instruction are
+    omitted while the readback, the reflection instruction and the result field are
+    kept; if even that does not fit, nothing is contributed (the dispatcher records
+    the failure).
     """
     readback = participation(packet)
-    gate_payload = {**payload, SLOT: readback}
+    gate_payload = {**with_capability_flags(payload), SLOT: readback}
     recall_on = automation_enabled(gate_payload, "automatic_recall")
     ingest_on = automation_enabled(gate_payload, "automatic_ingest")
 
@@ -346,11 +350,14 @@ def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict
                 if ingest_on
                 else {}
             ),
+            "context_items": guidance_items(context),
         }
         return result
 
     full = build(True)
-    if measure_result_bytes(full) <= BUDGET:
+    # The four-key document is measured as the reference measures it; the items,
+    # which repeat part of it as text, on their own against the same budget.
+    if max(measure_result_bytes(full), measure_context_items(full["context_items"])) <= BUDGET:
         return full
     return build(False)
 

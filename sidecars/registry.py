@@ -1,0 +1,63 @@
+"""The binding registry on disk: which Goal lives in which repository.
+
+Hosts need it to find a Goal's sidecar store, and capabilities to resolve a
+binding; both read it through these functions, so the registry is parsed by one rule.
+The registry is ``{"goals": [{"id": ..., "repo": ..., ...}, ...]}``; everything else in
+it belongs to the capabilities that read it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from turn_hooks import loads_bounded
+from turn_hooks.errors import InvalidInputError
+
+
+def read_registry(path: str | Path) -> dict[str, Any]:
+    """The registry document, read through the bounded JSON reader.
+
+    :raises InvalidInputError: ``registry_unreadable`` when the file cannot be read,
+        ``registry_invalid`` when it is not JSON or not an object with a ``goals`` list
+        (the message names the registry, so a capability can pass it on unchanged).
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(
+            "registry cannot be read", reason_code="registry_unreadable"
+        ) from exc
+    try:
+        document = loads_bounded(raw)
+    except InvalidInputError as exc:
+        raise InvalidInputError("registry is not JSON", reason_code="registry_invalid") from exc
+    if not isinstance(document, dict) or not isinstance(document.get("goals"), list):
+        raise InvalidInputError(
+            "registry must be an object with a goals list", reason_code="registry_invalid"
+        )
+    return document
+
+
+def registry_goal(registry: dict[str, Any], goal_id: str) -> dict[str, Any] | None:
+    """The first Goal entry of a read registry whose ``id`` is ``goal_id``."""
+    for goal in registry["goals"]:
+        if isinstance(goal, dict) and goal.get("id") == goal_id:
+            return goal
+    return None
+
+
+def goal_repository(registry: str | Path | None, goal_id: str | None) -> Path | None:
+    """The repository the registry names for a Goal; ``None`` when there is none.
+
+    Never raises: a registry that is missing, unreadable or without the Goal (or its
+    ``repo``) is simply no answer, and the caller falls back to its working directory.
+    """
+    if not registry or not goal_id:
+        return None
+    try:
+        goal = registry_goal(read_registry(registry), goal_id)
+    except InvalidInputError:
+        return None
+    repo = goal.get("repo") if goal is not None else None
+    return Path(repo) if isinstance(repo, str) else None
