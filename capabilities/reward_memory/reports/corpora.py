@@ -18,7 +18,8 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
-from capabilities.reward_memory.turn.pre_turn import SURFACE, receipt_path
+from capabilities.reward_memory.turn.pre_turn import receipt_path
+from capabilities.reward_memory.turn.situation import SURFACE
 from turn_hooks import ProviderError
 
 REGISTRY_SCHEMA = "reward_memory_corpus_registry_v0"

@@ -13,21 +13,23 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
-from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import (
     application_id,
-    situation_fingerprint,
-    turn_recall_id,
 )
 from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.reconcile import reconcile
+from capabilities.reward_memory.turn.situation import (
+    SURFACE,
+    build_situation,
+    identity_scope,
+    situation_query,
+    situation_summary,
+)
 from sidecars import SidecarStore, goal_agent_parts
 from turn_hooks import SidecarError, TurnContext, measure_context_items, measure_result_bytes
 
-SURFACE = "agent_workflow.turn_admission"
 PACKET_SCHEMA = "agent_turn_recall_v0"
-SITUATION_SCHEMA = "agent_turn_situation_v0"
 CONTEXT_SCHEMA = "agent_turn_recall_context_v0"
 RECEIPT_SCHEMA = "agent_turn_recall_receipt_v1"
 SLOT = "reward_memory_recall"
@@ -89,60 +91,6 @@ def automation_enabled(payload: dict[str, Any], op: str) -> bool:
         and envelope.get("agent_id") == experiment.get("agent_id")
         and experiment.get(op) is True
     )
-
-
-def _identity_scope(config: dict[str, Any]) -> dict[str, Any]:
-    first = config["surfaces"][SURFACE]["corpus_ids"][0]
-    scope: dict[str, Any] = config["corpora"][first]["corpus"]["scope"]
-    return scope
-
-
-def build_situation(
-    turn: TurnContext, goal_id: str, agent_id: str, scope: dict[str, Any]
-) -> dict[str, Any]:
-    """``agent_turn_situation_v0`` for an interactive host: no Todo, so the Turn's
-    prompt (when the host passed one) stands in as the selected Todo's text."""
-    text = v.compact_or_empty(turn.prompt, 320)
-    situation: dict[str, Any] = {
-        "schema_version": SITUATION_SCHEMA,
-        "goal_id": goal_id,
-        "agent_id": agent_id,
-        "turn_instance_id": turn.host_turn_id,
-        "workspace_ref": scope["workspace_ref"],
-        "project_ref": scope["project_ref"],
-        "phase": None,
-        "decision": None,
-        "selected_todo": {"text": text} if text else {},
-        "recent_outcomes": [],
-        "next_intent": None,
-        "conflict_state": "clear",
-        "status_health_ok": True,
-        "user_prompt_included": bool(text),
-    }
-    fingerprint = situation_fingerprint(situation)
-    situation["situation_fingerprint"] = fingerprint
-    situation["turn_recall_id"] = turn_recall_id(turn.host_turn_id, fingerprint)
-    return situation
-
-
-def situation_query(situation: dict[str, Any]) -> str:
-    """The one function-boundary query of a Turn (§5.2)."""
-    todo = situation["selected_todo"]
-    parts = [
-        f"agent={situation['agent_id']}",
-        f"goal={situation['goal_id']}",
-        f"project={situation['project_ref']}",
-        f"phase={situation['phase'] or 'unknown'}",
-        f"todo={todo.get('text') or todo.get('todo_id') or 'none'}",
-    ]
-    for key in ("action_kind", "target_key"):
-        if todo.get(key):
-            parts.append(f"{key}={todo[key]}")
-    if situation["next_intent"]:
-        parts.append(f"intent={situation['next_intent']}")
-    if situation["recent_outcomes"]:
-        parts.append("recent=" + "; ".join(situation["recent_outcomes"]))
-    return v.compact_or_empty(" | ".join(parts), 500) or "turn admission"
 
 
 def _experiment(status: dict[str, Any]) -> dict[str, Any]:
@@ -220,7 +168,7 @@ def turn_recall(
             },
             **extra,
         )
-    scope = _identity_scope(config)
+    scope = identity_scope(config)
     situation = build_situation(turn, status["goal_id"], status["agent_id"], scope)
     recall_id = situation["turn_recall_id"]
     fingerprint = situation["situation_fingerprint"]
@@ -254,7 +202,9 @@ def turn_recall(
         workspace_ref=scope["workspace_ref"],
         project_ref=scope["project_ref"],
         revision_ref=fingerprint,
-        queries=[{"query": situation_query(situation), "query_summary": _summary(situation)}],
+        queries=[
+            {"query": situation_query(situation), "query_summary": situation_summary(situation)}
+        ],
         observed_at=turn.observed_at,
         freshness_context={
             "source_truth_current": situation["status_health_ok"],
@@ -304,13 +254,6 @@ def turn_recall(
     except SidecarError:
         packet["same_turn_receipt_written"] = False
     return packet
-
-
-def _summary(situation: dict[str, Any]) -> str:
-    todo = situation["selected_todo"].get("todo_id") or "unselected"
-    return (
-        f"turn admission for {situation['goal_id']} {todo} during {situation['phase'] or 'unknown'}"
-    )
 
 
 def participation(packet: dict[str, Any]) -> dict[str, Any]:
