@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.config import (
@@ -20,6 +20,9 @@ from capabilities.reward_memory.contract.config import (
 from capabilities.reward_memory.contract.identities import binding_revision, config_digest
 from sidecars import SidecarStore, read_registry, registry_goal, sidecar_root
 from turn_hooks import InvalidInputError, loads_bounded
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import ExperimentStatus
 
 STATUS_SCHEMA = "reward_memory_experiment_status_v1"
 ROUTE_SCHEMA = "reward_memory_config_runtime_route_v0"
@@ -49,7 +52,7 @@ def host_coverage() -> list[dict[str, str]]:
 class Resolution:
     """A resolved binding: the public status plus, when available, the private config."""
 
-    status: dict[str, Any]
+    status: ExperimentStatus
     config: dict[str, Any] | None
     goal: dict[str, Any]
     binding: dict[str, Any]
@@ -205,7 +208,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     enabled_agents = _enabled_agents(binding)
     config_path = binding.get("config_path")
     config_path = config_path.strip() if isinstance(config_path, str) else ""
-    status: dict[str, Any] = {
+    status: ExperimentStatus = {
         "ok": True,
         "schema_version": STATUS_SCHEMA,
         "goal_id": goal_id,
@@ -225,7 +228,10 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         status["binding_revision"] = binding["binding_revision"]
 
     def stop(
-        name: str, reason: str | None = None, route: str | None = None, **extra: Any
+        name: str,
+        reason: str | None = None,
+        route: str | None = None,
+        scope: dict[str, Any] | None = None,
     ) -> Resolution:
         status["status"] = name
         status["available"] = False
@@ -233,7 +239,17 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
             status["reason_code"] = reason
         if route is not None:
             status["config_runtime_route"] = _route(route)
-        status.update(extra)
+        if scope is not None:
+            # A config that resolved but is not enabled: its scope, then how to repair.
+            status.update(
+                {
+                    "isolation_mode": scope["isolation_mode"],
+                    "actor_binding_verified": scope["actor_binding_verified"],
+                    "writability_verified": False,
+                    "exact_readback_verified": False,
+                    "repair": repair_plan(goal_id, agent),
+                }
+            )
         return Resolution(status=status, config=None, goal=goal, binding=binding)
 
     if not enabled:
@@ -252,12 +268,6 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         scope = goal_agent_scope(config, goal_id, agent)
     except v.RewardMemoryInputError:
         return stop("config_invalid", "goal_agent_provider_scope_mismatch", "rejected")
-    scope_fields = {
-        "isolation_mode": scope["isolation_mode"],
-        "actor_binding_verified": scope["actor_binding_verified"],
-        "writability_verified": False,
-        "exact_readback_verified": False,
-    }
     digest = config_digest(raw)
     receipts = binding.get("enablement_receipts")
     receipt = receipts.get(agent) if isinstance(receipts, dict) else None
@@ -271,46 +281,46 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
             "enablement_stale",
             "config_digest_missing_or_drifted",
             "drifted",
-            **scope_fields,
-            repair=repair_plan(goal_id, agent),
+            scope,
         )
     if not _receipt_verified(receipt, goal_id, agent, digest, config, scope):
         return stop(
             "enablement_unverified",
             "provider_write_preflight_missing_or_unverified",
             "unverified",
-            **scope_fields,
-            repair=repair_plan(goal_id, agent),
+            scope,
         )
     automation = config["automation"]
     surfaces = list(config["surfaces"].values())
     status.update(
-        automatic_ingest=automation["automatic_ingest"],
-        automatic_recall=automation["automatic_recall"],
-        config_runtime_route=_route("verified"),
-        status="available",
-        available=True,
-        config_schema_version=config["schema_version"],
-        provider_id=config["project_provider_binding"]["provider_id"],
-        corpus_count=len(config["corpora"]),
-        corpus_ids=list(config["corpora"]),
-        surface_ids=list(config["surfaces"]),
-        surface_profiles=[
-            {
-                "surface_id": surface["surface_id"],
-                "adapter": surface["adapter"],
-                "corpus_count": len(surface["corpus_ids"]),
-                "recall_profile_id": surface["recall_profile"]["profile_id"],
-            }
-            for surface in surfaces
-        ],
-        automation_intent=config["automation_intent"],
-        raw_content_captured=False,
-        isolation_mode=scope["isolation_mode"],
-        actor_binding_verified=scope["actor_binding_verified"],
-        writability_verified=True,
-        exact_readback_verified=True,
-        enablement_receipt_status="verified",
+        {
+            "automatic_ingest": automation["automatic_ingest"],
+            "automatic_recall": automation["automatic_recall"],
+            "config_runtime_route": _route("verified"),
+            "status": "available",
+            "available": True,
+            "config_schema_version": config["schema_version"],
+            "provider_id": config["project_provider_binding"]["provider_id"],
+            "corpus_count": len(config["corpora"]),
+            "corpus_ids": list(config["corpora"]),
+            "surface_ids": list(config["surfaces"]),
+            "surface_profiles": [
+                {
+                    "surface_id": surface["surface_id"],
+                    "adapter": surface["adapter"],
+                    "corpus_count": len(surface["corpus_ids"]),
+                    "recall_profile_id": surface["recall_profile"]["profile_id"],
+                }
+                for surface in surfaces
+            ],
+            "automation_intent": config["automation_intent"],
+            "raw_content_captured": False,
+            "isolation_mode": scope["isolation_mode"],
+            "actor_binding_verified": scope["actor_binding_verified"],
+            "writability_verified": True,
+            "exact_readback_verified": True,
+            "enablement_receipt_status": "verified",
+        }
     )
     if len(surfaces) == 1:
         status["adapter"] = surfaces[0]["adapter"]

@@ -56,7 +56,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
             # A fixture is a preview: it must not leave a store behind in the cwd.
             provider=build_provider(binding, repo=None, dry_run=True),
         )
-        return receipt, "Reward memory ingest (fixture, no write)"
+        return dict(receipt), "Reward memory ingest (fixture, no write)"
     route = v.exact_keys(source, "input", _ROUTE_KEYS, frozenset({"adapter"}))
     resolution = resolve_binding(args)
     status = resolution.status
@@ -90,7 +90,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
         automatic_recall=status["automatic_recall"],
     )
     receipt["experiment"] = status
-    return receipt, "Reward memory ingest"
+    return dict(receipt), "Reward memory ingest"
 
 
 def recall(args: argparse.Namespace) -> Result:

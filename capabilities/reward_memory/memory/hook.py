@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.contract import values as v
@@ -23,6 +23,9 @@ from capabilities.reward_memory.memory.recall import (
     execute_recall,
 )
 from capabilities.reward_memory.memory.request import build_recall_request
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import RecallPacket
 
 HOOK_SCHEMA = "reward_memory_automatic_recall_hook_v0"
 
@@ -187,7 +190,7 @@ def run_recall_hook(
         )
         return result
     document["telemetry"] = telemetry
-    attempts: list[dict[str, Any]] = []
+    attempts: list[RecallPacket] = []
     request: dict[str, Any] = {
         "workspace_ref": workspace_ref,
         "project_ref": project_ref,

@@ -8,7 +8,7 @@ verification is :mod:`.verify`'s.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
 from capabilities.providers.sync import sync
@@ -28,6 +28,9 @@ from capabilities.reward_memory.contract.identities import (
     target_uri,
 )
 from capabilities.reward_memory.memory.verify import verify_write
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import IngestReceipt
 
 INGEST_SCHEMA = "reward_memory_ingest_receipt_v0"
 POLICY_RULE = (
@@ -98,7 +101,7 @@ def standing_policy_reasons(
 
 def _base_receipt(
     candidate_packet: dict[str, Any], corpus: dict[str, Any], policy: dict[str, Any]
-) -> dict[str, Any]:
+) -> IngestReceipt:
     candidate = candidate_packet["candidate"]
     quality = candidate_packet["guard"]["experience_quality"]
     return {
@@ -132,7 +135,7 @@ def ingest_candidate(
     execute: bool = False,
     provider: Provider,
     automatic_recall: bool = False,
-) -> dict[str, Any]:
+) -> IngestReceipt:
     """Guard, activate, write and verify one candidate; return the ingest receipt."""
     candidate = candidate_packet["candidate"]
     receipt = _base_receipt(candidate_packet, corpus, standing_policy)
@@ -217,7 +220,7 @@ def ingest_scoped_event(
     execute: bool = False,
     provider: Provider,
     automatic_recall: bool = False,
-) -> dict[str, Any]:
+) -> IngestReceipt:
     """Ingest one ``scoped_feedback_reward_memory_event_v0`` (typed error when invalid)."""
     normal = normalise_event(event)
     checkpoint = None
@@ -243,10 +246,12 @@ def ingest_scoped_event(
         automatic_recall=automatic_recall,
     )
     receipt.update(
-        adapter_schema_version=adapter["schema_version"],
-        event_schema_version=EVENT_SCHEMA,
-        feedback_ref=normal["feedback_ref"],
-        event_summary_digest=short_digest(normal["content_summary"]),
-        next_reward_memory_call="explicit_function_boundary_recall",
+        {
+            "adapter_schema_version": adapter["schema_version"],
+            "event_schema_version": EVENT_SCHEMA,
+            "feedback_ref": normal["feedback_ref"],
+            "event_summary_digest": short_digest(normal["content_summary"]),
+            "next_reward_memory_call": "explicit_function_boundary_recall",
+        }
     )
     return receipt

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
 from capabilities.providers.sync import RetrievedItem, retrieve
@@ -21,6 +21,9 @@ from capabilities.reward_memory.contract.identities import (
     memory_ref_digest,
     provider_ref,
 )
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import RecallPacket
 
 RECALL_SCHEMA = "reward_memory_recall_v0"
 APPLICATION_SCHEMA = "reward_memory_application_receipt_v0"
@@ -43,7 +46,7 @@ class RecallItem:
 class RecallSession:
     """What one recall produced: the public packet and the qualified items."""
 
-    packet: dict[str, Any]
+    packet: RecallPacket
     items: list[RecallItem] = field(default_factory=list)
 
 
@@ -126,7 +129,7 @@ def _qualify(
     return None, record, quality
 
 
-def _packet(request_packet: dict[str, Any], provider_id: str) -> dict[str, Any]:
+def _packet(request_packet: dict[str, Any], provider_id: str) -> RecallPacket:
     request = request_packet["request"]
     return {
         "ok": True,
@@ -166,7 +169,7 @@ def execute_recall(
     packet = _packet(request_packet, provider_binding["provider_id"])
     session = RecallSession(packet=packet)
     if request_packet["status"] != "ready":
-        packet.update(status="guard_blocked", reason_code="recall_request_guard_blocked")
+        packet.update({"status": "guard_blocked", "reason_code": "recall_request_guard_blocked"})
         return session
     corpus = request_packet["corpus"]
     request = request_packet["request"]
@@ -188,7 +191,7 @@ def execute_recall(
             timeout=float(provider_binding["timeout_seconds"]),
         )
         if retrieval.status != "completed":
-            packet.update(status="provider_unavailable", reason_code=retrieval.reason_code)
+            packet.update({"status": "provider_unavailable", "reason_code": retrieval.reason_code})
             _empty_items(session)
             return session
         if retrieval.search_performed and retrieval.items:
@@ -220,7 +223,7 @@ def execute_recall(
     packet["results"] = [item.public for item in session.items]
     packet["result_count"] = len(session.items)
     if session.items:
-        packet.update(status="completed", reason_code=None)
+        packet.update({"status": "completed", "reason_code": None})
     else:
         cause = (
             "all_provider_items_filtered"
@@ -228,7 +231,11 @@ def execute_recall(
             else "provider_returned_no_items"
         )
         packet.update(
-            status="empty", reason_code="no_active_exact_corpus_results", empty_cause=cause
+            {
+                "status": "empty",
+                "reason_code": "no_active_exact_corpus_results",
+                "empty_cause": cause,
+            }
         )
     return session
 

@@ -9,7 +9,7 @@ through the guarded request and the recall executor like any other reader.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.contract.corpus import IDENTITY_FIELDS
@@ -17,6 +17,9 @@ from capabilities.reward_memory.contract.identities import content_digest
 from capabilities.reward_memory.memory.recall import RecallSession, execute_recall
 from capabilities.reward_memory.memory.request import build_recall_request
 from turn_hooks import ProviderError
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import IngestReceipt
 
 READBACK_SUMMARY = "Verify the just-activated reward-memory record."
 DESTINATION_SUMMARY = "Verify semantic recall at the configured destination surface."
@@ -71,7 +74,7 @@ def _verification_recall(
 
 
 def verify_write(
-    receipt: dict[str, Any],
+    receipt: IngestReceipt,
     record: dict[str, Any],
     body: str,
     target: str,
@@ -80,7 +83,7 @@ def verify_write(
     binding: dict[str, Any],
     provider: Provider,
     observed_at: str,
-) -> dict[str, Any]:
+) -> IngestReceipt:
     """Verify one completed write into ``receipt``: ``activated``, or why not.
 
     ``readback_unverified`` when the exact bytes cannot be found, and

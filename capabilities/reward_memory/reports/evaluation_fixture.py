@@ -13,6 +13,7 @@ from typing import Any
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.documents import IngestReceipt
 from capabilities.reward_memory.contract.identities import peer_token
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.memory.recall import execute_recall
@@ -149,7 +150,7 @@ class Fixture:
         self.provider = EmbeddedSqliteProvider(self.path)
         self.scratch_writes = 0
 
-    def learn(self, summary: str) -> dict[str, Any]:
+    def learn(self, summary: str) -> IngestReceipt:
         receipt = ingest_scoped_event(
             scoped_event(summary),
             corpus=self.entry["corpus"],

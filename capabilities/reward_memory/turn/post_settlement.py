@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
@@ -36,6 +36,14 @@ from capabilities.reward_memory.turn.journal import (
 )
 from turn_hooks import SidecarError
 
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import (
+        ExperimentStatus,
+        IngestReceipt,
+        JournalEntry,
+        JournalIdentity,
+    )
+
 INGEST_SCHEMA = "turn_reward_memory_ingest_v0"
 CLI_WIRING = "codex_cli_turn_post_settlement"
 APP_WIRING = "codex_app_refresh_spend_post_settlement"
@@ -46,7 +54,7 @@ REFLECTION_REJECTED = "reflection_rejected"
 ProviderFor = Callable[[dict[str, Any]], Provider]
 
 
-def base_receipt(status: dict[str, Any], wiring: str = CLI_WIRING) -> dict[str, Any]:
+def base_receipt(status: ExperimentStatus, wiring: str = CLI_WIRING) -> dict[str, Any]:
     """The receipt fields every Turn ingest outcome carries."""
     return {
         "ok": True,
@@ -125,7 +133,7 @@ def _route(config: dict[str, Any], reflection: dict[str, Any], agent: str) -> di
 
 
 def _public_receipt(
-    receipt: dict[str, Any], ingest: dict[str, Any], quality: dict[str, Any]
+    receipt: dict[str, Any], ingest: IngestReceipt, quality: dict[str, Any]
 ) -> dict[str, Any]:
     destination = ingest.get("destination_recall") or {}
     reasons = ingest.get("reason_codes") or ingest.get("guard", {}).get("reason_codes") or []
@@ -204,7 +212,7 @@ def run_turn_ingest(
     receipt.update(surface_id=reflection["surface_id"], source_event_id=event_id)
     store = resolution.sidecars
     path = journal_path(store, status["goal_id"], agent, event_id)
-    identity = {
+    identity: JournalIdentity = {
         "goal_id": status["goal_id"],
         "agent_id": agent,
         "turn_key": turn_key,
@@ -233,7 +241,7 @@ def _attempt(
     journal: Any,
     receipt: dict[str, Any],
     resolution: Resolution,
-    identity: dict[str, str],
+    identity: JournalIdentity,
     reflection: dict[str, Any],
     raw_digest: str,
     entry: dict[str, Any],
@@ -291,10 +299,13 @@ def _attempt(
         )
         return receipt
     observed = observed_at or now_timestamp()
-    document = {
+    document: JournalEntry = {
         "schema_version": JOURNAL_SCHEMA,
         "status": "pending",
-        **identity,
+        "goal_id": identity["goal_id"],
+        "agent_id": identity["agent_id"],
+        "turn_key": identity["turn_key"],
+        "source_event_id": identity["source_event_id"],
         "surface_id": reflection["surface_id"],
         "reflection": reflection,
         "reflection_validation": attestation,

@@ -9,7 +9,7 @@ the reflection request.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
@@ -28,6 +28,9 @@ from capabilities.reward_memory.turn.situation import (
 )
 from sidecars import SidecarStore, goal_agent_parts
 from turn_hooks import SidecarError, TurnContext, measure_context_items, measure_result_bytes
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.contract.documents import ExperimentStatus, TurnRecallPacket
 
 PACKET_SCHEMA = "agent_turn_recall_v0"
 CONTEXT_SCHEMA = "agent_turn_recall_context_v0"
@@ -93,12 +96,12 @@ def automation_enabled(payload: dict[str, Any], op: str) -> bool:
     )
 
 
-def _experiment(status: dict[str, Any]) -> dict[str, Any]:
+def _experiment(status: ExperimentStatus) -> dict[str, Any]:
     return {key: status.get(key) for key in EXPERIMENT_KEYS}
 
 
-def _packet(status: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    packet: dict[str, Any] = {
+def _packet(status: ExperimentStatus, **fields: Any) -> TurnRecallPacket:
+    packet: TurnRecallPacket = {
         "ok": True,
         "schema_version": PACKET_SCHEMA,
         "status": status["status"],
@@ -124,7 +127,8 @@ def _packet(status: dict[str, Any], **fields: Any) -> dict[str, Any]:
         "experiment": _experiment(status),
         "host_wiring": "agent_turn_admission",
     }
-    packet.update(fields)
+    # The callers pass packet keys only (ids, outcome, reconciliation).
+    packet.update(cast("TurnRecallPacket", fields))
     return packet
 
 
@@ -139,7 +143,7 @@ def turn_recall(
     resolution: Resolution,
     *,
     provider_for: ProviderFor,
-) -> dict[str, Any]:
+) -> TurnRecallPacket:
     """The Turn's ``agent_turn_recall_v0`` packet; never raises for expected faults."""
     status = resolution.status
     if not status["available"] or resolution.config is None:
@@ -256,12 +260,12 @@ def turn_recall(
     return packet
 
 
-def participation(packet: dict[str, Any]) -> dict[str, Any]:
+def participation(packet: TurnRecallPacket) -> TurnRecallPacket:
     """The recall packet with ``context`` removed: what the readback slot records."""
     return {**packet, "context": None}
 
 
-def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict[str, Any] | None:
+def memory_contribution(payload: dict[str, Any], packet: TurnRecallPacket) -> dict[str, Any] | None:
     """The ``reward-memory.turn-context`` result, within the 64 KiB rule (§4, §5.1).
 
     The recalled guidance goes to the host twice: as JSON in the context field, and
@@ -305,7 +309,7 @@ def memory_contribution(payload: dict[str, Any], packet: dict[str, Any]) -> dict
     return build(False)
 
 
-def runtime_failure(status: dict[str, Any]) -> dict[str, Any]:
+def runtime_failure(status: ExperimentStatus) -> TurnRecallPacket:
     """The packet of a recall that failed unexpectedly: nothing delivered, Turn unchanged."""
     return _packet(
         {
