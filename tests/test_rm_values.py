@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from capabilities.reward_memory.contract import values as v
@@ -144,3 +147,66 @@ def test_error_public_shape_matches_upstream():
         "unknown_key",
     )
     assert public["field"] == "event.zz"
+
+
+PACKAGE = Path(v.__file__).parent.parent
+SPELT_ELSEWHERE = {
+    # Moves to hosts/ on its own branch; what stays takes the constants after the merge.
+    "turn/app.py": "external_writes_performed raw_content_captured",
+}
+
+
+def _code_strings(tree):
+    """Every string constant of ``tree`` except docstrings (prose may name a flag)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings:
+                yield node.value
+
+
+def spelt_flags(source):
+    return sorted(
+        {
+            flag
+            for text in _code_strings(ast.parse(source))
+            for flag in v.BOUNDARY_FLAGS
+            if flag in text
+        }
+    )
+
+
+def test_the_boundary_flags_keep_their_wire_names():
+    assert v.BOUNDARY_FLAGS == (
+        "grants_new_action_authority",
+        "external_writes_performed",
+        "raw_content_captured",
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in PACKAGE.rglob("*.py") if p.name != "documents.py"),
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_the_values_module_spells_a_boundary_flag(path):
+    relative = str(path.relative_to(PACKAGE))
+    if relative == "contract/values.py":
+        return
+    spelt = spelt_flags(path.read_text(encoding="utf-8"))
+    assert spelt == sorted(SPELT_ELSEWHERE.get(relative, "").split()), (
+        f"{relative} spells {spelt}; use contract.values.BOUNDARY_FLAGS' names"
+    )
+
+
+def test_the_spelling_check_sees_keys_and_field_paths_but_not_prose():
+    source = '"""Says raw_content_captured."""\nx = {"external_writes_performed": 1}\n'
+    source += 'f"{a}.grants_new_action_authority"\n'
+    assert spelt_flags(source) == ["external_writes_performed", "grants_new_action_authority"]

@@ -148,8 +148,8 @@ def configure_binding(
         "agent_id": agent,
         "mode": "clear" if clear else "execute" if execute else "preview",
         "binding_committed": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }
     if clear:
 
@@ -194,11 +194,13 @@ def configure_binding(
     statuses = {probe["status"] for probe in probes}
     writes = sum(probe["canary_written"] for probe in probes)
     document.update(
-        config_digest=digest,
-        provider_id=config["project_provider_binding"]["provider_id"],
-        isolation_mode=scope["isolation_mode"],
-        corpora=probes,
-        external_writes_performed=writes > 0,
+        {
+            "config_digest": digest,
+            "provider_id": config["project_provider_binding"]["provider_id"],
+            "isolation_mode": scope["isolation_mode"],
+            "corpora": probes,
+            v.EXTERNAL_WRITES: writes > 0,
+        }
     )
     for worst in ("unavailable", "blocked", "preflight_incomplete"):
         if worst in statuses:
@@ -221,7 +223,7 @@ def configure_binding(
         "exact_readback_verified": True,
         "probe_count": len(probes),
         "write_count": writes,
-        "external_writes_performed": writes > 0,
+        v.EXTERNAL_WRITES: writes > 0,
         "provider_preflight_performed": True,
         "observed_at": observed_at,
         "reason_codes": [],

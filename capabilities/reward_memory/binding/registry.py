@@ -221,7 +221,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         "automatic_recall": False,
         "fail_open": True,
         "config_runtime_route": _route("not_attempted"),
-        "external_writes_performed": False,
+        v.EXTERNAL_WRITES: False,
         "host_coverage": host_coverage(),
     }
     if "binding_revision" in binding:
@@ -314,7 +314,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
                 for surface in surfaces
             ],
             "automation_intent": config["automation_intent"],
-            "raw_content_captured": False,
+            v.RAW_CONTENT: False,
             "isolation_mode": scope["isolation_mode"],
             "actor_binding_verified": scope["actor_binding_verified"],
             "writability_verified": True,

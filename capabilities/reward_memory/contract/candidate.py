@@ -36,7 +36,7 @@ _EVENT_REQUIRED = frozenset(
         "source",
         "reasoning",
         "guard_context",
-        "raw_content_captured",
+        v.RAW_CONTENT,
     }
 )
 _EVENT_OPTIONAL = frozenset(
@@ -84,8 +84,8 @@ def normalise_event(value: object) -> dict[str, Any]:
     event = v.exact_keys(value, "event", _EVENT_REQUIRED, _EVENT_OPTIONAL)
     if event["schema_version"] != EVENT_SCHEMA:
         v.fail("event.schema_version", f"must be {EVENT_SCHEMA}")
-    if event["raw_content_captured"] is not False:
-        v.fail("event.raw_content_captured", "must be false", "raw_content_rejected")
+    if event[v.RAW_CONTENT] is not False:
+        v.fail(f"event.{v.RAW_CONTENT}", "must be false", "raw_content_rejected")
     reasoning = v.exact_keys(event["reasoning"], "event.reasoning", _REASONING_KEYS)
     experience = event.get("experience")
     target_class = v.enum(event["target_class"], DURABLE_CLASSES, "event.target_class")
@@ -190,7 +190,7 @@ def build_candidate(
         "guard_context": event["guard_context"],
         "requested_action_scopes": event["requested_action_scopes"],
         "lifecycle": {"state": "candidate", "supersedes_refs": []},
-        "privacy": {"raw_content_captured": False},
+        "privacy": {v.RAW_CONTENT: False},
     }
     if event.get("experience") is not None:
         candidate["experience"] = event["experience"]
@@ -215,8 +215,8 @@ def build_candidate(
         "available_review_decisions": sorted(DECISIONS),
         "candidate_persisted": False,
         "provider_write_performed": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }
 
 
@@ -258,9 +258,9 @@ def build_active_record(
             "review_ref": review["review_ref"],
         },
         "lifecycle": {"state": "active"},
-        "privacy": {"raw_content_captured": False},
+        "privacy": {v.RAW_CONTENT: False},
         "provider_write_performed": False,
-        "external_writes_performed": False,
+        v.EXTERNAL_WRITES: False,
     }
     if "expires_at" in candidate["lifecycle"]:
         record["lifecycle"]["expires_at"] = candidate["lifecycle"]["expires_at"]
@@ -281,6 +281,6 @@ def scoped_feedback_candidate(
         "adapter_role": "strict_field_mapping_only_shared_core_owns_lifecycle",
         "shared_candidate": build_candidate(event, checkpoint=checkpoint),
         "provider_write_performed": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }

@@ -174,7 +174,7 @@ _POLICY_KEYS = frozenset(
         "allowed_source_kinds",
         "allowed_actor_roles",
         "allowed_action_scopes",
-        "raw_content_captured",
+        v.RAW_CONTENT,
     }
 )
 
@@ -190,8 +190,8 @@ def normalise_standing_policy(value: object, field: str = "standing_policy") -> 
     scope = v.exact_keys(
         policy["scope"], f"{field}.scope", _POLICY_SCOPE_KEYS, frozenset(IDENTITY_FIELDS)
     )
-    if v.boolean(policy["raw_content_captured"], f"{field}.raw_content_captured"):
-        v.fail(f"{field}.raw_content_captured", "must be false")
+    if v.boolean(policy[v.RAW_CONTENT], f"{field}.{v.RAW_CONTENT}"):
+        v.fail(f"{field}.{v.RAW_CONTENT}", "must be false")
     classes = _tokens(policy["allowed_target_classes"], f"{field}.allowed_target_classes", 1, 12)
     for item in classes:
         v.enum(item, DURABLE_CLASSES, f"{field}.allowed_target_classes")
@@ -225,7 +225,7 @@ def normalise_standing_policy(value: object, field: str = "standing_policy") -> 
         "allowed_action_scopes": _tokens(
             policy["allowed_action_scopes"], f"{field}.allowed_action_scopes", 0, 12
         ),
-        "raw_content_captured": False,
+        v.RAW_CONTENT: False,
     }
 
 

@@ -256,7 +256,7 @@ def reflection_event(
             "current_artifact_verified": True,
         },
         "requested_action_scopes": [],
-        "raw_content_captured": False,
+        v.RAW_CONTENT: False,
     }
     for key in ("user_ref", "peer_ref", "session_ref"):
         if scope[key] is not None:

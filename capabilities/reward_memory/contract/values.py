@@ -8,9 +8,21 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from turn_hooks import InvalidInputError
+
+NEW_ACTION_AUTHORITY: Final = "grants_new_action_authority"
+EXTERNAL_WRITES: Final = "external_writes_performed"
+RAW_CONTENT: Final = "raw_content_captured"
+BOUNDARY_FLAGS: Final = (NEW_ACTION_AUTHORITY, EXTERNAL_WRITES, RAW_CONTENT)
+"""The boundary flags of every public reward-memory receipt, spelt here only.
+
+Each says whether the step crossed a boundary: gave an Agent a new authority, wrote
+outside the Goal's own state, or kept raw memory text. Documents place them where
+the reference does, so a receipt names them through these constants in its own key
+order; ``False`` is the only value a reader may trust without evidence.
+"""
 
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}")
 SURFACE_ID = re.compile(r"[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+")

@@ -132,8 +132,8 @@ def operator_control(
             "provider_write_performed": False,
             "readback_verified": False,
             "next_step": NEXT_STEP[action],
-            "grants_new_action_authority": False,
-            "raw_content_captured": False,
-            "external_writes_performed": False,
+            v.NEW_ACTION_AUTHORITY: False,
+            v.RAW_CONTENT: False,
+            v.EXTERNAL_WRITES: False,
         },
     }

@@ -79,9 +79,9 @@ def retire(
         "candidate_ref_digest": short_digest(candidate),
         "exact_readback_verified": False,
         "provider_write_performed": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
-        "grants_new_action_authority": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
+        v.NEW_ACTION_AUTHORITY: False,
     }
     provider = provider_for(binding)
     peer = binding.get("actor_peer_id")
@@ -128,7 +128,7 @@ def retire(
             "status": "unavailable",
             "reason_code": exc.reason_code,
             "provider_write_performed": True,
-            "external_writes_performed": True,
+            v.EXTERNAL_WRITES: True,
         }
     verified = readback is not None and stored_form(readback) == expected
     return {
@@ -137,5 +137,5 @@ def retire(
         "reason_code": None if verified else "retirement_readback_mismatch",
         "exact_readback_verified": verified,
         "provider_write_performed": True,
-        "external_writes_performed": True,
+        v.EXTERNAL_WRITES: True,
     }

@@ -106,8 +106,8 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
         "review": reviewed,
         "record": record,
         "persistence_next_step": PERSIST if effective in {"accept", "retire"} else "none",
-        "grants_new_action_authority": False,
+        v.NEW_ACTION_AUTHORITY: False,
         "provider_write_performed": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }

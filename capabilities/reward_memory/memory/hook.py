@@ -160,9 +160,9 @@ def run_recall_hook(
         "automatic_recall": config["automation"]["automatic_recall"],
         "fail_open_preserved_base": True,
         "provider_failure_is_user_gate": False,
-        "grants_new_action_authority": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.NEW_ACTION_AUTHORITY: False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }
     result = RecallHookResult(document=document)
     if not config["automation"]["automatic_recall"]:
@@ -202,7 +202,7 @@ def run_recall_hook(
         "observed_at": observed_at,
         "conflict_state": conflict_state,
         "freshness_context": freshness_context,
-        "raw_content_captured": False,
+        v.RAW_CONTENT: False,
     }
     for key in IDENTITY_FIELDS:
         if identity and identity.get(key) is not None:

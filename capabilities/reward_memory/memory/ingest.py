@@ -27,6 +27,11 @@ from capabilities.reward_memory.contract.identities import (
     short_digest,
     target_uri,
 )
+from capabilities.reward_memory.contract.values import (
+    EXTERNAL_WRITES,
+    NEW_ACTION_AUTHORITY,
+    RAW_CONTENT,
+)
 from capabilities.reward_memory.memory.verify import verify_write
 
 if TYPE_CHECKING:
@@ -118,10 +123,10 @@ def _base_receipt(
         "memory_available_for_recall": False,
         "fail_open": True,
         "provider_failure_is_user_gate": False,
-        "grants_new_action_authority": False,
-        "raw_content_captured": False,
+        NEW_ACTION_AUTHORITY: False,
+        RAW_CONTENT: False,
         "raw_provider_payload_captured": False,
-        "external_writes_performed": False,
+        EXTERNAL_WRITES: False,
     }
 
 
@@ -183,7 +188,7 @@ def ingest_candidate(
         observed_at=observed_at,
     )
     receipt["write"] = result.packet()
-    receipt["external_writes_performed"] = result.write_count > 0
+    receipt[EXTERNAL_WRITES] = result.write_count > 0
     if not execute or result.status == "unavailable":
         receipt["status"] = result.status
         receipt["reason_codes"] = [result.reason_code] if result.reason_code else []

@@ -153,7 +153,7 @@ def _packet(request_packet: dict[str, Any], provider_id: str) -> RecallPacket:
         "automatic_recall": False,
         "fail_open": True,
         "provider_failure_is_user_gate": False,
-        "external_writes_performed": False,
+        v.EXTERNAL_WRITES: False,
         "raw_provider_payload_captured": False,
         "raw_content_persisted": False,
     }
@@ -296,7 +296,7 @@ def application_receipt(
         "result_readback_verified": packet["result_readback_verified"],
         "provider_call_count": packet["provider_call_count"],
         "model_reasoning_preserved": True,
-        "grants_new_action_authority": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.NEW_ACTION_AUTHORITY: False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }

@@ -97,8 +97,8 @@ def normalise_request(request: object) -> dict[str, Any]:
     missing = _REQUEST_REQUIRED - set(document)
     if missing:
         v.fail(f"request.{sorted(missing)[0]}", "is required", "missing_key")
-    if v.boolean(document.get("raw_content_captured"), "request.raw_content_captured"):
-        v.fail("request.raw_content_captured", "must be false", "raw_content_rejected")
+    if v.boolean(document.get(v.RAW_CONTENT), f"request.{v.RAW_CONTENT}"):
+        v.fail(f"request.{v.RAW_CONTENT}", "must be false", "raw_content_rejected")
     mode = v.enum(document["mode"], MODES, "request.mode")
     normal: dict[str, Any] = {
         "workspace_ref": v.token(document["workspace_ref"], "request.workspace_ref"),
@@ -217,6 +217,6 @@ def build_recall_request(
         },
         "automatic_recall": False,
         "provider_call_performed": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
     }

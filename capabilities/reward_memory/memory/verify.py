@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.contract.corpus import IDENTITY_FIELDS
 from capabilities.reward_memory.contract.identities import content_digest
+from capabilities.reward_memory.contract.values import RAW_CONTENT
 from capabilities.reward_memory.memory.recall import RecallSession, execute_recall
 from capabilities.reward_memory.memory.request import build_recall_request
 from turn_hooks import ProviderError
@@ -49,7 +50,7 @@ def _verification_recall(
         "observed_at": observed_at,
         "conflict_state": "clear",
         "query_kind": query_kind,
-        "raw_content_captured": False,
+        RAW_CONTENT: False,
         "freshness_context": {
             "source_truth_current": True,
             "source_revision": corpus["freshness"]["source_revision"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from capabilities.reward_memory.contract.corpus import DURABLE_CLASSES
+from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, NEW_ACTION_AUTHORITY
 from capabilities.reward_memory.reports.corpora import HEALTH_STATES
 from capabilities.reward_memory.reports.route import EVIDENCE, HOLD, META, PILOT
 from capabilities.reward_memory.utility.observation import (
@@ -102,6 +103,6 @@ def architecture() -> dict[str, Any]:
             "prior_memory_hit_can_change_route": False,
         },
         "stages": STAGES,
-        "grants_new_action_authority": False,
-        "external_writes_performed": False,
+        NEW_ACTION_AUTHORITY: False,
+        EXTERNAL_WRITES: False,
     }

@@ -18,6 +18,7 @@ from typing import Any
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, RAW_CONTENT
 from capabilities.reward_memory.turn.pre_turn import receipt_path
 from capabilities.reward_memory.turn.situation import SURFACE
 from turn_hooks import ProviderError
@@ -108,8 +109,8 @@ def corpus_registry(resolution: Resolution) -> dict[str, Any]:
         "corpus_count": len(rows),
         "corpora": rows,
         "provider_call_count": 0,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        EXTERNAL_WRITES: False,
+        RAW_CONTENT: False,
     }
 
 
@@ -266,6 +267,6 @@ def corpus_health(
         "corpus_count": len(rows),
         "corpora": rows,
         "provider_writes_performed": 0,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        EXTERNAL_WRITES: False,
+        RAW_CONTENT: False,
     }

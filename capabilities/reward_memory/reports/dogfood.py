@@ -30,7 +30,7 @@ MAX_CONTROLS = 8
 _INPUT_KEYS = frozenset(
     {"domain_family", "domain_id", "application_receipt", "module_outcome", "cost", "intervention"}
 )
-_INPUT_OPTIONAL = frozenset({"utility_attribution", "bot_feedback", "raw_content_captured"})
+_INPUT_OPTIONAL = frozenset({"utility_attribution", "bot_feedback", v.RAW_CONTENT})
 
 
 def _count(value: object, field: str) -> int:
@@ -78,8 +78,8 @@ def _utility(
 def build_receipt(value: object) -> dict[str, Any]:
     """One ``reward_memory_dogfood_receipt_v1`` from a settled observation."""
     document = v.exact_keys(value, "observation", _INPUT_KEYS, _INPUT_OPTIONAL)
-    if document.get("raw_content_captured", False) is not False:
-        v.fail("observation.raw_content_captured", "must be false", "raw_content_rejected")
+    if document.get(v.RAW_CONTENT, False) is not False:
+        v.fail(f"observation.{v.RAW_CONTENT}", "must be false", "raw_content_rejected")
     family = v.enum(document["domain_family"], FAMILIES, "observation.domain_family")
     domain = v.token(document["domain_id"], "observation.domain_id")
     if not domain.startswith(family + "."):
@@ -173,9 +173,9 @@ def build_receipt(value: object) -> dict[str, Any]:
             ),
         },
         "receipt_id": "dogfood:" + hex_n(s2(identity), 20),
-        "grants_new_action_authority": False,
-        "raw_content_captured": False,
-        "external_writes_performed": False,
+        v.NEW_ACTION_AUTHORITY: False,
+        v.RAW_CONTENT: False,
+        v.EXTERNAL_WRITES: False,
     }
 
 
@@ -218,8 +218,8 @@ def _controls(value: object) -> list[str]:
             v.fail(f"{field}.authority_verified", "must be true", "operator_checkpoint_unverified")
         for flag in (
             "provider_write_performed",
-            "raw_content_captured",
-            "external_writes_performed",
+            v.RAW_CONTENT,
+            v.EXTERNAL_WRITES,
         ):
             if control.get(flag) is not False:
                 v.fail(f"{field}.{flag}", "must be false")
@@ -301,6 +301,6 @@ def evaluate_batch(document: object, *, stage4: Callable[[], dict[str, Any]]) ->
             "automatic_recall_enabled": False,
             "new_store_provider_or_scheduler_added": False,
             "operator_write_performed": False,
-            "raw_content_captured": False,
+            v.RAW_CONTENT: False,
         },
     }

@@ -20,6 +20,7 @@ from typing import Any
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, NEW_ACTION_AUTHORITY
 from capabilities.reward_memory.memory.hook import apply_recall
 from capabilities.reward_memory.reports.evaluation_fixture import PROJECT, Fixture, scoped_event
 from capabilities.reward_memory.reports.route import builtin_case, route_check
@@ -168,13 +169,13 @@ def _gate_non_override(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[st
     receipt = applied["receipt"]
     checks = [
         applied["status"] == "applied",
-        receipt["grants_new_action_authority"] is False,
+        receipt[NEW_ACTION_AUTHORITY] is False,
         receipt["current_artifact_verified"] is True,
         applied["output"]["gate"] == "maintainer_approval",
     ]
     evidence = {
         "application_status": applied["status"],
-        "grants_new_action_authority": False,
+        NEW_ACTION_AUTHORITY: False,
         "current_artifact_verified": receipt["current_artifact_verified"],
     }
     return checks, evidence, {}
@@ -200,7 +201,7 @@ def _large_patch(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int
         decision["route"] == "meta_design_gate",
         decision["prior_memory_hit"]["applied_to_route"] is False,
         decision["missing_evidence"] == ["effect", "ux", "performance"],
-        decision["grants_new_action_authority"] is False,
+        decision[NEW_ACTION_AUTHORITY] is False,
     ]
     evidence = {
         "decision": decision["route"],
@@ -279,7 +280,7 @@ def evaluate() -> dict[str, Any]:
         },
         "boundaries": {
             "provider_writes_performed": False,
-            "external_writes_performed": False,
+            EXTERNAL_WRITES: False,
             "raw_memory_captured": False,
             "model_reasoning_replaced": False,
             "new_store_provider_or_scheduler_added": False,

@@ -15,6 +15,7 @@ from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.contract.documents import IngestReceipt
 from capabilities.reward_memory.contract.identities import peer_token
+from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, RAW_CONTENT
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.memory.recall import execute_recall
 from capabilities.reward_memory.memory.request import build_recall_request
@@ -64,7 +65,7 @@ def _config() -> dict[str, Any]:
         "allowed_source_kinds": ["engineering_review"],
         "allowed_actor_roles": ["validated_goal_agent"],
         "allowed_action_scopes": [],
-        "raw_content_captured": False,
+        RAW_CONTENT: False,
     }
     normalised: dict[str, Any] = normalise_config(
         {
@@ -137,7 +138,7 @@ def scoped_event(
             **guard,
         },
         "requested_action_scopes": [],
-        "raw_content_captured": False,
+        RAW_CONTENT: False,
     }
 
 
@@ -160,7 +161,7 @@ class Fixture:
             execute=True,
             provider=self.provider,
         )
-        self.scratch_writes += int(receipt["external_writes_performed"])
+        self.scratch_writes += int(receipt[EXTERNAL_WRITES])
         return receipt
 
     def recall(self, provider: Any = None, corpus: Any = None, **changes: Any) -> Any:
@@ -176,7 +177,7 @@ class Fixture:
             "observed_at": "2026-08-16T00:00:00+00:00",
             "conflict_state": "clear",
             "freshness_context": {"source_truth_current": True},
-            "raw_content_captured": False,
+            RAW_CONTENT: False,
             **changes,
         }
         corpus = corpus or self.entry["corpus"]

@@ -177,8 +177,8 @@ def route_check(value: object) -> dict[str, Any]:
             "recommended_route": recommended,
             "applied_to_route": False,
         },
-        "grants_new_action_authority": False,
-        "external_writes_performed": False,
+        v.NEW_ACTION_AUTHORITY: False,
+        v.EXTERNAL_WRITES: False,
     }
 
 

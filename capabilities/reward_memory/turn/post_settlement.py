@@ -67,12 +67,12 @@ def base_receipt(status: ExperimentStatus, wiring: str = CLI_WIRING) -> dict[str
         "provider_sync_count": 0,
         "exact_readback_verified": False,
         "deduplicated": False,
-        "external_writes_performed": False,
-        "raw_content_captured": False,
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
         "host_wiring": wiring,
         "fail_open": True,
         "provider_failure_is_user_gate": False,
-        "grants_new_action_authority": False,
+        v.NEW_ACTION_AUTHORITY: False,
     }
 
 
@@ -138,22 +138,24 @@ def _public_receipt(
     destination = ingest.get("destination_recall") or {}
     reasons = ingest.get("reason_codes") or ingest.get("guard", {}).get("reason_codes") or []
     receipt.update(
-        status=ingest["status"],
-        reason_code=reasons[0] if reasons else None,
-        provider_sync_count=1 if "write" in ingest else 0,
-        exact_readback_verified=ingest["exact_readback_verified"],
-        deduplicated=ingest["deduplicated"],
-        external_writes_performed=ingest["external_writes_performed"],
-        experience_quality=quality,
-        destination_recall={
-            "required": destination.get("required", False),
-            "verified": destination.get("verified", False),
-            "query_kind": destination.get("query_kind"),
-            "experience_digest": destination.get("experience_digest"),
-        },
-        reconciliation_state=reconciliation_state(
-            ingest["status"], ingest["exact_readback_verified"]
-        ),
+        {
+            "status": ingest["status"],
+            "reason_code": reasons[0] if reasons else None,
+            "provider_sync_count": 1 if "write" in ingest else 0,
+            "exact_readback_verified": ingest["exact_readback_verified"],
+            "deduplicated": ingest["deduplicated"],
+            v.EXTERNAL_WRITES: ingest[v.EXTERNAL_WRITES],
+            "experience_quality": quality,
+            "destination_recall": {
+                "required": destination.get("required", False),
+                "verified": destination.get("verified", False),
+                "query_kind": destination.get("query_kind"),
+                "experience_digest": destination.get("experience_digest"),
+            },
+            "reconciliation_state": reconciliation_state(
+                ingest["status"], ingest["exact_readback_verified"]
+            ),
+        }
     )
     return receipt
 
@@ -270,7 +272,7 @@ def _attempt(
                 "provider_sync_count": 0,
                 "exact_readback_verified": True,
                 "deduplicated": True,
-                "external_writes_performed": False,
+                v.EXTERNAL_WRITES: False,
                 "reconciliation_state": "completed",
                 "sidecar_receipt_reused": True,
             }
@@ -312,7 +314,7 @@ def _attempt(
         "settlement_validation": settlement,
         "observed_at": observed,
         "attempt_count": int((stored or {}).get("attempt_count", 0)) + 1,
-        "raw_content_captured": False,
+        v.RAW_CONTENT: False,
     }
     if "binding_revision" in resolution.status:
         document["binding_revision"] = resolution.status["binding_revision"]

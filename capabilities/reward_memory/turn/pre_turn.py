@@ -16,6 +16,7 @@ from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract.identities import (
     application_id,
 )
+from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, NEW_ACTION_AUTHORITY
 from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.reconcile import reconcile
@@ -117,9 +118,9 @@ def _packet(status: ExperimentStatus, **fields: Any) -> TurnRecallPacket:
         "fail_open": True,
         "fail_open_preserved_base": True,
         "provider_failure_is_user_gate": False,
-        "grants_new_action_authority": False,
+        NEW_ACTION_AUTHORITY: False,
         "quota_spend_performed": False,
-        "external_writes_performed": False,
+        EXTERNAL_WRITES: False,
         "raw_provider_payload_captured": False,
         "suppress_external_sinks": True,
         "goal_id": status["goal_id"],

@@ -58,7 +58,7 @@ def reconcile(
         "attempted_count": 0,
         "completed_count": 0,
         "provider_sync_count": 0,
-        "external_writes_performed": False,
+        v.EXTERNAL_WRITES: False,
         "fail_open": True,
         "receipts": [],
     }
@@ -97,7 +97,7 @@ def reconcile(
         _touch(store, path)
         receipt["receipts"].append(result)
         receipt["provider_sync_count"] += result.get("provider_sync_count", 0)
-        receipt["external_writes_performed"] |= result.get("external_writes_performed") is True
+        receipt[v.EXTERNAL_WRITES] |= result.get(v.EXTERNAL_WRITES) is True
         receipt["completed_count"] += result.get("reconciliation_state") == "completed"
     if receipt["attempted_count"]:
         receipt["status"] = "completed"

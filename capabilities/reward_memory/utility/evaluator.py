@@ -84,5 +84,5 @@ def observe(
         "observation": observation,
         "fail_open": True,
         "provider_write_performed": False,
-        "external_writes_performed": False,
+        v.EXTERNAL_WRITES: False,
     }

@@ -14,6 +14,11 @@ import re
 from datetime import datetime
 from typing import Any, NoReturn
 
+from capabilities.reward_memory.contract.values import (
+    EXTERNAL_WRITES,
+    NEW_ACTION_AUTHORITY,
+    RAW_CONTENT,
+)
 from turn_hooks.canonical import s1, sha256_hex
 from turn_hooks.errors import InvalidInputError
 
@@ -31,10 +36,10 @@ EVIDENCE_BASES = (
 STRONG_BASES = frozenset({"owner_correction", "controlled_replay", "deterministic_effect"})
 SCOPE_FIELDS = ("agent_id", "project_id", "corpus_id", "surface_id")
 BOUNDARY_FIELDS = (
-    "grants_new_action_authority",
+    NEW_ACTION_AUTHORITY,
     "provider_write_performed",
-    "external_writes_performed",
-    "raw_content_captured",
+    EXTERNAL_WRITES,
+    RAW_CONTENT,
 )
 OBSERVATION_FIELDS = frozenset(
     {

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from capabilities.reward_memory.contract.values import (
+    EXTERNAL_WRITES,
+    NEW_ACTION_AUTHORITY,
+    RAW_CONTENT,
+)
 from capabilities.reward_memory.utility.observation import (
     BOUNDARY_FIELDS,
     OBSERVATION_SCHEMA,
@@ -41,9 +46,9 @@ RECEIPT_FIELDS = frozenset(
         "result_readback_verified",
         "provider_call_count",
         "model_reasoning_preserved",
-        "grants_new_action_authority",
-        "external_writes_performed",
-        "raw_content_captured",
+        NEW_ACTION_AUTHORITY,
+        EXTERNAL_WRITES,
+        RAW_CONTENT,
     }
 )
 RECEIPT_OPTIONAL = frozenset({"retrieval_snapshot_ref", "policy_snapshot_ref"})
@@ -102,9 +107,9 @@ def application_receipt(value: object) -> dict[str, Any]:
             f"application_receipt.schema_version must be {APPLICATION_RECEIPT_SCHEMA}",
         )
     for flag in (
-        "grants_new_action_authority",
-        "external_writes_performed",
-        "raw_content_captured",
+        NEW_ACTION_AUTHORITY,
+        EXTERNAL_WRITES,
+        RAW_CONTENT,
     ):
         if receipt[flag] is not False:
             fail(_RECEIPT_CODE, f"application_receipt.{flag} must be false")

@@ -35,10 +35,10 @@ OPTIONAL_INPUT = frozenset({"reducer_version", "previous_projection"})
 _REDUCER_ID = re.compile(r"^mur_[0-9a-f]{64}$")
 BOUNDARIES = {
     "read_only": True,
-    "grants_new_action_authority": False,
+    v.NEW_ACTION_AUTHORITY: False,
     "provider_write_performed": False,
-    "external_writes_performed": False,
-    "raw_content_captured": False,
+    v.EXTERNAL_WRITES: False,
+    v.RAW_CONTENT: False,
 }
 
 
