@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 
 import pytest
@@ -10,7 +11,12 @@ from fixtures import f1
 from rm_support import UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
 from capabilities.reward_memory.contract.values import RewardMemoryInputError
-from capabilities.reward_memory.memory.hook import apply_recall, cite_guidance, run_recall_hook
+from capabilities.reward_memory.memory.hook import (
+    RecallHookRequest,
+    apply_recall,
+    cite_guidance,
+    run_recall_hook,
+)
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.memory.recall import execute_recall
 from capabilities.reward_memory.memory.request import build_recall_request
@@ -273,11 +279,11 @@ def hook(provider, config, **changes):
         "conflict_state": "clear",
         "read_authority_checkpoints": {"experience": CHECKPOINT},
         "application_id": "app",
-        "provider_for": lambda binding: provider,
         "identity": {"peer_ref": "agent:explorer"},
     }
     kwargs.update(changes)
-    return run_recall_hook(config, **kwargs).document
+    request = RecallHookRequest(**kwargs)
+    return run_recall_hook(config, request, provider_for=lambda binding: provider).document
 
 
 def config(**automation):
@@ -320,3 +326,33 @@ def test_hook_provider_failure_preserves_the_base(stored):
     document = hook(stored, config(), apply_memory=cite_guidance)
     assert document["status"] == "provider_unavailable"
     assert document["output"] == {"base": 1} and document["fail_open_preserved_base"] is True
+
+
+def test_the_recall_hook_takes_one_frozen_request(stored):
+    """Issue 14: the hook's sixteen parameters became a request, the binding's config
+    and the provider lookup; the request cannot be changed after it is built."""
+    assert list(inspect.signature(run_recall_hook).parameters) == [
+        "config",
+        "request",
+        "provider_for",
+    ]
+    request = RecallHookRequest(
+        surface_id=f1.SURFACE,
+        base_output={"base": 1},
+        workspace_ref="workspace:demo",
+        project_ref="project:demo",
+        revision_ref=None,
+        queries=[{"query": "focused test module", "query_summary": "turn admission"}],
+        observed_at="2026-08-16T00:00:00+00:00",
+        freshness_context={"source_truth_current": True},
+        conflict_state="clear",
+        read_authority_checkpoints={"experience": CHECKPOINT},
+        application_id="app",
+        identity={"peer_ref": "agent:explorer"},
+    )
+    with pytest.raises(AttributeError):
+        request.surface_id = "x.y"
+    first = run_recall_hook(config(), request, provider_for=lambda binding: stored).document
+    again = run_recall_hook(config(), request, provider_for=lambda binding: stored).document
+    assert first == again, "a request is reusable: the hook keeps no state in it"
+    assert first["status"] == "available_not_applied"

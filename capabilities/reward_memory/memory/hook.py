@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.contract import values as v
@@ -131,26 +131,43 @@ def _telemetry(profile: dict[str, Any] | None, corpus_count: int, queries: int) 
     }
 
 
+class RecallHookRequest(NamedTuple):
+    """One surface's recall: what is asked, where, for whom, and how it is applied.
+
+    A NamedTuple, not a dataclass: it is built once per Turn on the hook path, and
+    importing it should cost no more than the sixteen keyword arguments it replaces.
+    """
+
+    surface_id: str
+    base_output: Any
+    """What the Turn gets when nothing is applied (returned unchanged, fail-open)."""
+    workspace_ref: str
+    project_ref: str
+    revision_ref: str | None
+    queries: list[dict[str, Any]]
+    observed_at: str
+    freshness_context: dict[str, Any]
+    conflict_state: str
+    read_authority_checkpoints: dict[str, dict[str, Any]]
+    """One verified read checkpoint per corpus id of the surface."""
+    application_id: str
+    artifact_ref: str | None = None
+    identity: dict[str, str | None] | None = None
+    """The identity refs (user, peer, session) the recall is scoped to."""
+    apply_memory: Applier | None = None
+
+
 def run_recall_hook(
-    config: dict[str, Any],
-    *,
-    surface_id: str,
-    base_output: Any,
-    workspace_ref: str,
-    project_ref: str,
-    revision_ref: str | None,
-    queries: list[dict[str, Any]],
-    observed_at: str,
-    freshness_context: dict[str, Any],
-    conflict_state: str,
-    read_authority_checkpoints: dict[str, dict[str, Any]],
-    application_id: str,
-    provider_for: ProviderFor,
-    artifact_ref: str | None = None,
-    identity: dict[str, str | None] | None = None,
-    apply_memory: Applier | None = None,
+    config: dict[str, Any], request: RecallHookRequest, *, provider_for: ProviderFor
 ) -> RecallHookResult:
-    """Recall for one surface over its corpora in order; never raises for provider faults."""
+    """Recall for one surface over its corpora in order; never raises for provider faults.
+
+    :param config: the binding's normalised experiment config.
+    :param request: the surface, queries and applier of this recall.
+    :param provider_for: the provider for a corpus's provider binding.
+    """
+    surface_id = request.surface_id
+    base_output = request.base_output
     document: dict[str, Any] = {
         "ok": True,
         "schema_version": HOOK_SCHEMA,
@@ -179,6 +196,7 @@ def run_recall_hook(
         )
         return result
     profile = surface["recall_profile"]
+    queries = request.queries
     telemetry = _telemetry(profile, len(surface["corpus_ids"]), len(queries))
     if not 1 <= len(queries) <= profile["max_queries"] or (
         profile["mode"] == "function_boundary" and len(queries) != 1
@@ -191,29 +209,30 @@ def run_recall_hook(
         return result
     document["telemetry"] = telemetry
     attempts: list[RecallPacket] = []
-    request: dict[str, Any] = {
-        "workspace_ref": workspace_ref,
-        "project_ref": project_ref,
+    guarded: dict[str, Any] = {
+        "workspace_ref": request.workspace_ref,
+        "project_ref": request.project_ref,
         "surface_id": surface_id,
-        "revision_ref": revision_ref,
+        "revision_ref": request.revision_ref,
         "mode": profile["mode"],
         "queries": queries,
         "limit": profile["limit"],
-        "observed_at": observed_at,
-        "conflict_state": conflict_state,
-        "freshness_context": freshness_context,
+        "observed_at": request.observed_at,
+        "conflict_state": request.conflict_state,
+        "freshness_context": request.freshness_context,
         v.RAW_CONTENT: False,
     }
+    identity = request.identity
     for key in IDENTITY_FIELDS:
         if identity and identity.get(key) is not None:
-            request[key] = identity[key]
+            guarded[key] = identity[key]
     for corpus_id in surface["corpus_ids"]:
         entry = config["corpora"][corpus_id]
         try:
             packet = build_recall_request(
                 entry["corpus"],
-                request,
-                read_authority_checkpoint=read_authority_checkpoints.get(corpus_id),
+                guarded,
+                read_authority_checkpoint=request.read_authority_checkpoints.get(corpus_id),
             )
         except v.RewardMemoryInputError as exc:
             document.update(
@@ -240,9 +259,9 @@ def run_recall_hook(
     application = apply_recall(
         base_output,
         result.session,
-        application_id=application_id,
-        artifact_ref=artifact_ref,
-        apply_memory=apply_memory,
+        application_id=request.application_id,
+        artifact_ref=request.artifact_ref,
+        apply_memory=request.apply_memory,
     )
     document.update(
         status=application["status"],
@@ -279,8 +298,7 @@ def run_automatic_recall(
         )
         for entry in corpora
     }
-    return run_recall_hook(
-        config,
+    request = RecallHookRequest(
         surface_id=surface_id,
         base_output={"guidance": []},
         workspace_ref=scope["workspace_ref"],
@@ -292,10 +310,14 @@ def run_automatic_recall(
         conflict_state="clear",
         read_authority_checkpoints=checkpoints,
         application_id="operator-recall",
-        # Reads only: a binding with no store yet reads as empty, and nothing is created.
-        provider_for=lambda binding: build_provider(binding, repo=resolution.repo, dry_run=True),
         identity={key: scope.get(key) for key in IDENTITY_FIELDS},
         apply_memory=cite_guidance,
+    )
+    return run_recall_hook(
+        config,
+        request,
+        # Reads only: a binding with no store yet reads as empty, and nothing is created.
+        provider_for=lambda binding: build_provider(binding, repo=resolution.repo, dry_run=True),
     )
 
 

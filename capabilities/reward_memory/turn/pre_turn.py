@@ -17,7 +17,12 @@ from capabilities.reward_memory.contract.identities import (
     application_id,
 )
 from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, NEW_ACTION_AUTHORITY
-from capabilities.reward_memory.memory.hook import cite_guidance, read_checkpoint, run_recall_hook
+from capabilities.reward_memory.memory.hook import (
+    RecallHookRequest,
+    cite_guidance,
+    read_checkpoint,
+    run_recall_hook,
+)
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.reconcile import reconcile
 from capabilities.reward_memory.turn.situation import (
@@ -200,8 +205,7 @@ def turn_recall(
     base = {"schema_version": CONTEXT_SCHEMA, "situation": situation, "guidance": []}
     corpora = config["surfaces"][SURFACE]["corpus_ids"]
     source_ref = f"registry:{status['goal_id']}:reward-memory"
-    hook = run_recall_hook(
-        config,
+    request = RecallHookRequest(
         surface_id=SURFACE,
         base_output=base,
         workspace_ref=scope["workspace_ref"],
@@ -221,10 +225,10 @@ def turn_recall(
         },
         application_id=application_id(recall_id),
         artifact_ref=fingerprint,
-        provider_for=provider_for,
         identity={key: scope.get(key) for key in ("user_ref", "peer_ref", "session_ref")},
         apply_memory=cite_guidance,
-    ).document
+    )
+    hook = run_recall_hook(config, request, provider_for=provider_for).document
     telemetry = hook.get("telemetry")
     calls = telemetry["provider_call_count"] if telemetry else 0
     context = hook["output"] if hook["status"] == "applied" else None
