@@ -25,6 +25,7 @@ from capabilities.reward_memory.binding.registry import (
     registered_agents,
     resolve,
 )
+from capabilities.reward_memory.binding.validated import keep_validated
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.config import (
     goal_agent_scope,
@@ -33,7 +34,7 @@ from capabilities.reward_memory.contract.config import (
 )
 from capabilities.reward_memory.contract.identities import config_digest
 from capabilities.reward_memory.contract.values import now_timestamp
-from sidecars import atomic_write_text
+from sidecars import SidecarStore, atomic_write_text, sidecar_root
 from turn_hooks import InvalidInputError, ProviderError, loads_bounded
 
 CONFIGURATION_SCHEMA = "reward_memory_configuration_v0"
@@ -247,6 +248,8 @@ def configure_binding(
         }
 
     _locked_update(registry_path, commit)
+    # Validated above; Turns use this form while the config keeps these bytes.
+    keep_validated(SidecarStore(sidecar_root(repo)), path, digest, config)
     document["binding_committed"] = True
     document["experiment"] = resolve(load_registry(registry_path), goal_id, agent).status
     return document

@@ -11,15 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from capabilities.reward_memory.binding.validated import validated_config
 from capabilities.reward_memory.contract import values as v
-from capabilities.reward_memory.contract.config import (
-    goal_agent_scope,
-    normalise_config,
-    read_config_bytes,
-)
+from capabilities.reward_memory.contract.config import goal_agent_scope, read_config_bytes
 from capabilities.reward_memory.contract.identities import binding_revision, config_digest
 from sidecars import SidecarStore, read_registry, registry_goal, sidecar_root
-from turn_hooks import InvalidInputError, loads_bounded
+from turn_hooks import InvalidInputError
 
 if TYPE_CHECKING:
     from capabilities.reward_memory.contract.documents import ExperimentStatus
@@ -261,14 +258,15 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     repo = Path(str(goal.get("repo") or "."))
     try:
         raw = read_config_bytes(repo, config_path)
-        config = normalise_config(loads_bounded(raw))
+        digest = config_digest(raw)
+        # Validated when the binding was configured, unless the bytes changed since.
+        config = validated_config(SidecarStore(sidecar_root(repo)), config_path, raw, digest)
     except InvalidInputError:  # RewardMemoryInputError is one too
         return stop("config_invalid", "config_unavailable_or_invalid", "rejected")
     try:
         scope = goal_agent_scope(config, goal_id, agent)
     except v.RewardMemoryInputError:
         return stop("config_invalid", "goal_agent_provider_scope_mismatch", "rejected")
-    digest = config_digest(raw)
     receipts = binding.get("enablement_receipts")
     receipt = receipts.get(agent) if isinstance(receipts, dict) else None
     receipt = receipt if isinstance(receipt, dict) else None
