@@ -15,7 +15,6 @@ import json
 import os
 import shlex
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +123,7 @@ def ledger_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_id: 
     )
 
 
-def _stage_receipt(experiment: Mapping[str, Any], candidate: str, **fields: Any) -> dict[str, Any]:
+def _stage_receipt(experiment: Any, candidate: str, **fields: Any) -> dict[str, Any]:
     receipt = {
         "ok": True,
         "schema_version": STAGE_SCHEMA,
