@@ -22,6 +22,7 @@ from typing import Any
 
 from conformance.fakes import FakeChat, FakeMessages, FakeResponses, LoopbackServer
 from conformance.workspace import AGENT, GOAL, Workspace
+from hosts.dialects import DIALECTS
 
 HOOK_COMMAND = [sys.executable, "-m", "hosts.cli"]
 REAL = "real_host_run"
@@ -83,7 +84,8 @@ class HostDriver(abc.ABC):
     turn_id_field: str | None = "turn_id"
     final_field = "last_assistant_message"
     settles_detached = False
-    """Settlement may still be running when ``turn`` returns (DSH detaches it)."""
+    """Settlement may still be running when ``turn`` returns: DSH detaches the hook,
+    and Codex CLI's and Claude Code's Stop hooks hand settlement to a child."""
 
     def prepare(self, workspace: Workspace, setup: HookSetup) -> None:
         """Install the hooks for this scenario into a fresh, private host home."""
@@ -184,6 +186,7 @@ class CodexCliDriver(RealDriver):
     ingest_event = "Stop"
     settle_parts = ("host", "codex-cli", "post-settlement")
     fake_class = FakeResponses
+    settles_detached = True
 
     def install(self) -> None:
         """Our installer, then the scenario's edits; edited hooks run untrusted-bypassed."""
@@ -239,6 +242,7 @@ class ClaudeCodeDriver(RealDriver):
     settle_parts = ("host", "generic", "post-settlement", "--dialect", "claude-code")
     turn_id_field = "prompt_id"
     fake_class = FakeMessages
+    settles_detached = True
 
     def install(self) -> None:
         """The README's settings.json snippet, with this interpreter baked in."""
@@ -357,6 +361,7 @@ class PayloadDriver(HostDriver):
         # Gemini names no turn: AfterAgent finds it from the session.
         self.turn_id_field = None if dialect.dialect == "gemini" else "turn_id"
         self.final_field = dialect.final_field
+        self.settles_detached = DIALECTS[dialect.dialect].detached_settlement
         self.turns = 0
 
     def install(self) -> None:

@@ -72,7 +72,7 @@ def post_settlement(
     host: str = HOST,
     **binding: Any,
 ) -> dict[str, Any]:
-    """Stop: settle the successful turn; Codex gets ``{}`` whatever happened."""
+    """Stop: spool the successful turn and settle it detached; Codex gets ``{}``."""
     turn = build_turn(event, host=host, **binding)
     message = event.get("last_assistant_message")
     message = message if isinstance(message, str) else None
@@ -82,5 +82,6 @@ def post_settlement(
         final_message=message,
         validation_argv=validation_argv,
         validation_timeout=validation_timeout,
+        detach=True,
     )
     return {}

@@ -30,6 +30,8 @@ class Dialect:
     empty_pre_turn: dict[str, Any] | None
     final_text_marks_success: bool = False
     """An end event without the final-text field is a failed Turn, not a settlement."""
+    detached_settlement: bool = False
+    """The Stop hook spools and returns; a forked child settles (validator, write)."""
 
     def pre_turn_output(self, text: str) -> dict[str, Any] | None:
         """What to print for a rendered context (``None``: print nothing)."""
@@ -56,6 +58,7 @@ DIALECTS = {
         "nothing",
         None,
         final_text_marks_success=True,
+        detached_settlement=True,
     ),
     "gemini": Dialect("gemini", "gemini", "BeforeAgent", "prompt_response", "empty-json", {}),
 }

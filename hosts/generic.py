@@ -158,8 +158,9 @@ def post_settlement(
         final_message=message,
         validation_argv=validation_argv,
         validation_timeout=validation_timeout,
+        detach=style.detached_settlement,
     )
-    return style.settlement_output(receipt)
+    return style.settlement_output(receipt or {})
 
 
 def read_hook_stdin(stream: IO[Any] | None = None) -> bytes | str:

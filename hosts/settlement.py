@@ -72,6 +72,13 @@ LEASE_TIMEOUT = 0.2
 """A replay waits this long for an entry's lock: a busy entry has a worker already."""
 CONCLUSIVE = frozenset({"passed", "failed", "unavailable"})
 """Validator verdicts kept in the spool; ``inconclusive`` (timeout, crash) is re-run."""
+HANDOFF_WAIT = 2.0
+"""A detaching Stop hook waits at most this long for its child to hold the entry."""
+IN_FLIGHT_WAIT = 1.0
+"""A PreTurn waits at most this long for settlements a detached child still carries,
+so the next Turn recalls what the last one learned."""
+ENV_SETTLE = "TURN_HOOKS_SETTLE"
+"""``inline`` settles inside the Stop hook even where the host detaches it."""
 
 
 def run_validator(
@@ -140,12 +147,18 @@ def settle(
     final_message: str | None,
     validation_argv: list[str] | None,
     validation_timeout: int = VALIDATION_TIMEOUT,
-) -> dict[str, Any]:
+    detach: bool = False,
+) -> dict[str, Any] | None:
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
 
     The host result holds one value per result field the loaded plugins declare,
     each taken from its block of the final message. Why anything was not taken (a
     repeated block, a plugin's reason code) goes to the local hook log.
+
+    With ``detach`` the Turn is spooled and read back, and a forked child in its own
+    session carries the rest (validator, dispatch, receipt) under the entry's lock;
+    the hook returns ``None`` as soon as the child holds that lock. A child killed at
+    any point leaves the queue marker, so the next PreTurn's worker carries it on.
     """
     host_result, faults = extract_results(final_message, settlement_result_fields(pm))
     store = settlement_store(turn.registry, turn.goal_id, turn.cwd)
@@ -168,16 +181,83 @@ def settle(
             ).hexdigest(),
             "turn": turn.to_json(),
             "validation_declaration": _declaration(validation_argv, validation_timeout),
-            "settlement_attempt_count": _attempts(previous) + 1,
+            # A detached child counts its own delivery, as a replay does.
+            "settlement_attempt_count": _attempts(previous) + (0 if detach else 1),
         }
         if "post_settlement" in previous:
             entry["post_settlement"] = previous["post_settlement"]
         spool.write(entry)
         appended = spool.read() == entry
-        receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
-    reasons = [("adapter", fault) for fault in faults]
+        detached = detach and appended and os.environ.get(ENV_SETTLE) != "inline"
+        if not detached:
+            receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
+    reasons = tuple(("adapter", fault) for fault in faults)
+    if detached and _hand_off(pm, store, path, reasons):
+        return None
+    if detached:  # no child could be started: settle here, as before
+        with store.transaction(path) as spool:
+            return _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)[1]
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
+
+
+def _hand_off(
+    pm: pluggy.PluginManager, store: SidecarStore, path: Path, reasons: tuple[tuple[str, str], ...]
+) -> bool:
+    """Fork a child that settles the spooled entry; ``True`` once it holds the lock.
+
+    Double fork: the settling grandchild is nobody's child to reap, and the hook
+    waits only for the first fork to exit and the grandchild's word that it holds the
+    entry. The grandchild's standard streams are ``/dev/null``, so a host reading the
+    hook's output to its end is not held up by it.
+    """
+    if not hasattr(os, "fork"):
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return False
+    if pid == 0:  # pragma: no cover - runs in the forked child; tests watch its effects
+        os.close(read_end)
+        _settle_in_child(pm, store, path, reasons, write_end)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    import select
+
+    ready, _, _ = select.select([read_end], [], [], HANDOFF_WAIT)
+    held = bool(ready) and os.read(read_end, 1) == b"1"
+    os.close(read_end)
+    return held
+
+
+def _settle_in_child(
+    pm: pluggy.PluginManager,
+    store: SidecarStore,
+    path: Path,
+    reasons: tuple[tuple[str, str], ...],
+    handoff: int,
+) -> None:  # pragma: no cover - runs in forked children only
+    status = 0
+    try:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for stream in (0, 1, 2):
+            os.dup2(devnull, stream)
+        with store.transaction(path) as spool:
+            os.write(handoff, b"1")
+            os.close(handoff)
+            _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)
+    except BaseException:  # the queue marker stays: the next PreTurn carries it on
+        status = 1
+    finally:
+        os._exit(status)
 
 
 def _attempts(entry: dict[str, Any]) -> int:
@@ -335,27 +415,40 @@ REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> str:
     with store.transaction(path) as spool:
-        entry = spool.read()
-        if entry is None or _settled(entry):
-            _dequeue(store, path)
-            return "dropped" if entry is None else "settled"
-        turn = _spooled_turn(entry)
-        if turn is None or _attempts(entry) >= MAX_SETTLEMENT_ATTEMPTS:
-            reason = "settlement_attempts_exhausted" if turn else "settlement_spool_incomplete"
-            entry.update(
-                settlement_state="terminal",
-                settlement_reason_code=reason,
-                settlement_ended_at=_now(),
-            )
-            spool.write(entry)
-            _dequeue(store, path)
-            record(str(entry.get("host") or "unknown"), "settlement_replay", [("adapter", reason)])
-            return "terminal"
-        entry["settlement_attempt_count"] = _attempts(entry) + 1
+        return _replay_entry(pm, store, spool, event="settlement_replay")[0]
+
+
+def _replay_entry(
+    pm: pluggy.PluginManager,
+    store: SidecarStore,
+    spool: SidecarTransaction,
+    *,
+    event: str,
+    reasons: tuple[tuple[str, str], ...] = (),
+) -> tuple[str, dict[str, Any] | None]:
+    """Deliver one spooled entry whose lock the caller holds: (outcome, receipt)."""
+    path = spool.path
+    entry = spool.read()
+    if entry is None or _settled(entry):
+        _dequeue(store, path)
+        return ("dropped" if entry is None else "settled"), None
+    turn = _spooled_turn(entry)
+    if turn is None or _attempts(entry) >= MAX_SETTLEMENT_ATTEMPTS:
+        reason = "settlement_attempts_exhausted" if turn else "settlement_spool_incomplete"
+        entry.update(
+            settlement_state="terminal",
+            settlement_reason_code=reason,
+            settlement_ended_at=_now(),
+        )
         spool.write(entry)
-        receipt = _deliver(pm, turn, store, spool, entry, appended=True)
-        record(turn.host, "settlement_replay", reasons_in(receipt.get("results") or {}))
-        return "settled" if _settled(entry) else "open"
+        _dequeue(store, path)
+        record(str(entry.get("host") or "unknown"), event, [*reasons, ("adapter", reason)])
+        return "terminal", None
+    entry["settlement_attempt_count"] = _attempts(entry) + 1
+    spool.write(entry)
+    receipt = _deliver(pm, turn, store, spool, entry, appended=True)
+    record(turn.host, event, [*reasons, *reasons_in(receipt.get("results") or {})])
+    return ("settled" if _settled(entry) else "open"), receipt
 
 
 def _spooled_turn(entry: dict[str, Any]) -> TurnContext | None:
@@ -384,6 +477,9 @@ def start_replay_worker(
     directory = store.root.joinpath(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id))
     if not _any_json(directory):
         return False
+    await_in_flight(store, goal_id=goal_id, agent_id=agent_id)
+    if not _any_json(directory):
+        return False
     argv = [
         sys.executable,
         "-m",
@@ -410,6 +506,32 @@ def start_replay_worker(
         close_fds=True,
     )
     return True
+
+
+def await_in_flight(
+    store: SidecarStore, *, goal_id: str, agent_id: str, budget: float = IN_FLIGHT_WAIT
+) -> None:
+    """Wait, within ``budget`` seconds in all, for queued entries someone is settling.
+
+    A detached Stop child holds its entry's lock while it settles; waiting for that
+    lock lets a quick next Turn recall what the last one learned. An entry nobody
+    holds is free at once, so a queue left by a dead hook costs no wait.
+    """
+    import time
+
+    deadline = time.monotonic() + budget
+    for marker in queued(store, goal_id, agent_id)[:REPLAY_PER_TURN]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        spool = store.path(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id), marker.name)
+        try:
+            with SidecarStore(store.root, lock_timeout=remaining).lock(spool):
+                pass
+        except SidecarLockTimeout:
+            return
+        except SidecarError:
+            continue  # an unusable entry is the worker's to report
 
 
 def _any_json(directory: Path) -> bool:

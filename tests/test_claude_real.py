@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fixtures import f1
 from test_codex_real import CACHE, VALIDATOR
+from turn_support import journals_after_settlement
 
 from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
@@ -92,7 +93,7 @@ def test_claude_code_learns_then_recalls(claude, tmp_path):
         )
         first = ask(claude, tmp_path, fake, "fix the flaky parser test")
         assert first.returncode == 0, first.stderr[-2000:]
-        [journal] = [json.loads(p.read_text()) for p in journal_files_of(tmp_path / "repo")]
+        [journal] = journals_after_settlement(tmp_path / "repo")
         assert journal["public_receipt"]["status"] == "activated"
         assert PREFIX in json.dumps(fake.requests[0]), "the reflection request reached the model"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
+from turn_support import journals_after_settlement
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
-from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
 
@@ -105,7 +105,7 @@ class CodexRun:
         )
 
     def journals(self) -> list[dict]:
-        return [json.loads(p.read_text()) for p in journal_files_of(self.root / "repo")]
+        return journals_after_settlement(self.root / "repo")
 
 
 def developer_texts(request: dict) -> list[str]:

@@ -10,6 +10,7 @@ validator attested ends as exactly one record; no Turn ends with two.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -65,8 +66,24 @@ def records_by_turn(repo):
     return counts
 
 
+def kill_all_with(marker: str) -> None:
+    """kill -9 every process whose command line holds ``marker``: the hook, and the
+    detached child a Stop hook hands its settlement to."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            continue  # gone already
+
+
 @pytest.mark.slow
-def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path):
+@pytest.mark.parametrize("dialect", ["plain", "claude-code"], ids=["inline", "detached"])
+def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path, dialect):
+    """Inline (the generic host) and detached (Claude Code's Stop hook, whose forked
+    child settles after the hook returned): kills land before the spool, in the
+    hand-off, during the validator and after the write."""
     registry = bound_goal(tmp_path)
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -80,6 +97,7 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path):
                 *(sys.executable, "-m", "hosts.cli", "host", "generic", "post-settlement"),
                 *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)),
                 *("--validation-command-json", json.dumps(validator)),
+                *("--dialect", dialect),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -91,7 +109,7 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path):
         process.stdin.write(json.dumps(event))
         process.stdin.close()
         time.sleep(draw.uniform(0, MAX_DELAY))
-        process.send_signal(signal.SIGKILL)
+        kill_all_with(str(registry))
         process.wait(timeout=30)
 
     time.sleep(1)  # let validators orphaned by a kill finish their output

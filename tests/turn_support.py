@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,16 @@ def turn(
 
 def journal_files(registry: Path) -> list[Path]:
     return journal_files_of(registry.parent / "repo")
+
+
+def journals_after_settlement(repo: Path, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """The repository's journals once no settlement is queued any more.
+
+    Codex CLI's and Claude Code's Stop hooks settle in a detached child: the host
+    process may exit before the journal is complete, as it may for a user.
+    """
+    queue = repo / ".local" / "turn-hooks" / "settlement-queue"
+    deadline = time.monotonic() + timeout
+    while any(queue.rglob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [json.loads(path.read_text()) for path in journal_files_of(repo)]

@@ -29,27 +29,33 @@ class TurnHooksPluginManager(pluggy.PluginManager):
         super().__init__(NAME)
         self.load_failures: list[dict[str, str]] = []
         """``{"name", "reason_code"}`` per plugin left out; never a traceback or path."""
+        self.distributions: dict[str, dict[str, str]] = {}
+        """``{"name", "version"}`` of the distribution that declared each entry point."""
 
 
 def _load_entry_points(pm: TurnHooksPluginManager, names: list[str] | None) -> None:
-    try:
-        if names is None:
-            pm.load_setuptools_entrypoints(NAME)
-        else:
-            for name in names:
-                pm.load_setuptools_entrypoints(NAME, name=name)
-    except Exception:  # one broken plugin must not take the others down with it
-        from importlib.metadata import entry_points
+    import importlib
 
-        for entry_point in entry_points(group=NAME):
-            name = entry_point.name
-            wanted = names is None or name in names
-            if not wanted or pm.has_plugin(name) or pm.is_blocked(name):
-                continue
-            try:
-                pm.load_setuptools_entrypoints(NAME, name=name)
-            except Exception:  # recorded, and the Turn goes on without it
-                pm.load_failures.append({"name": name, "reason_code": "plugin_load_failed"})
+    from turn_hooks._discovery import entry_points
+
+    for entry_point in entry_points(NAME):
+        name = entry_point.name
+        wanted = names is None or name in names
+        if not wanted or pm.has_plugin(name) or pm.is_blocked(name):
+            continue
+        module_name, _, attribute = entry_point.value.partition(":")
+        try:
+            plugin = importlib.import_module(module_name.strip())
+            for part in attribute.strip().split(".") if attribute.strip() else ():
+                plugin = getattr(plugin, part)
+            pm.register(plugin, name=name)
+        except Exception:  # one broken plugin must not take the others down with it
+            pm.load_failures.append({"name": name, "reason_code": "plugin_load_failed"})
+            continue
+        pm.distributions[name] = {
+            "name": entry_point.distribution,
+            "version": entry_point.version,
+        }
 
 
 def _register_named(pm: TurnHooksPluginManager, specs: list[str]) -> None:
@@ -123,7 +129,7 @@ def plugin_info(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
 
     Sorted by plugin name, the order the dispatchers call plugins in.
     """
-    distributions = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    distributions = getattr(pm, "distributions", {})
     described = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:  # a blocked name stays listed with no plugin object
@@ -137,15 +143,13 @@ def plugin_info(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
                 for hook, reg in sorted(registrations.items())
                 if hook in hooks
             }
-        dist = distributions.get(id(plugin))
+        dist = distributions.get(name)
         described.append(
             {
                 "name": name,
                 "hooks": hooks,
                 "hook_ids": hook_ids,
-                "distribution": (
-                    {"name": dist.project_name, "version": dist.version} if dist else None
-                ),
+                "distribution": dict(dist) if dist else None,
             }
         )
     return sorted(described, key=lambda item: item["name"])

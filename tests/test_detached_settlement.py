@@ -1,0 +1,191 @@
+"""Detached settlement (issue 15): Codex CLI's and Claude Code's Stop hooks spool and return.
+
+The Stop hook process writes the queue marker and the spool entry, reads the entry
+back, and hands it to a forked child in its own session; it returns once the child
+holds the entry's lock. The child validates, dispatches and completes the journal.
+A child killed at any point leaves the marker, so the next PreTurn's worker carries
+the entry on; a PreTurn that comes while a child still settles waits for it, within
+a bound, so a quick next Turn recalls what the last one learned.
+
+The validators here wait on a gate file, so "the hook returned while its validator
+was still running" is a fact the test observes, never a timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import filelock
+import pytest
+from fixtures import f1
+from test_settlement_faults import (
+    ROOT,
+    gated_validator,
+    journal_states,
+    message,
+    queue,
+    run,
+    stored_records,
+)
+from turn_support import bound_goal
+
+from hosts.generic import build_turn
+from hosts.settlement import await_in_flight, settlement_store, spool_path
+from sidecars import lock_path
+
+HOSTS = {
+    "claude-code": ["host", "generic", "post-settlement", "--dialect", "claude-code"],
+    "codex-cli": ["host", "codex-cli", "post-settlement"],
+}
+
+
+def stop_argv(registry, host, validator):
+    return [
+        *(sys.executable, "-m", "hosts.cli", *HOSTS[host]),
+        *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)),
+        *("--validation-command-json", json.dumps(validator)),
+    ]
+
+
+def pre_turn_argv(registry):
+    return [
+        *(sys.executable, "-m", "hosts.cli", "host", "codex-cli", "pre-turn"),
+        *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)),
+    ]
+
+
+def stop_event(tmp_path, turn_id="t1"):
+    return json.dumps(
+        {"turn_id": turn_id, "last_assistant_message": message(), "cwd": str(tmp_path)}
+    )
+
+
+def wait_for(condition, what, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("host", sorted(HOSTS))
+def test_the_stop_hook_returns_while_its_validator_still_runs(tmp_path, host):
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    result = run(stop_argv(registry, host, validator), stop_event(tmp_path))
+    assert result.returncode == 0
+    assert result.stdout.strip() in ("", "{}")
+    wait_for(lambda: (tmp_path / "started").exists(), "the child never started the validator")
+    assert journal_states(registry) == [], "the validator is still held at its gate"
+    assert len(queue(registry)) == 1, "and the entry stays queued until it is settled"
+    (tmp_path / "gate").unlink()
+    wait_for(lambda: queue(registry) == [], "the child did not settle the entry")
+    assert journal_states(registry) == ["completed"]
+    assert len(stored_records(registry)) == 1
+
+
+def test_a_killed_settling_child_is_carried_on_by_the_next_pre_turn(tmp_path):
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    assert run(stop_argv(registry, "codex-cli", validator), stop_event(tmp_path)).returncode == 0
+    wait_for(lambda: (tmp_path / "started").exists(), "the child never started the validator")
+    child = _lock_holder(registry, tmp_path)
+    os.kill(child, signal.SIGKILL)  # kill -9 while it validates
+    wait_for(lambda: _lock_holder(registry, tmp_path) is None, "the killed child kept its lock")
+    assert journal_states(registry) == [] and len(queue(registry)) == 1
+    (tmp_path / "gate").unlink()
+    next_turn = run(pre_turn_argv(registry), json.dumps({"turn_id": "t2", "prompt": "next"}))
+    assert next_turn.returncode == 0
+    wait_for(lambda: queue(registry) == [], "the worker did not carry the entry on")
+    assert journal_states(registry) == ["completed"]
+    assert len(stored_records(registry)) == 1, "exactly once"
+
+
+def test_inline_settlement_can_still_be_asked_for(tmp_path, monkeypatch):
+    registry = bound_goal(tmp_path)
+    monkeypatch.setenv("TURN_HOOKS_SETTLE", "inline")
+    validator = gated_validator(tmp_path)
+    (tmp_path / "gate").unlink()
+    result = run(stop_argv(registry, "claude-code", validator), stop_event(tmp_path))
+    assert result.returncode == 0
+    # Inline, the Turn is settled when the hook process ends: nothing left to wait for.
+    assert journal_states(registry) == ["completed"] and queue(registry) == []
+
+
+def test_a_pre_turn_waits_for_the_settlement_in_flight(tmp_path):
+    """The lock holder here is a separate process that marks when it lets go; the wait
+    must not end before that mark (a fact, not a timing)."""
+    registry = bound_goal(tmp_path)
+    store, spool = _queued_entry(registry, tmp_path)
+    released = tmp_path / "released"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import filelock, pathlib, sys, time\n"
+            "lock = filelock.FileLock(sys.argv[1]); lock.acquire()\n"
+            "pathlib.Path(sys.argv[2], 'held').touch(); time.sleep(0.5)\n"
+            "pathlib.Path(sys.argv[2], 'released').touch(); lock.release()\n",
+            str(lock_path(spool)),
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+    )
+    wait_for(lambda: (tmp_path / "held").exists(), "the holder never took the lock")
+    await_in_flight(store, goal_id=f1.GOAL, agent_id=f1.AGENT, budget=30)
+    assert released.exists()
+    holder.wait(timeout=30)
+
+
+def test_the_wait_for_a_settlement_in_flight_is_bounded(tmp_path):
+    registry = bound_goal(tmp_path)
+    store, spool = _queued_entry(registry, tmp_path)
+    with filelock.FileLock(str(lock_path(spool))):  # held for longer than the wait
+        await_in_flight(store, goal_id=f1.GOAL, agent_id=f1.AGENT, budget=0.1)
+        await_in_flight(store, goal_id=f1.GOAL, agent_id=f1.AGENT, budget=0)
+    assert [marker.name for marker in queue(registry)] == [spool.name], "nothing consumed"
+
+
+def _queued_entry(registry, tmp_path):
+    """A queued spool entry, as a Stop hook leaves it, without settling it."""
+    store = settlement_store(str(registry), f1.GOAL, None)
+    turn = build_turn(
+        {"turn_id": "t1", "cwd": str(tmp_path)},
+        host="codex_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    spool = spool_path(store, turn)
+    store.write(spool, {"schema_version": "turn_hooks_settlement_v0"})
+    marker = store.path("settlement-queue", spool.parent.parent.name, spool.parent.name, spool.name)
+    store.write(marker, {"schema_version": "turn_hooks_settlement_queue_v0", "spool": spool.name})
+    return store, spool
+
+
+def _lock_holder(registry, tmp_path):
+    """The pid holding the (only) spool entry's lock, from /proc, or ``None``."""
+    [marker] = queue(registry) or [None]
+    if marker is None:
+        return None
+    spool = Path(str(marker).replace("settlement-queue", "settlements"))
+    target = os.path.realpath(lock_path(spool))
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                        if b"hosts.cli" in handle.read():
+                            return int(pid)
+            except OSError:
+                continue
+    return None
