@@ -22,7 +22,6 @@ from typing import Any
 
 from conformance.fakes import FakeChat, FakeMessages, FakeResponses, LoopbackServer
 from conformance.workspace import AGENT, GOAL, Workspace
-from hosts.dialects import DIALECTS
 
 HOOK_COMMAND = [sys.executable, "-m", "hosts.cli"]
 REAL = "real_host_run"
@@ -361,7 +360,6 @@ class PayloadDriver(HostDriver):
         # Gemini names no turn: AfterAgent finds it from the session.
         self.turn_id_field = None if dialect.dialect == "gemini" else "turn_id"
         self.final_field = dialect.final_field
-        self.settles_detached = DIALECTS[dialect.dialect].detached_settlement
         self.turns = 0
 
     def install(self) -> None:
