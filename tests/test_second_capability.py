@@ -16,7 +16,7 @@ import pytest
 from fixtures import f1
 from fixtures.second_capability import FIELD, HOOK_ID, INSTRUCTION, ITEM, SPEC, digest
 from test_host_generic import VALIDATOR, hook_log_entries, run_cli
-from turn_support import RAW, bound_goal
+from turn_support import RAW, bound_goal, settled_spools
 
 from hosts.render import block_request
 
@@ -94,8 +94,8 @@ def final_message(answer=" sunny "):
 
 
 def spooled(registry):
-    [path] = (registry.parent / "repo" / ".local" / "turn-hooks" / "settlements").rglob("*.json")
-    return json.loads(path.read_text())
+    [entry] = settled_spools(registry.parent / "repo")
+    return entry
 
 
 @pytest.mark.parametrize("host", list(HOSTS))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
+import filelock
 from fixtures import f1
 from rm_support import Recording
 
@@ -14,6 +14,7 @@ from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.binding.registry import load_registry, resolve
 from capabilities.reward_memory.contract.identities import reflection_digest
 from capabilities.reward_memory.turn.journal import journal_files_of
+from sidecars import lock_path
 from turn_hooks import TurnContext
 
 RAW = json.dumps(f1.REFLECTION)
@@ -88,14 +89,22 @@ def journal_files(registry: Path) -> list[Path]:
     return journal_files_of(registry.parent / "repo")
 
 
-def journals_after_settlement(repo: Path, timeout: float = 60.0) -> list[dict[str, Any]]:
-    """The repository's journals once no settlement is queued any more.
+def settled_spools(repo: Path, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """The repository's settlement spool entries, once no one is settling them.
 
-    Codex CLI's and Claude Code's Stop hooks settle in a detached child: the host
-    process may exit before the journal is complete, as it may for a user.
+    Codex CLI's and Claude Code's Stop hooks hand settlement to a detached child that
+    holds the entry's lock until it is done (and the hook returns only once it does),
+    so taking each lock once is enough to wait for them, as a next Turn would.
     """
-    queue = repo / ".local" / "turn-hooks" / "settlement-queue"
-    deadline = time.monotonic() + timeout
-    while any(queue.rglob("*.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    directory = repo / ".local" / "turn-hooks" / "settlements"
+    entries = []
+    for path in sorted(directory.rglob("*.json")) if directory.is_dir() else []:
+        with filelock.FileLock(str(lock_path(path)), timeout=timeout):
+            entries.append(json.loads(path.read_text()))
+    return entries
+
+
+def journals_after_settlement(repo: Path, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """The repository's journals once every spooled settlement is over."""
+    settled_spools(repo, timeout)
     return [json.loads(path.read_text()) for path in journal_files_of(repo)]
