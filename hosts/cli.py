@@ -45,23 +45,12 @@ def _read_json_input(source: str) -> Any:
     """The ``--input`` document: a file, or ``-`` for stdin, through the bounded reader.
 
     At most one byte over the bound is read, so ``--input /dev/zero`` is refused as
-    too large instead of filling memory.
+    too large instead of filling memory, and a FIFO is refused instead of waited on.
     """
-    from turn_hooks import MAX_JSON_SIZE, loads_bounded
-    from turn_hooks.errors import InvalidInputError
+    from sidecars import read_source
+    from turn_hooks import loads_bounded
 
-    try:
-        if source == "-":
-            stream = getattr(sys.stdin, "buffer", sys.stdin)
-            data = stream.read(MAX_JSON_SIZE + 1) if stream is not None else b""
-        else:
-            with open(source, "rb") as handle:
-                data = handle.read(MAX_JSON_SIZE + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise InvalidInputError(
-            "the input file cannot be read", reason_code="input_unreadable"
-        ) from exc
-    return loads_bounded(data)
+    return loads_bounded(read_source(source))
 
 
 def _cmd_plugins(args: argparse.Namespace) -> tuple[Any, str]:
@@ -333,6 +322,8 @@ def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         assert codex is not None
         home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
+    except InvalidInputError:
+        raise  # already typed: a hooks.json or patch file that is no regular file, say
     except (ValueError, RuntimeError, OSError) as exc:
         raise InvalidInputError(str(exc), reason_code=f"{args.host}_install_failed") from exc
     return report, "Codex hooks"
