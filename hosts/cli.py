@@ -7,6 +7,7 @@ library at the top; each command imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -45,23 +46,12 @@ def _read_json_input(source: str) -> Any:
     """The ``--input`` document: a file, or ``-`` for stdin, through the bounded reader.
 
     At most one byte over the bound is read, so ``--input /dev/zero`` is refused as
-    too large instead of filling memory.
+    too large instead of filling memory, and a FIFO is refused instead of waited on.
     """
-    from turn_hooks import MAX_JSON_SIZE, loads_bounded
-    from turn_hooks.errors import InvalidInputError
+    from sidecars import read_source
+    from turn_hooks import loads_bounded
 
-    try:
-        if source == "-":
-            stream = getattr(sys.stdin, "buffer", sys.stdin)
-            data = stream.read(MAX_JSON_SIZE + 1) if stream is not None else b""
-        else:
-            with open(source, "rb") as handle:
-                data = handle.read(MAX_JSON_SIZE + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise InvalidInputError(
-            "the input file cannot be read", reason_code="input_unreadable"
-        ) from exc
-    return loads_bounded(data)
+    return loads_bounded(read_source(source))
 
 
 def _cmd_plugins(args: argparse.Namespace) -> tuple[Any, str]:
@@ -249,13 +239,9 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         return (None if quiet else {}), "Nothing added"
 
 
-def _hook_arguments_invalid(arguments: list[str]) -> int:
-    """A host hook whose own arguments are bad still exits 0: exit 2 from a prompt hook
-    means "block this prompt" to Codex, Claude Code and Gemini. It prints what a failing
-    hook prints and logs ``hook_arguments_invalid``; the host and event are guessed
-    from the words present, for the log and the output's shape only."""
-    from hosts.hook_log import record
-
+def _guess_hook(arguments: list[str]) -> tuple[bool, str, str]:
+    """(quiet, log host, log event) of a host hook from the words of its command line,
+    for when its arguments could not be parsed: for the log and the output's shape."""
     host_name = next((arg for arg in arguments if arg in HOST_NAMES), "unknown")
     event = next((arg for arg in arguments if arg in HOOK_EVENTS), "unknown")
     dialect = "plain"
@@ -267,7 +253,18 @@ def _hook_arguments_invalid(arguments: list[str]) -> int:
     if dialect not in ("claude-code", "gemini"):
         dialect = "plain"
     quiet, host = _hook_output(host_name, event, dialect)
-    record(host, event.replace("-", "_"), [("adapter", "hook_arguments_invalid")])
+    return quiet, host, event.replace("-", "_")
+
+
+def _hook_arguments_invalid(arguments: list[str]) -> int:
+    """A host hook whose own arguments are bad still exits 0: exit 2 from a prompt hook
+    means "block this prompt" to Codex, Claude Code and Gemini. It prints what a failing
+    hook prints and logs ``hook_arguments_invalid``; the host and event are guessed
+    from the words present (:func:`_guess_hook`)."""
+    from hosts.hook_log import record
+
+    quiet, host, event = _guess_hook(arguments)
+    record(host, event, [("adapter", "hook_arguments_invalid")])
     if not quiet:
         _emit("{}\n")
     return EXIT_OK
@@ -333,6 +330,8 @@ def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         assert codex is not None
         home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
+    except InvalidInputError:
+        raise  # already typed: a hooks.json or patch file that is no regular file, say
     except (ValueError, RuntimeError, OSError) as exc:
         raise InvalidInputError(str(exc), reason_code=f"{args.host}_install_failed") from exc
     return report, "Codex hooks"
@@ -496,9 +495,18 @@ def _error(reason_code: str, message: str, error: str) -> dict[str, Any]:
     }
 
 
+class OutputUnwritable(Exception):
+    """Stdout refused the output (``/dev/full``, a closed descriptor): the caller
+    decides what that means; a host hook still exits 0."""
+
+
 def _emit(text: str) -> None:
     """Write ``text`` to stdout as UTF-8 whatever the locale, so stdout is always valid
-    UTF-8: a lone surrogate (a file name that is not UTF-8, say) becomes U+FFFD."""
+    UTF-8: a lone surrogate (a file name that is not UTF-8, say) becomes U+FFFD.
+
+    :raises OutputUnwritable: stdout failed other than by a reader gone away; stdout
+        then points at ``/dev/null``, so the flush at interpreter exit cannot fail.
+    """
     from hosts._render import encode_output
 
     data = encode_output(text)
@@ -517,6 +525,9 @@ def _emit(text: str) -> None:
         # The reader is gone (a host that stopped waiting): what it cannot read is not
         # lost, and the flush at interpreter exit must not fail and change the exit code.
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except OSError as exc:  # ENOSPC from /dev/full, EBADF, EIO...
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        raise OutputUnwritable(str(exc)) from exc
 
 
 def _argument_fault(arguments: list[str]) -> tuple[str, str] | None:
@@ -536,12 +547,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; print its receipt or one JSON error object; return the exit code.
 
     Bad usage exits 2 with one JSON error, except under ``turn-hooks host``: a host
-    hook exits 0 on every error of its own, its argument errors included.
+    hook exits 0 on every error of its own, its argument errors included. When stdout
+    cannot be written a host hook logs ``hook_output_unwritable`` and exits 0; any
+    other command says ``output_unwritable`` in one line on stderr and exits 1.
     """
-    from hosts._render import render, to_json
-
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = next((arg for arg in arguments if not arg.startswith("-")), None)
+    try:
+        return _run(arguments, first)
+    except OutputUnwritable:
+        if first == "host":
+            from hosts.hook_log import record
+
+            _, host, event = _guess_hook(arguments)
+            record(host, event, [("adapter", "hook_output_unwritable")])
+            return EXIT_OK
+        if sys.stderr is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write("turn-hooks: reason_code=output_unwritable: stdout refused\n")
+        return EXIT_INTERNAL
+
+
+def _run(arguments: list[str], first: str | None) -> int:
+    from hosts._render import render, to_json
+
     fault = _argument_fault(arguments)
     try:
         if fault is not None:

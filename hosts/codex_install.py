@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sidecars import read_bounded
+from turn_hooks import InvalidInputError, loads_bounded
+
 EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
 MARKER = " -m hosts.cli host codex-cli "
 HOOK_TIMEOUT = 30
@@ -77,11 +80,13 @@ def _without_ours(document: dict[str, Any], goal_id: str, agent_id: str) -> dict
 
 
 def _read(path: Path) -> dict[str, Any]:
+    # Bounded and non-blocking: a FIFO or /dev/zero at hooks.json is a typed refusal.
+    raw = read_bounded(
+        path, reason_prefix="hooks_json", missing=b'{"hooks": {}}', name="hooks.json"
+    )
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {"hooks": {}}
-    except ValueError as exc:
+        document = loads_bounded(raw)
+    except InvalidInputError as exc:
         raise ValueError("hooks.json exists but is not JSON; fix or move it first") from exc
     return document if isinstance(document, dict) else {"hooks": {}}
 

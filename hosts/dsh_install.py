@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sidecars import read_bounded
+from turn_hooks import loads_bounded
+
 PLUGIN_ID = "turn-hooks"
 PLUGIN_FILE = Path(__file__).parent / "dsh" / "turn_hooks_dsh.mjs"
 
@@ -42,27 +45,33 @@ def patch_layer(
     return [{"insert": [entry]}]
 
 
-def _is_ours(path: Path) -> bool:
+def _read(path: Path) -> bytes | None:
+    # Bounded and non-blocking: a FIFO or /dev/zero at the patch path is a typed
+    # refusal (``patch_file_not_regular``, ``patch_file_too_large``), not a hang.
+    raw = read_bounded(path, reason_prefix="patch_file", missing=b"", name="the patch file")
+    return raw if os.path.lexists(path) else None
+
+
+def _is_ours(raw: bytes) -> bool:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = loads_bounded(raw)
         return document[0]["insert"][0]["id"] == PLUGIN_ID  # type: ignore[no-any-return]
-    except (OSError, ValueError, LookupError, TypeError):
+    except (ValueError, LookupError, TypeError):
         return False
 
 
 def install(*, patch_file: Path, uninstall: bool = False, **binding: Any) -> dict[str, Any]:
     """Write (or remove) the patch layer; a public-safe report of what changed."""
+    current = _read(patch_file)
+    if current is not None and not _is_ours(current):
+        raise ValueError("the patch file exists but was not written by turn-hooks")
     if uninstall:
-        changed = patch_file.exists() and _is_ours(patch_file)
+        changed = current is not None
         if changed:
             patch_file.unlink()
-        elif patch_file.exists():
-            raise ValueError("the patch file exists but was not written by turn-hooks")
     else:
-        if patch_file.exists() and not _is_ours(patch_file):
-            raise ValueError("the patch file exists but was not written by turn-hooks")
         text = json.dumps(patch_layer(**binding), indent=2) + "\n"
-        changed = not patch_file.exists() or patch_file.read_text(encoding="utf-8") != text
+        changed = current != text.encode("utf-8")
         if changed:
             patch_file.parent.mkdir(parents=True, exist_ok=True)
             temp = patch_file.with_name(patch_file.name + ".turn-hooks.tmp")

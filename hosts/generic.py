@@ -16,7 +16,7 @@ from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
 from hosts.render import render_context
 from hosts.settlement import settle, settlement_store, start_replay_worker
-from sidecars import SidecarStore, path_token
+from sidecars import SidecarStore, path_token, read_stream
 from turn_hooks import (
     SidecarError,
     TurnContext,
@@ -163,28 +163,16 @@ def post_settlement(
     return style.settlement_output(receipt or {})
 
 
-def read_hook_stdin(stream: IO[Any] | None = None) -> bytes | str:
-    """Hook stdin as raw bytes (text only from a text stream without a byte buffer).
+def read_hook_stdin(stream: IO[Any] | None = None) -> bytes:
+    """Hook stdin as raw bytes, read for at most ``MAX_EVENT_CHARS + 1`` bytes.
 
-    At most ``MAX_EVENT_CHARS + 1`` bytes are kept, which is enough for
-    :func:`parse_event` to refuse the event as too large; the rest is read and dropped,
-    so a host writing a huge event never sees a broken pipe. No stdin at all reads as
-    empty. Decoding is :func:`parse_event`'s job, under its error policy.
+    Past the bound the read stops and the event is refused (``hook_input_too_large``):
+    no host event needs that much, and an endless writer (``yes |``) must not hold
+    the Turn. No stdin at all reads as empty. Decoding is :func:`parse_event`'s job,
+    under its error policy.
     """
     source = sys.stdin if stream is None else stream
-    if source is None:
-        return b""
-    raw = getattr(source, "buffer", source)
-    try:
-        head: bytes | str = raw.read(MAX_EVENT_CHARS + 1)
-        if len(head) > MAX_EVENT_CHARS:
-            while raw.read(1 << 16):
-                pass
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(
-            "hook stdin cannot be read", reason_code="hook_input_unreadable"
-        ) from exc
-    return head
+    return read_stream(source, reason_prefix="hook_input", limit=MAX_EVENT_CHARS)
 
 
 def parse_event(data: str | bytes) -> dict[str, Any]:

@@ -20,7 +20,6 @@ entry's lock while it works, so two workers never settle one entry at once.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from turn_hooks import (
     call_post_settlement,
     call_post_writeback,
     loads_bounded,
+    run_external,
     settlement_is_taken,
     settlement_result_fields,
 )
@@ -87,23 +87,16 @@ def run_validator(
     """``task_validation`` from the declared validator (§8 table); never raises."""
     if not argv:
         return {"ok": False, "status": "unavailable", "validator_kind": "none"}
-    try:
-        result = subprocess.run(
-            argv,
-            input=json.dumps(request, separators=(",", ":"), ensure_ascii=False),
-            capture_output=True,
-            text=True,
-            cwd=cwd or None,
-            timeout=timeout,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    run = run_external(argv, request, cwd=cwd or None, timeout=timeout)
+    if run.reason == "external_failed":
+        return {"ok": False, "status": "failed", "exit_code": run.exit_code}
+    if run.reason is not None:  # never started, timed out, or killed for its output
         return {"ok": False, "status": "inconclusive"}
-    if result.returncode != 0:
-        return {"ok": False, "status": "failed", "exit_code": result.returncode}
+    try:
+        stdout = run.stdout.decode("utf-8").strip()
+    except UnicodeDecodeError:  # as ever: output that is not text gives no verdict
+        return {"ok": False, "status": "inconclusive"}
     validation: dict[str, Any] = {"ok": True, "status": "passed", "validator_kind": "command"}
-    stdout = result.stdout.strip()
     if stdout and len(stdout.encode("utf-8")) <= 4096:
         try:
             attestation = loads_bounded(stdout)

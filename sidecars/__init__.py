@@ -1,5 +1,6 @@
 """Private JSON sidecar files: mode 0600, locked, atomically replaced, never via links."""
 
+from sidecars.files import kind_problem, read_bounded, read_source, read_stream
 from sidecars.paths import (
     SIDECAR_DIR,
     goal_agent_parts,
@@ -32,9 +33,13 @@ __all__ = [
     "dumps",
     "goal_agent_parts",
     "goal_repository",
+    "kind_problem",
     "lock_path",
     "path_token",
+    "read_bounded",
     "read_registry",
+    "read_source",
+    "read_stream",
     "registry_goal",
     "sidecar_path",
     "sidecar_root",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sidecars.files import read_bounded
 from turn_hooks import loads_bounded
 from turn_hooks.errors import InvalidInputError
 
@@ -19,15 +20,12 @@ def read_registry(path: str | Path) -> dict[str, Any]:
     """The registry document, read through the bounded JSON reader.
 
     :raises InvalidInputError: ``registry_unreadable`` when the file cannot be read,
+        ``registry_not_regular`` when it is a FIFO, device or directory,
+        ``registry_too_large`` past 4 MiB (none of these blocks or fills memory),
         ``registry_invalid`` when it is not JSON or not an object with a ``goals`` list
         (the message names the registry, so a capability can pass it on unchanged).
     """
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidInputError(
-            "registry cannot be read", reason_code="registry_unreadable"
-        ) from exc
+    raw = read_bounded(path, reason_prefix="registry", name="registry")
     try:
         document = loads_bounded(raw)
     except InvalidInputError as exc:

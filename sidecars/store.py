@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sidecars.files import kind_problem
 from sidecars.paths import lock_path, sidecar_path, tree_top
 from turn_hooks import loads_bounded
 from turn_hooks.errors import (
@@ -150,16 +151,16 @@ class SidecarStore:
         # refused before filelock or a reader opens it: a FIFO could block, a link
         # could point anywhere (filelock would create or truncate its target).
         try:
-            info = os.lstat(path)
+            problem = kind_problem(os.lstat(path).st_mode)
         except (FileNotFoundError, NotADirectoryError):
             return
-        if stat.S_ISLNK(info.st_mode):
+        if problem == "symlink":
             raise SidecarPathError(
                 "the sidecar or its lock is a symlink",
                 reason_code="sidecar_symlink",
                 path=str(path),
             )
-        if not stat.S_ISREG(info.st_mode):
+        if problem is not None:
             raise SidecarCorrupt(
                 "the sidecar or its lock is not a regular file",
                 reason_code="sidecar_not_regular",
@@ -204,7 +205,7 @@ class SidecarStore:
             raise self._open_error(exc, path) from exc
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
+            if kind_problem(info.st_mode) is not None:
                 raise SidecarCorrupt(
                     "the sidecar is not a regular file",
                     reason_code="sidecar_not_regular",

@@ -507,9 +507,11 @@ def test_hook_stdin_is_read_as_bytes_and_bounded():
 
     big = io.BufferedReader(io.BytesIO(b" " * (MAX_EVENT_CHARS + 10)))
     stream = io.TextIOWrapper(big)
-    assert len(read_hook_stdin(stream)) == MAX_EVENT_CHARS + 1
-    assert big.read() == b"", "the rest is drained, so the host never sees a broken pipe"
-    assert read_hook_stdin(io.StringIO("{}")) == "{}"
+    with pytest.raises(InvalidInputError) as too_large:
+        read_hook_stdin(stream)
+    assert too_large.value.reason_code == "hook_input_too_large"
+    assert len(big.read()) == 9, "the read stops one byte over the bound: yes | never ends"
+    assert read_hook_stdin(io.StringIO("{}")) == b"{}"
     closed = io.TextIOWrapper(io.BytesIO(b""))
     closed.buffer.close()
     with pytest.raises(InvalidInputError) as info:

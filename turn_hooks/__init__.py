@@ -1,7 +1,8 @@
 """turn-hooks: the contract between agent host runtimes and Turn plugins.
 
 Plugin authors need :data:`hookimpl`, the models and the errors. Hosts need
-:func:`make_plugin_manager` and the ``call_*`` dispatchers. Nothing here does I/O.
+:func:`make_plugin_manager` and the ``call_*`` dispatchers. Nothing here does I/O,
+except :func:`run_external`, the one way hosts and plugins run a validator.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from turn_hooks._contribution import (
     measure_context_items,
     measure_result_bytes,
 )
+from turn_hooks._external import ExternalRun, run_external
 from turn_hooks._json_input import (
     MAX_JSON_DEPTH,
     MAX_JSON_SIZE,
@@ -84,6 +86,7 @@ __all__ = [
     "ContextResult",
     "Contribution",
     "ContributionError",
+    "ExternalRun",
     "HookFailure",
     "HostProjection",
     "InvalidInputError",
@@ -121,6 +124,7 @@ __all__ = [
     "measure_result_bytes",
     "plugin_info",
     "project_contributions",
+    "run_external",
     "settlement_is_final",
     "settlement_is_taken",
     "settlement_result_fields",

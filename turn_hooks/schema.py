@@ -8,6 +8,9 @@ rest of that path together.
 from __future__ import annotations
 
 import json
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,14 +67,71 @@ def render_schemas() -> dict[str, str]:
     }
 
 
+SCHEMA_FILE_MODE = 0o644
+"""Schema files are committed, public documents."""
+
+
 def write_schemas(directory: Path) -> list[str]:
-    """Write every schema into ``directory``; return the file names written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for file_name, text in render_schemas().items():
-        (directory / file_name).write_text(text, encoding="utf-8")
-        written.append(file_name)
-    return written
+    """Write every schema into ``directory``, each atomically; return the file names.
+
+    The directory (made if missing) must be a real directory and every schema path in
+    it a regular file or nothing, all checked before anything is written, so a
+    refusal writes nothing: ``schema_output_symlink``, ``schema_output_not_directory``
+    (a file or FIFO where the directory belongs), ``schema_output_not_regular`` (a
+    FIFO or directory where a schema belongs); ``schema_output_unwritable`` when the
+    file system refuses. Each file goes to a temp file beside it, then ``os.replace``:
+    a reader sees the old schema or the new one, never a torn one.
+    """
+    schemas = render_schemas()
+    try:
+        _check_output(directory, list(schemas))
+        directory.mkdir(parents=True, exist_ok=True)
+        for file_name, text in schemas.items():
+            _replace(directory / file_name, text)
+    except OSError as exc:
+        raise InvalidInputError(
+            "the schema files cannot be written", reason_code="schema_output_unwritable"
+        ) from exc
+    return list(schemas)
+
+
+def _refused(suffix: str, message: str) -> InvalidInputError:
+    return InvalidInputError(message, reason_code=f"schema_output_{suffix}", field="output")
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _check_output(directory: Path, names: list[str]) -> None:
+    mode = _mode(directory)
+    if mode is None:
+        return  # made below, empty
+    if stat.S_ISLNK(mode):
+        raise _refused("symlink", "the output directory is a symlink")
+    if not stat.S_ISDIR(mode):
+        raise _refused("not_directory", "the output path is not a directory")
+    for name in names:
+        mode = _mode(directory / name)
+        if mode is not None and stat.S_ISLNK(mode):
+            raise _refused("symlink", "a schema path is a symlink")
+        if mode is not None and not stat.S_ISREG(mode):
+            raise _refused("not_regular", "a schema path is not a regular file")
+
+
+def _replace(path: Path, text: str) -> None:
+    fd, temp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+        os.chmod(temp, SCHEMA_FILE_MODE)
+        os.replace(temp, path)
+    except OSError:
+        os.unlink(temp)
+        raise
 
 
 def parse_model(model: type[M], data: Any) -> M:

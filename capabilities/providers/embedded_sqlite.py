@@ -52,6 +52,7 @@ from capabilities.providers.base import (
     ProviderScopeError,
 )
 from capabilities.providers.scopes import classify_scope
+from sidecars import kind_problem
 from turn_hooks import ProviderUnavailable
 
 PROVIDER_ID = "embedded_sqlite"
@@ -513,11 +514,12 @@ def _widened() -> ProviderUnavailable:
 
 
 def _check_kind(info: os.stat_result, *, directory: bool) -> None:
-    if stat.S_ISLNK(info.st_mode):
+    problem = kind_problem(info.st_mode, directory=directory)  # the sidecars' one rule
+    if problem == "symlink":
         raise ProviderUnavailable(
             "the embedded store's path crosses a symlink", reason_code="embedded_store_symlink"
         )
-    if not (stat.S_ISDIR if directory else stat.S_ISREG)(info.st_mode):
+    if problem is not None:
         raise ProviderUnavailable(
             "the embedded store's path holds the wrong kind of file",
             reason_code="embedded_store_not_regular",

@@ -29,18 +29,15 @@ def registry_path(args: argparse.Namespace) -> str:
 
 
 def read_input(source: str) -> Any:
-    """The ``--input`` file through the package's bounded JSON reader; at most one byte
-    over the bound is read. Every refusal is a ``reward_memory_error_v0``."""
+    """The ``--input`` file (``-``: stdin) through the package's bounded readers: at
+    most one byte over the bound is read, a FIFO or device is refused without
+    blocking. Every refusal is a ``reward_memory_error_v0``."""
     from capabilities.reward_memory.contract import values as v
-    from turn_hooks import MAX_JSON_SIZE, InvalidInputError, loads_bounded
+    from sidecars import read_source
+    from turn_hooks import InvalidInputError, loads_bounded
 
     try:
-        with open(source, "rb") as handle:
-            data = handle.read(MAX_JSON_SIZE + 1)
-    except (OSError, ValueError):  # ValueError: a NUL in the path
-        v.fail("input", "cannot be read", "input_unreadable")
-    try:
-        return loads_bounded(data)
+        return loads_bounded(read_source(source))
     except InvalidInputError as exc:
         raise v.RewardMemoryInputError(
             exc.message, reason_code=exc.reason_code, field="input"

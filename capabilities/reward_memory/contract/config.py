@@ -20,6 +20,7 @@ from capabilities.reward_memory.contract.corpus import (
     normalise_standing_policy,
 )
 from capabilities.reward_memory.contract.identities import peer_token, short_digest
+from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
 CONFIG_SCHEMA = "reward_memory_experiment_config_v1"
@@ -288,16 +289,20 @@ def normalise_config(document: object) -> dict[str, Any]:
 
 
 def read_config_bytes(project: Path, config_path: str) -> bytes:
-    """The raw config file of a Goal repository; the path must stay inside it."""
+    """The raw config file of a Goal repository; the path must stay inside it.
+
+    Read without blocking and within 4 MiB: ``config_not_regular`` for a FIFO or
+    device, ``config_too_large`` past the bound, ``config_unreadable`` otherwise.
+    """
     relative = Path(config_path.strip())
     if relative.is_absolute() or ".." in relative.parts or not relative.parts:
         v.fail(
             "config_path", "must be a path relative to the Goal repository", "config_path_invalid"
         )
     try:
-        return (project / relative).read_bytes()
-    except OSError:
-        v.fail("config_path", "cannot be read", "config_unreadable")
+        return read_bounded(project / relative, reason_prefix="config", name="config")
+    except InvalidInputError as exc:
+        v.fail("config_path", "cannot be read", exc.reason_code)
 
 
 def load_config(project: Path, config_path: str) -> dict[str, Any]:

@@ -12,9 +12,7 @@ sidecar remembers both steps, so whichever comes last finalizes.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from capabilities.reward_memory.turn.post_settlement import (
     run_turn_ingest,
 )
 from sidecars import SidecarStore, goal_agent_parts, path_token
+from turn_hooks import run_external
 
 SIDECAR_SCHEMA = "codex_app_reward_memory_outcome_sidecar_v0"
 STAGE_SCHEMA = "codex_app_reward_memory_outcome_candidate_v0"
@@ -76,27 +75,19 @@ def run_todo_validator(
     timeout = declared.get("validation_timeout_seconds")
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 29:
         timeout = DEFAULT_TIMEOUT
-    try:
-        result = subprocess.run(
-            argv,
-            input=json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
-            capture_output=True,
-            text=True,
-            cwd=workspace,
-            timeout=timeout,
-            check=False,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-    except (OSError, subprocess.TimeoutExpired, ValueError):
-        return {"ok": False, "status": "inconclusive", "validator_kind": "todo_declared_command"}
-    if result.returncode != 0:
+    run = run_external(argv, request, cwd=workspace, timeout=timeout, sort_keys=True)
+    if run.reason == "external_failed":
         return {
             "ok": False,
             "status": "failed",
-            "exit_code": result.returncode,
+            "exit_code": run.exit_code,
             "validator_kind": "todo_declared_command",
         }
-    attestation = parse_attestation(result.stdout, raw_digest, evidence_refs)
+    try:
+        stdout = run.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        stdout = ""  # as ever: output that is not text attests nothing
+    attestation = parse_attestation(stdout, raw_digest, evidence_refs) if not run.reason else None
     if attestation is None:
         return {"ok": False, "status": "inconclusive", "validator_kind": "todo_declared_command"}
     return {

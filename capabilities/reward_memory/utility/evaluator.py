@@ -8,14 +8,12 @@ with the reason, and nothing anywhere changes.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
 from capabilities.reward_memory.utility.proposal import application_receipt, build_observation
-from turn_hooks import InvalidInputError, loads_bounded
+from turn_hooks import InvalidInputError, run_external
 
 SCHEMA = "memory_utility_observation_result_v0"
 FACT_KEYS = frozenset(
@@ -23,26 +21,23 @@ FACT_KEYS = frozenset(
 )
 
 
+_REASONS = {
+    "external_timeout": "utility_evaluator_timeout",
+    "external_unavailable": "utility_evaluator_unavailable",
+    "external_failed": "utility_evaluator_failed",
+    "external_output_too_large": "utility_evaluator_malformed",  # as a huge proposal was
+}
+
+
 def _run(argv: list[str], facts: dict[str, Any], timeout: int) -> tuple[Any, str | None]:
     # Bytes, not text: output that is not UTF-8 is a malformed proposal, not a crash.
-    try:
-        done = subprocess.run(
-            argv,
-            input=json.dumps(facts).encode("utf-8"),
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None, "utility_evaluator_timeout"
-    except (OSError, ValueError):  # ValueError: a NUL in the argv
-        return None, "utility_evaluator_unavailable"
-    if done.returncode != 0:
-        return None, "utility_evaluator_failed"
-    if not done.stdout.strip():
+    run = run_external(argv, facts, timeout=timeout)
+    if run.reason is not None:
+        return None, _REASONS[run.reason]
+    if not run.stdout.strip():
         return None, "utility_evaluator_absent"
     try:
-        return loads_bounded(done.stdout), None
+        return run.json(), None
     except InvalidInputError:
         return None, "utility_evaluator_malformed"
 

@@ -1,0 +1,159 @@
+"""The one runner of an external command: a validator or an evaluator.
+
+Hosts run a binding's validator after a Turn, and capabilities run a Todo's
+validator or a utility evaluator; all of them are programs someone else wrote. So
+they are run one way: an argv (never a shell) with a JSON document on stdin, a
+deadline, and stdout read for at most one byte over a bound, after which the
+process is killed; stderr is discarded. Nothing of it is trusted: the caller gets
+an :class:`ExternalRun` with a typed reason and decides what the run means.
+
+``subprocess`` and ``selectors`` are imported when a command runs, so importing the
+kernel costs the hook path nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from turn_hooks._json_input import MAX_JSON_SIZE, loads_bounded
+
+if TYPE_CHECKING:
+    from subprocess import Popen
+
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalRun:
+    """How one external command ended.
+
+    ``reason`` is ``None`` when it exited 0 within its deadline and bound; otherwise
+    ``external_unavailable`` (it could not be started, or the request was not
+    JSON), ``external_timeout``, ``external_output_too_large`` (both killed) or
+    ``external_failed`` (a non-zero exit, in ``exit_code``).
+    """
+
+    reason: str | None
+    exit_code: int | None = None
+    stdout: bytes = b""
+
+    def json(self) -> Any:
+        """Stdout as one JSON document, through :func:`~turn_hooks.loads_bounded`.
+
+        :raises InvalidInputError: ``external_output_not_json`` and the other
+            ``external_output_*`` reasons of the bounded reader.
+        """
+        return loads_bounded(self.stdout, reason_prefix="external_output")
+
+
+def run_external(
+    argv: list[str],
+    request: Any,
+    *,
+    timeout: float,
+    cwd: str | os.PathLike[str] | None = None,
+    sort_keys: bool = False,
+    max_output: int = MAX_JSON_SIZE,
+) -> ExternalRun:
+    """Run ``argv`` with ``request`` as compact UTF-8 JSON on stdin; never raises.
+
+    :param timeout: seconds from start to exit, the whole run included.
+    :param sort_keys: serialise the request with sorted keys (a caller whose
+        command digests what it reads).
+    :param max_output: the most stdout bytes kept; one more kills the command.
+
+    The command runs in its own process group, which is killed as a whole on a
+    timeout or too much output, so a shell's children do not outlive it. It gets
+    ``PYTHONDONTWRITEBYTECODE=1``: a Python validator must not write caches into the
+    repository it checks.
+    """
+    import subprocess
+
+    try:
+        data = json.dumps(
+            request, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys
+        ).encode("utf-8")
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            process_group=0,
+        )
+    except (OSError, ValueError, TypeError):  # no program, a NUL, a surrogate, not JSON
+        return ExternalRun("external_unavailable")
+    deadline = time.monotonic() + timeout
+    stdin, stdout_pipe = process.stdin, process.stdout
+    assert stdin is not None and stdout_pipe is not None  # both were asked for as pipes
+    try:
+        reason, stdout = _exchange(stdin, stdout_pipe, data, deadline, max_output)
+        if reason is None:
+            try:
+                process.wait(max(deadline - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                reason = "external_timeout"
+    finally:
+        if process.returncode is None:
+            _kill(process)
+        stdin.close()
+        stdout_pipe.close()
+    if reason is not None:
+        return ExternalRun(reason)
+    if process.returncode != 0:
+        return ExternalRun("external_failed", exit_code=process.returncode)
+    return ExternalRun(None, exit_code=0, stdout=stdout)
+
+
+def _exchange(
+    stdin: IO[bytes], stdout: IO[bytes], data: bytes, deadline: float, max_output: int
+) -> tuple[str | None, bytes]:
+    """Write the request and read stdout until EOF, the deadline or the bound."""
+    import selectors
+
+    chunks: list[bytes] = []
+    size = 0
+    written = 0
+    with selectors.DefaultSelector() as selector:
+        selector.register(stdout, selectors.EVENT_READ)
+        # Non-blocking, so a command that reads nothing cannot hold the write (and
+        # the deadline with it) once the pipe is full; JSON is never empty.
+        os.set_blocking(stdin.fileno(), False)
+        selector.register(stdin, selectors.EVENT_WRITE)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "external_timeout", b""
+            for key, _ in selector.select(remaining):
+                if key.fileobj is stdin:
+                    try:
+                        written += os.write(stdin.fileno(), data[written : written + _CHUNK])
+                    except BrokenPipeError:  # it stopped reading: its exit code says why
+                        written = len(data)
+                    if written >= len(data):
+                        selector.unregister(stdin)
+                        stdin.close()
+                    continue
+                chunk = os.read(stdout.fileno(), _CHUNK)
+                if not chunk:
+                    selector.unregister(stdout)
+                    continue
+                size += len(chunk)
+                if size > max_output:
+                    return "external_output_too_large", b""
+                chunks.append(chunk)
+    return None, b"".join(chunks)
+
+
+def _kill(process: Popen[bytes]) -> None:
+    import signal
+
+    # The whole group: a shell's children would otherwise keep running. The group
+    # outlives its leader while any member is left, so this finds them too.
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
