@@ -10,6 +10,7 @@ validator attested ends as exactly one record; no Turn ends with two.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -32,6 +33,9 @@ EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
 RUNS = 24
 MAX_DELAY = 0.9
 """Seconds; longer than a whole Stop hook here, so kills land at every stage."""
+UNMEASURED = {key: value for key, value in os.environ.items() if key != "COVERAGE_PROCESS_CONFIG"}
+"""The hook processes run unmeasured: the delays are drawn over an ordinary hook's
+run, and coverage's start-up in each child would move every kill before the spool."""
 
 
 def marking_validator(directory):
@@ -86,6 +90,7 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path):
             stderr=subprocess.DEVNULL,
             cwd=ROOT,
             text=True,
+            env=UNMEASURED,
         )
         assert process.stdin is not None
         process.stdin.write(json.dumps(event))
