@@ -482,6 +482,11 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         # registered here, for building the parser only, never as an entry point.
         pm.register(conformance_commands, name="conformance_commands")
         pm.hook.register_commands(commands=commands)
+        from hosts import codex_app
+
+        # The composition root hands plugin commands the hosts they settle through,
+        # so a capability's command reaches a host without importing it.
+        parser.set_defaults(settlement_hosts={codex_app.HOST: codex_app})
     return parser
 
 

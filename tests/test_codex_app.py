@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import os
 import stat
@@ -13,7 +15,15 @@ from fixtures import f1
 from turn_support import RAW, bound_goal
 
 from conformance.public_safety import public_safety_violations
-from hosts import cli
+from hosts import cli, codex_app
+from turn_hooks import (
+    Settlement,
+    SettlementEvidence,
+    SettlementRegistration,
+    TurnContext,
+    hookimpl,
+    make_plugin_manager,
+)
 
 ROOT = Path(__file__).parent.parent
 VALIDATOR = json.dumps([sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")])
@@ -164,3 +174,118 @@ def test_candidate_sidecar_path_vector(tmp_path):
         ".local/turn-hooks/reward-memory-app-outcomes/demo-goal-1bf74ace4b64/"
         "explorer-1c467339c960/app-c87d5767567f6843a55e-c2b56cf33ff1.json"
     )
+
+
+# --- the App host: its ledger, and settlement through post_settlement ----------------
+
+
+class Recorder:
+    """A plugin that shows what the App host hands ``post_settlement``."""
+
+    registrations = {
+        "post_settlement": SettlementRegistration(hook_id="recorder", capability_id="recorder")
+    }
+
+    @hookimpl
+    def post_settlement(self, turn, settlement):
+        return {
+            "status": "observed",
+            "host": turn.host,
+            "turn_key": turn.turn_key,
+            "todo": turn.host_session_id,
+            "writeback": settlement.evidence.writeback,
+            "quota_spend": settlement.evidence.quota_spend,
+            "external_writes_performed": False,
+        }
+
+
+def recording_manager():
+    pm = make_plugin_manager()
+    pm.register(Recorder(), name="recorder")
+    return pm
+
+
+def effect_turn(registry, effect="effect:spend:7"):
+    return codex_app.app_turn(
+        registry=str(registry),
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        todo_id="todo-1",
+        turn_id="turn-2026-01",
+        effect_id=effect,
+    )
+
+
+def test_the_app_settles_through_post_settlement_with_quota_spend_evidence(tmp_path):
+    turn = effect_turn(bound_goal(tmp_path))
+    pm = recording_manager()
+    assert codex_app.settle_if_spent(pm, turn) is None, "nothing recorded yet"
+    assert codex_app.record_step(turn, "writeback") == (True, True)
+    assert codex_app.settle_if_spent(pm, turn) is None, "no settlement before the spend"
+    assert codex_app.record_step(turn, "spend") == (True, True)
+    assert codex_app.record_step(turn, "spend") == (True, False), "no second charge"
+    receipt = codex_app.settle_if_spent(pm, turn)
+    assert receipt["results"]["recorder"] == {
+        "status": "observed",
+        "host": "codex_app",
+        "turn_key": "effect:spend:7",
+        "todo": "todo-1",
+        "writeback": {"ok": True, "appended": True},
+        "quota_spend": {"ok": True, "appended": True},
+        "external_writes_performed": False,
+    }
+
+
+def test_the_ledger_key_and_path_are_the_candidates(tmp_path):
+    # identities.md §9: the ledger of an effect sits under the App candidate's key, so
+    # ledgers written before the ledger moved to the host are still found.
+    from capabilities.reward_memory.contract.identities import app_candidate_id
+    from sidecars import SidecarStore
+
+    ids = ("demo-goal", "explorer", "todo-1", "turn-2026-01", "effect:spend:7")
+    assert codex_app.effect_key(*ids) == app_candidate_id(*ids) == "app:c87d5767567f6843a55e"
+    store = SidecarStore(tmp_path / ".local" / "turn-hooks")
+    path = codex_app.ledger_path(store, "demo-goal", "explorer", codex_app.effect_key(*ids))
+    assert path.relative_to(tmp_path).as_posix() == (
+        ".local/turn-hooks/codex-app-settlements/demo-goal-1bf74ace4b64/"
+        "explorer-1c467339c960/app-c87d5767567f6843a55e-c2b56cf33ff1.json"
+    )
+
+
+def test_the_refresh_records_the_writeback_in_the_hosts_ledger(capsys, tmp_path):
+    registry = bound_goal(tmp_path)
+    app(capsys, registry, "refresh-state")
+    turn = effect_turn(registry, effect="writeback:turn-2026-01")
+    store = registry.parent / "repo" / ".local" / "turn-hooks"
+    [ledger] = (store / "codex-app-settlements").rglob("*.json")
+    assert json.loads(ledger.read_text())["schema_version"] == "turn_hooks_app_settlement_v0"
+    assert codex_app.ledger_state(turn) == {"writeback": True, "spend": False}
+    _code, spent = app(capsys, registry, "spend-slot", "--execute")
+    assert spent["finalize"]["status"] == "activated"
+
+
+def test_app_server_turns_without_a_quota_owner_take_the_ordinary_ingest():
+    from capabilities.reward_memory.plugin import _is_app_settlement
+
+    turn = TurnContext(host="codex_app", host_turn_id="t1", observed_at="2026-01-01T00:00:00Z")
+    spent = Settlement(evidence=SettlementEvidence(quota_spend={"ok": True, "appended": True}))
+    assert _is_app_settlement(turn, spent)
+    assert not _is_app_settlement(turn, Settlement())
+    assert not _is_app_settlement(dataclasses.replace(turn, host="codex_cli"), spent)
+
+
+def test_an_app_command_without_the_app_host_is_a_typed_error(tmp_path):
+    from capabilities.reward_memory.cli.turn import app_spend_slot
+    from capabilities.reward_memory.contract.values import RewardMemoryInputError
+
+    args = argparse.Namespace(registry=str(bound_goal(tmp_path)), goal_id=f1.GOAL)
+    with pytest.raises(RewardMemoryInputError) as raised:
+        app_spend_slot(args)
+    assert raised.value.reason_code == "app_host_missing"
+
+
+def test_the_app_command_reads_the_result_the_plugin_registers():
+    from capabilities.reward_memory.plugin import plugin
+    from capabilities.reward_memory.turn.app import INGEST_HOOK_ID
+
+    assert plugin.registrations["post_settlement"].hook_id == INGEST_HOOK_ID

@@ -43,6 +43,15 @@ def _provider_for(resolution: Any) -> Any:
     return budgeted(lambda binding: build_provider(binding, repo=resolution.repo))
 
 
+def _is_app_settlement(turn: TurnContext, settlement: Settlement) -> bool:
+    """A settlement of the Codex App's two-phase ledger: the App host with a quota owner.
+
+    The app-server observer settles as ``codex_app`` too, but without a quota owner
+    (``quota_spend`` is ``None``); its Turns take the ordinary ingest.
+    """
+    return turn.host == "codex_app" and settlement.evidence.quota_spend is not None
+
+
 class RewardMemoryPlugin:
     """Reward memory's hooks and commands."""
 
@@ -81,10 +90,18 @@ class RewardMemoryPlugin:
 
     @hookimpl
     def post_settlement(self, turn: TurnContext, settlement: Settlement) -> dict[str, Any] | None:
-        """Turn an attested reflection into one verified memory (journal first)."""
+        """Turn an attested reflection into one verified memory (journal first).
+
+        A settlement of the Codex App's two-phase ledger finalizes the reflection that
+        its refresh staged; every other settlement carries its reflection itself.
+        """
         resolution = _resolution(turn)
         if resolution is None:
             return None
+        if _is_app_settlement(turn, settlement):
+            from capabilities.reward_memory.turn.app import finalize
+
+            return finalize(resolution, turn, settlement, provider_for=_provider_for(resolution))
         from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 
         return run_turn_ingest_fail_open(

@@ -1,7 +1,9 @@
 """``reconcile`` and ``codex-app``: the Turn's journals and the Codex App two-phase path.
 
 The commands of :mod:`capabilities.reward_memory.turn`, for operators and for the
-Codex App, whose host calls them instead of a hook.
+Codex App, whose host calls them instead of a hook. ``codex-app`` stages the
+reflection here and leaves the writeback and spend ledger, and the settlement, to the
+App host that the command line hands it (``args.settlement_hosts``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from capabilities.reward_memory.cli._common import (
     Result,
     add_binding_arguments,
     json_argv,
+    registry_path,
     resolve_binding,
 )
 
@@ -31,30 +34,41 @@ def reconcile_journals(args: argparse.Namespace) -> Result:
     ), "Reward memory reconciliation"
 
 
-def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
-    from capabilities.reward_memory.contract.identities import app_candidate_id
+def _app_host(args: argparse.Namespace) -> Any:
+    """The App host the command line hands its commands: it keeps the writeback and
+    spend ledger and settles through ``post_settlement`` (``hosts.codex_app``)."""
+    hosts = getattr(args, "settlement_hosts", None) or {}
+    host = hosts.get("codex_app")
+    if host is None:  # a parser built without the composition root
+        from capabilities.reward_memory.contract import values as v
 
-    effect = args.effect_id or f"writeback:{args.turn_id}"
+        v.fail("codex_app", "no App host is wired into this command line", "app_host_missing")
+    return host
+
+
+def _app_turn(args: argparse.Namespace, host: Any, resolution: Any) -> Any:
     status = resolution.status
-    return effect, app_candidate_id(
-        status["goal_id"], status["agent_id"], args.todo_id, args.turn_id, effect
+    return host.app_turn(
+        registry=registry_path(args),
+        goal_id=status["goal_id"],
+        agent_id=status["agent_id"],
+        todo_id=args.todo_id,
+        turn_id=args.turn_id,
+        effect_id=args.effect_id or host.default_effect(args.turn_id),
     )
 
 
-def _finalize_if_settled(resolution: Any, candidate: str) -> dict[str, Any] | None:
-    from capabilities.providers.factory import build_provider
-    from capabilities.reward_memory.turn.app import finalize, ledger_state
+def _finalize_if_settled(host: Any, turn: Any) -> dict[str, Any] | None:
+    """Reward memory's receipt from the App's settlement, once writeback and spend read
+    back (``None`` before that, or when nothing is staged)."""
+    from capabilities.reward_memory.turn.app import INGEST_HOOK_ID
+    from turn_hooks import make_plugin_manager
 
-    state = ledger_state(resolution, candidate)
-    if not (state["writeback"] and state["spend"]):
+    receipt = host.settle_if_spent(make_plugin_manager(), turn)
+    if receipt is None:
         return None
-    return finalize(
-        resolution,
-        candidate_id=candidate,
-        writeback_appended=True,
-        spend_appended=True,
-        provider_for=lambda binding: build_provider(binding, repo=resolution.repo),
-    )
+    result: dict[str, Any] | None = (receipt.get("results") or {}).get(INGEST_HOOK_ID)
+    return result
 
 
 def _refuse_unbounded_reflection(text: str | None) -> None:
@@ -75,10 +89,11 @@ def _refuse_unbounded_reflection(text: str | None) -> None:
 
 def app_refresh_state(args: argparse.Namespace) -> Result:
     """``codex-app refresh-state``: record the settled Turn, stage and validate its reflection."""
-    from capabilities.reward_memory.turn.app import declaration, record_step, stage
+    from capabilities.reward_memory.turn.app import declaration, stage
 
+    host = _app_host(args)
     resolution = resolve_binding(args)
-    effect, candidate = _app_ids(args, resolution)
+    turn = _app_turn(args, host, resolution)
     argv = None
     if args.validation_command_json:
         argv = json_argv(
@@ -93,30 +108,29 @@ def app_refresh_state(args: argparse.Namespace) -> Result:
         resolution,
         todo_id=args.todo_id,
         turn_instance_id=args.turn_id,
-        effect_id=effect,
+        effect_id=turn.turn_key,
         reflection_json=args.reward_memory_reflection_json,
         declared=declared,
         workspace=workspace,
         restage=args.restage,
     )
     if resolution.status["available"]:
-        record_step(resolution, candidate, "writeback")
+        host.record_step(turn, "writeback")
     return {
         "ok": True,
         "schema_version": "turn_hooks_codex_app_refresh_v0",
         "stage": staged,
-        "finalize": _finalize_if_settled(resolution, candidate),
+        "finalize": _finalize_if_settled(host, turn),
     }, "Codex App refresh"
 
 
 def app_spend_slot(args: argparse.Namespace) -> Result:
     """``codex-app spend-slot``: record the spend once, then finalize a staged candidate."""
-    from capabilities.reward_memory.turn.app import ledger_state, record_step
-
+    host = _app_host(args)
     resolution = resolve_binding(args)
-    _effect, candidate = _app_ids(args, resolution)
+    turn = _app_turn(args, host, resolution)
     if not args.execute:
-        state = ledger_state(resolution, candidate)
+        state = host.ledger_state(turn)
         return {
             "ok": True,
             "schema_version": "turn_hooks_codex_app_spend_v0",
@@ -125,7 +139,7 @@ def app_spend_slot(args: argparse.Namespace) -> Result:
             "charged": False,
             "finalize": None,
         }, ("Codex App spend (preview)")
-    appended, charged = record_step(resolution, candidate, "spend")
+    appended, charged = host.record_step(turn, "spend")
     return {
         "ok": True,
         "schema_version": "turn_hooks_codex_app_spend_v0",
@@ -133,7 +147,7 @@ def app_spend_slot(args: argparse.Namespace) -> Result:
         "already_charged": appended and not charged,
         "charged": charged,
         "spend_read_back": appended,
-        "finalize": _finalize_if_settled(resolution, candidate),
+        "finalize": _finalize_if_settled(host, turn),
     }, "Codex App spend"
 
 

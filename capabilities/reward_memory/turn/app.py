@@ -1,12 +1,12 @@
-"""The Codex App two-phase path: stage at refresh, finalize after spend (turn-lifecycle §9).
+"""Reward memory's half of the Codex App two-phase path (turn-lifecycle §9).
 
 ``refresh-state`` stages the reflection in a locked 0600 candidate sidecar keyed by
 (Goal, Agent, Todo, Turn, effect) and runs the Todo's declared validator every
 time, so an earlier pass never masks a current failure. Staging never calls a
-provider. ``spend-slot`` records the spend once (no second charge) and, when a
-candidate is staged and the writeback and spend read back, finalizes it through the
-ordinary Turn ingest with ``turn_key = effect_id``. A small settlement ledger
-sidecar remembers both steps, so whichever comes last finalizes.
+provider. The App host (``hosts.codex_app``) keeps the writeback and spend ledger;
+once both read back it dispatches ``post_settlement`` with the quota-spend evidence,
+and the plugin's hook finalizes the staged candidate here, through the ordinary Turn
+ingest with ``turn_key = effect_id``.
 """
 
 from __future__ import annotations
@@ -29,18 +29,19 @@ from capabilities.reward_memory.turn.post_settlement import (
     APP_WIRING,
     ProviderFor,
     base_receipt,
-    run_turn_ingest,
+    run_turn_ingest_fail_open,
 )
 from sidecars import SidecarStore, goal_agent_parts, path_token
-from turn_hooks import run_external
+from turn_hooks import Settlement, TurnContext, run_external
 
 SIDECAR_SCHEMA = "codex_app_reward_memory_outcome_sidecar_v0"
 STAGE_SCHEMA = "codex_app_reward_memory_outcome_candidate_v0"
 REQUEST_SCHEMA = "reward_memory_reflection_validation_request_v0"
-LEDGER_SCHEMA = "turn_hooks_app_settlement_v0"
 STAGE_WIRING = "codex_app_refresh_stage"
 CANDIDATE_DIR = "reward-memory-app-outcomes"
-LEDGER_DIR = "codex-app-settlements"
+INGEST_HOOK_ID = "reward-memory.outcome-ingest"
+"""The plugin's ``post_settlement`` hook id: the App command reads its own result
+from the dispatcher receipt under it (plugin.py registers it; a test pins both)."""
 DEFAULT_TIMEOUT = 20
 
 
@@ -102,14 +103,6 @@ def candidate_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_i
     """``reward-memory-app-outcomes/T(goal)/T(agent)/T(candidate_id).json`` (identities §4)."""
     return store.path(
         *goal_agent_parts(CANDIDATE_DIR, goal_id, agent_id),
-        path_token(candidate_id, "candidate") + ".json",
-    )
-
-
-def ledger_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str) -> Path:
-    """The settlement ledger of one App Turn effect."""
-    return store.path(
-        *goal_agent_parts(LEDGER_DIR, goal_id, agent_id),
         path_token(candidate_id, "candidate") + ".json",
     )
 
@@ -251,14 +244,27 @@ def stage(
 
 def finalize(
     resolution: Resolution,
+    turn: TurnContext,
+    settlement: Settlement,
     *,
-    candidate_id: str,
-    writeback_appended: bool,
-    spend_appended: bool,
     provider_for: ProviderFor,
 ) -> dict[str, Any] | None:
-    """Finalize a staged candidate after writeback and spend read back (exact key only)."""
+    """Finalize the staged candidate of a settled App effect (exact key only).
+
+    The candidate key comes from the Turn the App host settles: the Todo is its
+    session, the App turn its host turn and the effect its key. Nothing staged is no
+    receipt. The evidence is the stored ``task_validation`` with the writeback and
+    quota spend the host read back; the event is learned under ``turn_key = effect_id``
+    and the stored ``observed_at``.
+    """
     status = resolution.status
+    candidate_id = app_candidate_id(
+        status["goal_id"],
+        status["agent_id"],
+        turn.host_session_id or "",
+        turn.host_turn_id,
+        turn.turn_key,
+    )
     store = resolution.sidecars
     path = candidate_path(store, status["goal_id"], status["agent_id"], candidate_id)
     staged = store.read(path)
@@ -270,11 +276,8 @@ def finalize(
     ):
         receipt.update(status="runtime_state_invalid", reason_code="app_outcome_binding_changed")
         return receipt
-    evidence = {
-        "task_validation": staged.get("task_validation") or {},
-        "writeback": {"ok": writeback_appended, "appended": writeback_appended},
-        "quota_spend": {"ok": spend_appended, "appended": spend_appended},
-    }
+    evidence = settlement.evidence.to_json()
+    evidence["task_validation"] = staged.get("task_validation") or {}
     if staged["task_validation"].get("status") != "passed":
         receipt.update(
             status="evidence_validation_required",
@@ -285,7 +288,7 @@ def finalize(
     raw = json.dumps(
         staged["reflection"], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
-    return run_turn_ingest(
+    return run_turn_ingest_fail_open(
         resolution,
         turn_key=str(staged["effect_id"]),
         host_result={"reward_memory_reflection_json": raw},
@@ -295,37 +298,3 @@ def finalize(
         wiring=APP_WIRING,
         attested_digest=staged.get("reflection_digest"),
     )
-
-
-def record_step(resolution: Resolution, candidate_id: str, step: str) -> tuple[bool, bool]:
-    """Record ``writeback`` or ``spend`` once in the ledger and read it back.
-
-    Returns (read back as appended, recorded by this call): a second spend of the
-    same effect finds it already recorded, so nothing is charged twice.
-    """
-    store = resolution.sidecars
-    path = ledger_path(
-        store, resolution.status["goal_id"], resolution.status["agent_id"], candidate_id
-    )
-    recorded = False
-
-    def change(ledger: dict[str, Any] | None) -> dict[str, Any] | None:
-        nonlocal recorded
-        ledger = ledger or {"schema_version": LEDGER_SCHEMA, "candidate_id": candidate_id}
-        if ledger.get(step, {}).get("appended") is True:
-            return None
-        recorded = True
-        return {**ledger, step: {"ok": True, "appended": True, "recorded_at": now_timestamp()}}
-
-    store.update(path, change)
-    return ledger_state(resolution, candidate_id).get(step) is True, recorded
-
-
-def ledger_state(resolution: Resolution, candidate_id: str) -> dict[str, bool]:
-    """Which settlement steps of an App effect read back as appended."""
-    store = resolution.sidecars
-    path = ledger_path(
-        store, resolution.status["goal_id"], resolution.status["agent_id"], candidate_id
-    )
-    ledger = store.read(path) or {}
-    return {step: ledger.get(step, {}).get("appended") is True for step in ("writeback", "spend")}
