@@ -97,7 +97,16 @@ def _cmd_schema(args: argparse.Namespace) -> tuple[Any, str]:
 def _store(args: argparse.Namespace) -> Any:
     from sidecars import SidecarStore, sidecar_root
 
+    from turn_hooks.errors import InvalidInputError
+
     root = Path(args.root) if args.root else sidecar_root(Path.cwd())
+    try:
+        root.is_dir()  # a name the system refuses (too long, say) is the caller's to fix
+    except OSError as exc:
+        raise InvalidInputError(
+            f"the sidecar root cannot be used ({exc.strerror}); name an existing directory",
+            reason_code="sidecar_root_invalid",
+        ) from None
     return SidecarStore(root)
 
 

@@ -602,3 +602,12 @@ def test_no_stdin_reads_as_empty_input(capsys, monkeypatch):
 def test_no_stdout_is_not_a_crash(monkeypatch):
     monkeypatch.setattr(sys, "stdout", None)
     assert cli.main(["plugins"]) == 0
+
+
+def test_a_sidecar_root_the_system_refuses_is_a_typed_error(tmp_path, capsys):
+    """Found by the fuzzer: a 5,000-character ``--root`` raised OSError (internal_error)."""
+    root = str(tmp_path / ("a" * 5000))
+    assert cli.main(["sidecar", "check", "--root", root]) == 2
+    error = json.loads(capsys.readouterr().out)
+    assert (error["error"], error["reason_code"]) == ("InvalidInputError", "sidecar_root_invalid")
+    assert not any(tmp_path.iterdir()), "nothing was written"
