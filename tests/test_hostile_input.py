@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -44,10 +43,10 @@ def refusal(data, **options):
 @pytest.mark.parametrize(
     "data", [DEEP, DEEP.encode(), '{"a":' * 500_000], ids=["str", "bytes", "obj"]
 )
-def test_a_million_deep_document_is_refused_quickly_without_recursion(data):
-    started = time.perf_counter()
+def test_a_million_deep_document_is_refused_without_recursion(data):
+    # Refused by the bracket scan before any parser recurses (how fast is for
+    # benchmarks, never a timed assertion here).
     assert refusal(data) == "input_too_deep"
-    assert time.perf_counter() - started < 1.0
 
 
 def test_the_depth_bound_is_exact_and_ignores_brackets_in_strings():
