@@ -369,6 +369,18 @@ print(json.dumps(out))
 )
 
 
+def loopx_evidence(ours: dict) -> dict:
+    """The same settlement evidence as LoopX's hosts build it.
+
+    Our hosts keep the validator's output under the capability-neutral
+    ``task_validation.attestation`` (issue 14); LoopX's put it under
+    ``reward_memory_reflection_validation``, which our plugin also reads.
+    """
+    validation = dict(ours["task_validation"])
+    validation["reward_memory_reflection_validation"] = validation.pop("attestation")
+    return {**ours, "task_validation": validation}
+
+
 def test_turn_ingest_journal_and_reconciliation_match(tmp_path):
     from rm_support import UNAVAILABLE
     from turn_support import RAW, evidence, resolution, store_provider
@@ -389,7 +401,7 @@ def test_turn_ingest_journal_and_reconciliation_match(tmp_path):
             "registry": str(theirs_registry),
             "raw": RAW,
             "no_evidence": no_evidence,
-            "evidence": evidence(quota=quota),
+            "evidence": loopx_evidence(evidence(quota=quota)),
             "unattested": evidence(attested=False, quota=quota),
         },
     )
