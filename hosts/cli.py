@@ -96,7 +96,6 @@ def _cmd_schema(args: argparse.Namespace) -> tuple[Any, str]:
 
 def _store(args: argparse.Namespace) -> Any:
     from sidecars import SidecarStore, sidecar_root
-
     from turn_hooks.errors import InvalidInputError
 
     root = Path(args.root) if args.root else sidecar_root(Path.cwd())

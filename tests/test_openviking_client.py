@@ -4,6 +4,7 @@ cannot produce on demand (the real-server tests are in test_openviking_real.py).
 from __future__ import annotations
 
 import json
+import os
 
 import httpx
 import pytest
@@ -226,3 +227,18 @@ def test_factory_reports_an_unconfigured_endpoint(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENVIKING_URL", raising=False)
     unavailable = build_provider({"provider_id": "openviking"}, repo=tmp_path)
     assert unavailable.preflight(timeout=1).reason_code == "provider_endpoint_unconfigured"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "huge", "deep"])
+def test_an_unusable_ovcli_conf_is_as_good_as_none(monkeypatch, tmp_path, kind):
+    """A FIFO must not hold the Turn, nor /dev/zero-sized or deep JSON fill memory."""
+    conf = tmp_path / "ovcli.conf"
+    if kind == "fifo":
+        os.mkfifo(conf)
+    elif kind == "huge":
+        conf.write_bytes(b'{"url": "' + b"x" * (5 << 20) + b'"}')
+    else:
+        conf.write_text('{"url": "http://deep", "a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(conf))
+    monkeypatch.delenv("OPENVIKING_URL", raising=False)
+    assert OpenVikingSettings.resolve() is None

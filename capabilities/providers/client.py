@@ -6,7 +6,6 @@ The transport and the retry policy come from the caller (tests pass
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import weakref
@@ -45,9 +44,14 @@ class OpenVikingSettings:
         conf_path = os.environ.get("OPENVIKING_CLI_CONFIG_FILE") or str(
             Path.home() / ".openviking" / "ovcli.conf"
         )
+        from sidecars import read_bounded
+        from turn_hooks import TurnHooksError, loads_bounded
+
         try:
-            conf = json.loads(Path(conf_path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            # Bounded and regular files only: a FIFO or /dev/zero here must not hold
+            # the Turn; an unusable file is as good as none.
+            conf = loads_bounded(read_bounded(conf_path, reason_prefix="ovcli_conf"))
+        except TurnHooksError:
             conf = {}
         conf = conf if isinstance(conf, dict) else {}
         values: dict[str, Any] = {}
