@@ -56,6 +56,18 @@ def main(samples: int = 25, records: int = 10_000) -> None:
                 [script, "host", "generic", "post-settlement", *binding],
                 json.dumps({"turn_id": f"n{i}", "last_assistant_message": "done"}),
             ),
+            "Codex CLI Stop, validated reflection (settles detached)": lambda i: (
+                [
+                    script,
+                    "host",
+                    "codex-cli",
+                    "post-settlement",
+                    *binding,
+                    "--validation-command-json",
+                    json.dumps(VALIDATOR),
+                ],
+                json.dumps({"turn_id": f"c{i}", "last_assistant_message": message}),
+            ),
             "post-settlement (validated ingest)": lambda i: (
                 [
                     script,
