@@ -290,7 +290,8 @@ def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
     from turn_hooks import make_plugin_manager
 
     registry = args.registry or os.environ.get("TURN_HOOKS_REGISTRY")
-    store = settlement_store(registry, args.goal_id, args.cwd)
+    # A command: an unusable binding is one typed error and exit 2, nothing written.
+    store = settlement_store(registry, args.goal_id)
     summary = replay_pending(
         make_plugin_manager(), store, goal_id=args.goal_id, agent_id=args.agent_id, limit=args.limit
     )
@@ -445,7 +446,6 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     settle.add_argument("--goal-id", required=True)
     settle.add_argument("--agent-id", required=True)
     settle.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
-    settle.add_argument("--cwd", help="the Goal repository when no registry names it")
     settle.add_argument(
         "--limit", type=int, default=None, help="at most this many entries (default: all)"
     )

@@ -15,10 +15,21 @@ next PreTurn, or run as ``turn-hooks settle --pending``) carries the entry on, t
 oldest first, to a final receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the
 typed terminal state ``settlement_attempts_exhausted``. The worker holds the
 entry's lock while it works, so two workers never settle one entry at once.
+
+What cannot be carried on is never retried for ever. A host result too large to spool
+is refused before anything is written (``settlement_spool_too_large``), and an entry
+that can no longer be read (garbled, over the sidecar bound, not a regular file) is
+set aside as ``settlement_spool_unreadable`` and its marker removed. A queue or spool
+that cannot be written costs the Turn its durability, not its settlement: the reason
+goes to the hook log and the settlement is still delivered inline.
+
+State lives only below the sidecar root of the Goal the binding registry names: with
+no usable registry or Goal a Stop hook writes nothing but its hook log line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,15 +47,17 @@ from hosts.render import extract_results
 from sidecars import (
     SidecarStore,
     SidecarTransaction,
+    dumps,
     goal_agent_parts,
-    goal_repository,
     path_token,
+    require_goal_repository,
     sidecar_root,
 )
 from turn_hooks import (
     InvalidInputError,
     Settlement,
     SettlementEvidence,
+    SidecarCorrupt,
     SidecarError,
     SidecarLockTimeout,
     TurnContext,
@@ -72,6 +85,11 @@ LEASE_TIMEOUT = 0.2
 """A replay waits this long for an entry's lock: a busy entry has a worker already."""
 CONCLUSIVE = frozenset({"passed", "failed", "unavailable"})
 """Validator verdicts kept in the spool; ``inconclusive`` (timeout, crash) is re-run."""
+MAX_SPOOL_BYTES = 1024 * 1024
+"""The host result and Turn one spool entry may hold (encoded). A quarter of the
+sidecar bound, so the verdict and receipts added later keep the entry readable."""
+SET_ASIDE_SUFFIX = ".unreadable"
+"""An unreadable spool entry is renamed to this suffix: kept for a person, never listed."""
 
 
 def run_validator(
@@ -120,9 +138,27 @@ def _queue_path(store: SidecarStore, goal_id: str | None, agent_id: str | None, 
     return store.path(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id), name)
 
 
-def settlement_store(registry: str | None, goal_id: str | None, cwd: str | None) -> SidecarStore:
-    """The sidecar store of the Goal a registry names, else of the working directory."""
-    return SidecarStore(sidecar_root(goal_repository(registry, goal_id) or Path(cwd or ".")))
+def settlement_store(registry: str | None, goal_id: str | None) -> SidecarStore:
+    """The sidecar store of the Goal a registry names.
+
+    There is no fallback to the event's working directory, which may be anywhere.
+
+    :raises InvalidInputError: the registry's reason code
+        (:func:`sidecars.require_goal_repository`), before anything is written.
+    """
+    return SidecarStore(sidecar_root(require_goal_repository(registry, goal_id)))
+
+
+def binding_store(registry: str | None, goal_id: str | None) -> SidecarStore | None:
+    """:func:`settlement_store`, or ``None`` for a binding with no usable Goal.
+
+    For a PreTurn's own bookkeeping: it then keeps no host state at all, and the
+    plugins say why the binding is unusable in their own results.
+    """
+    try:
+        return settlement_store(registry, goal_id)
+    except InvalidInputError:
+        return None
 
 
 def _now() -> str:
@@ -147,37 +183,70 @@ def settle(
     each taken from its block of the final message. Why anything was not taken (a
     repeated block, a plugin's reason code) goes to the local hook log.
     """
+    store = settlement_store(turn.registry, turn.goal_id)
     host_result, faults = extract_results(final_message, settlement_result_fields(pm))
-    store = settlement_store(turn.registry, turn.goal_id, turn.cwd)
-    path = spool_path(store, turn)
-    # The marker first: a kill before the entry exists leaves a marker pointing at
-    # nothing, which the next replay drops; the other order could lose the entry.
-    _enqueue(store, turn.goal_id, turn.agent_id, path)
-    with store.transaction(path) as spool:
-        previous = spool.read() or {}
-        entry = {
-            "schema_version": SPOOL_SCHEMA,
-            "host": turn.host,
-            "turn_key": turn.turn_key,
-            "host_session_id": turn.host_session_id,
-            "observed_at": previous.get("observed_at", turn.observed_at),
-            "cwd": turn.cwd,
-            "host_result": host_result,
-            "last_message_sha256": hashlib.sha256(
-                (final_message or "").encode("utf-8", "surrogatepass")
-            ).hexdigest(),
-            "turn": turn.to_json(),
-            "validation_declaration": _declaration(validation_argv, validation_timeout),
-            "settlement_attempt_count": _attempts(previous) + 1,
-        }
-        if "post_settlement" in previous:
-            entry["post_settlement"] = previous["post_settlement"]
-        spool.write(entry)
-        appended = spool.read() == entry
-        receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
     reasons = [("adapter", fault) for fault in faults]
+    path = spool_path(store, turn)
+    entry = {
+        "schema_version": SPOOL_SCHEMA,
+        "host": turn.host,
+        "turn_key": turn.turn_key,
+        "host_session_id": turn.host_session_id,
+        "observed_at": turn.observed_at,
+        "cwd": turn.cwd,
+        "host_result": host_result,
+        "last_message_sha256": hashlib.sha256(
+            (final_message or "").encode("utf-8", "surrogatepass")
+        ).hexdigest(),
+        "turn": turn.to_json(),
+        "validation_declaration": _declaration(validation_argv, validation_timeout),
+        "settlement_attempt_count": 1,
+    }
+    _check_spoolable(entry)
+    try:
+        # The marker first: a kill before the entry exists leaves a marker pointing at
+        # nothing, which the next replay drops; the other order could lose the entry.
+        _enqueue(store, turn.goal_id, turn.agent_id, path)
+    except SidecarLockTimeout:
+        raise  # another Stop hook of this Turn holds it, and settles it
+    except (SidecarError, OSError):
+        reasons.append(("adapter", "settlement_queue_unwritable"))
+    with contextlib.ExitStack() as held:
+        spool: SidecarTransaction | None = None
+        try:
+            spool = held.enter_context(store.transaction(path))
+            previous = spool.read() or {}
+            entry["observed_at"] = previous.get("observed_at", turn.observed_at)
+            entry["settlement_attempt_count"] = _attempts(previous) + 1
+            if "post_settlement" in previous:
+                entry["post_settlement"] = previous["post_settlement"]
+            spool.write(entry)
+            appended = spool.read() == entry
+        except SidecarLockTimeout:
+            raise
+        except (SidecarError, OSError) as exc:
+            # Not durable, but still delivered: the evidence says honestly that
+            # nothing was appended, and each plugin decides what that is worth.
+            unreadable = isinstance(exc, SidecarCorrupt)
+            reason = "settlement_spool_unreadable" if unreadable else "settlement_spool_unwritable"
+            reasons.append(("adapter", reason))
+            spool, appended = None, False
+        receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
+
+
+def _check_spoolable(entry: dict[str, Any]) -> None:
+    """Refuse an entry too large to spool, before anything (its marker too) is written.
+
+    Spooled, it would have grown past the sidecar bound with its receipts, become
+    unreadable and been retried on every Turn.
+    """
+    size = len(dumps(entry).encode("utf-8", "surrogatepass"))
+    if size > MAX_SPOOL_BYTES:
+        raise InvalidInputError(
+            "the settlement is too large to spool", reason_code="settlement_spool_too_large"
+        )
 
 
 def _attempts(entry: dict[str, Any]) -> int:
@@ -217,19 +286,21 @@ def _deliver(
     pm: pluggy.PluginManager,
     turn: TurnContext,
     store: SidecarStore,
-    spool: SidecarTransaction,
+    spool: SidecarTransaction | None,
     entry: dict[str, Any],
     *,
     appended: bool,
 ) -> dict[str, Any]:
-    """Validate (unless the spool holds a verdict), dispatch, and keep the receipt."""
+    """Validate (unless the spool holds a verdict), dispatch, and keep the receipt
+    (in the spool; with ``spool=None`` nothing is kept)."""
     host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
         validation = _validate(entry, turn, host_result)
         if validation.get("status") in CONCLUSIVE:
             entry["task_validation"] = validation
-            spool.write(entry)  # a kill from here on does not run the validator again
+            if spool is not None:
+                spool.write(entry)  # a kill from here on does not run the validator again
     settlement = Settlement(
         host_result=host_result,
         evidence=SettlementEvidence(
@@ -241,9 +312,10 @@ def _deliver(
     )
     receipt = call_post_settlement(pm, turn, settlement)
     entry["post_settlement"] = receipt
-    spool.write(entry)
-    if _settled(entry):
-        _dequeue(store, spool.path)
+    if spool is not None:
+        spool.write(entry)
+        if _settled(entry):
+            _dequeue(store, spool.path)
     call_post_writeback(
         pm, turn, WritebackEvent(turn_key=turn.turn_key, host=turn.host, spool=entry)
     )
@@ -266,7 +338,11 @@ def _enqueue(store: SidecarStore, goal_id: str | None, agent_id: str | None, spo
 
 def _dequeue(store: SidecarStore, spool: Path) -> None:
     # The spool is settlements/T(goal)/T(agent)/NAME; its marker has the same parts.
-    store.delete(store.path(QUEUE_DIR, spool.parent.parent.name, spool.parent.name, spool.name))
+    marker = store.path(QUEUE_DIR, spool.parent.parent.name, spool.parent.name, spool.name)
+    # A marker left behind costs one replay that finds its entry settled; a queue that
+    # could not be written (so holds no marker) must not fail the settlement.
+    with contextlib.suppress(SidecarError, OSError):
+        store.delete(marker)
 
 
 def queued(store: SidecarStore, goal_id: str | None, agent_id: str | None) -> list[Path]:
@@ -334,6 +410,13 @@ REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 
 def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> str:
+    try:
+        store.read(path)  # lock-free: what can never be read must not be retried for ever
+    except SidecarCorrupt:
+        _set_aside(path)
+        _dequeue(store, path)
+        record("unknown", "settlement_replay", [("adapter", "settlement_spool_unreadable")])
+        return "terminal"
     with store.transaction(path) as spool:
         entry = spool.read()
         if entry is None or _settled(entry):
@@ -358,6 +441,12 @@ def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> st
         return "settled" if _settled(entry) else "open"
 
 
+def _set_aside(path: Path) -> None:
+    """Move an unreadable entry out of the listing, kept for a person to look at."""
+    with contextlib.suppress(OSError):  # gone, or in the way: its marker goes anyway
+        os.replace(path, path.with_name(path.name + SET_ASIDE_SUFFIX))
+
+
 def _spooled_turn(entry: dict[str, Any]) -> TurnContext | None:
     """The Turn as the Stop hook saw it; ``None`` for entries written before it was kept."""
     document = entry.get("turn")
@@ -371,16 +460,17 @@ def _spooled_turn(entry: dict[str, Any]) -> TurnContext | None:
         return None
 
 
-def start_replay_worker(
-    *, registry: str | None, goal_id: str, agent_id: str, cwd: str | None
-) -> bool:
+def start_replay_worker(*, registry: str | None, goal_id: str, agent_id: str) -> bool:
     """Start a detached ``turn-hooks settle --pending`` when settlements are queued.
 
-    Called by every PreTurn, so the common case (an empty queue) is one directory
-    listing. The worker runs in its own session with no standard streams, so neither
-    the Turn nor the host waits for its validators; it ends when the queue is worked.
+    Called by every PreTurn, so the common case (an empty queue) is one registry read
+    and one directory listing; a binding with no usable Goal starts nothing. The worker
+    runs in its own session with no standard streams, so neither the Turn nor the host
+    waits for its validators; it ends when the queue is worked.
     """
-    store = settlement_store(registry, goal_id, cwd)
+    store = binding_store(registry, goal_id)
+    if store is None or not registry:
+        return False  # a worker could only refuse the binding, as settle --pending does
     directory = store.root.joinpath(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id))
     if not _any_json(directory):
         return False
@@ -396,11 +486,9 @@ def start_replay_worker(
         agent_id,
         "--limit",
         str(REPLAY_PER_TURN),
+        "--registry",
+        str(Path(registry).absolute()),
     ]
-    if registry:
-        argv += ["--registry", str(Path(registry).absolute())]
-    if cwd:
-        argv += ["--cwd", cwd]
     subprocess.Popen(  # our own interpreter and module, no shell
         argv,
         stdin=subprocess.DEVNULL,

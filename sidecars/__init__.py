@@ -8,7 +8,12 @@ from sidecars.paths import (
     sidecar_path,
     sidecar_root,
 )
-from sidecars.registry import goal_repository, read_registry, registry_goal
+from sidecars.registry import (
+    goal_repository,
+    read_registry,
+    registry_goal,
+    require_goal_repository,
+)
 from sidecars.store import (
     DEFAULT_LOCK_TIMEOUT,
     DIR_MODE,
@@ -36,6 +41,7 @@ __all__ = [
     "path_token",
     "read_registry",
     "registry_goal",
+    "require_goal_repository",
     "sidecar_path",
     "sidecar_root",
 ]

@@ -286,8 +286,14 @@ class SidecarStore:
     def _replace(self, path: Path, document: Document) -> None:
         try:
             text = dumps(document)
+            size = len(text.encode("utf-8"))  # a lone surrogate is no JSON text either
         except (TypeError, ValueError) as exc:
             raise SidecarWriteError("the document is not JSON", path=str(path)) from exc
+        if size > MAX_SIDECAR_BYTES:
+            # Never write what read() refuses: the file would be stuck unreadable.
+            raise SidecarWriteError(
+                "the document is larger than 4 MiB", reason_code="sidecar_too_large", path=str(path)
+            )
         atomic_write_text(path, text, mode=FILE_MODE)
 
     def delete(self, path: Path) -> bool:

@@ -91,9 +91,9 @@ def test_corrupt_sidecars_raise_and_are_never_overwritten(store, content):
 def test_an_oversized_sidecar_is_corrupt(store, monkeypatch):
     from sidecars import store as store_module
 
-    monkeypatch.setattr(store_module, "MAX_SIDECAR_BYTES", 10)
     path = store.path("big.json")
-    store.write(path, {"text": "x" * 20})
+    store.write(path, {"text": "x" * 20})  # written under the bound, read over it
+    monkeypatch.setattr(store_module, "MAX_SIDECAR_BYTES", 10)
     with pytest.raises(SidecarCorrupt):
         store.read(path)
 
@@ -275,6 +275,24 @@ def test_a_non_json_document_is_a_write_error_and_leaves_no_file(store):
     with pytest.raises(SidecarWriteError):
         store.write(path, {"bad": object()})
     assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        pytest.param({"text": "x" * (4 * 1024 * 1024)}, "sidecar_too_large", id="over-4-MiB"),
+        pytest.param({"text": "ä" * (2 * 1024 * 1024 + 8)}, "sidecar_too_large", id="over-in-utf8"),
+        pytest.param({"text": "a\udcffb"}, "sidecar_write_failed", id="lone-surrogate"),
+    ],
+)
+def test_a_document_read_would_refuse_is_never_written(store, document, reason):
+    """Issue 13: a sidecar over the read bound was written, then unreadable for ever."""
+    path = store.path("doc.json")
+    store.write(path, {"old": True})
+    with pytest.raises(SidecarWriteError) as info:
+        store.write(path, document)
+    assert info.value.reason_code == reason
+    assert store.read(path) == {"old": True}
 
 
 def test_a_failed_replace_removes_the_temp_file(store, monkeypatch):
