@@ -230,6 +230,8 @@ def settle(
             unreadable = isinstance(exc, SidecarCorrupt)
             reason = "settlement_spool_unreadable" if unreadable else "settlement_spool_unwritable"
             reasons.append(("adapter", reason))
+            if not unreadable:
+                _dequeue(store, path)  # no entry to carry on; an unreadable one is set aside
             spool, appended = None, False
         receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])

@@ -45,7 +45,7 @@ from hosts.settlement import (
     spool_path,
 )
 from sidecars import SidecarStore, sidecar_root
-from turn_hooks import InvalidInputError, make_plugin_manager
+from turn_hooks import InvalidInputError, make_plugin_manager, settlement_is_final
 
 ROOT = Path(__file__).parent.parent
 EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
@@ -495,3 +495,27 @@ def test_an_unwritable_spool_still_delivers_inline_with_honest_evidence(tmp_path
     assert (result.returncode, receipt["status"]) == (0, "observed")
     assert "reward-memory.outcome-ingest" in receipt["results"], "the plugins were called"
     assert ("adapter", "settlement_spool_unwritable") in logged()
+
+
+def test_a_lone_surrogate_reflection_is_rejected_for_good_not_retried(tmp_path):
+    """An in-process host can hand over text that is not UTF-8; it can never become a
+    memory, so it is the final reflection_rejected, not a retryable failure."""
+    registry = bound_goal(tmp_path)
+    turn = build_turn(
+        {"turn_id": "t1", "cwd": str(tmp_path)},
+        host="generic_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    broken = RAW.replace('"content_summary": "', '"content_summary": "\udcff', 1)
+    receipt = settle(
+        make_plugin_manager(), turn, final_message=message(broken), validation_argv=DEMO_VALIDATOR
+    )
+    ingest = receipt["results"]["reward-memory.outcome-ingest"]
+    assert (ingest["status"], ingest["reason_code"]) == (
+        "reflection_rejected",
+        "reflection_not_utf8",
+    )
+    assert settlement_is_final(receipt)
+    assert queue(registry) == [], "nothing left to retry"

@@ -33,7 +33,15 @@ def reconcile_journals(args: argparse.Namespace) -> Result:
 
 def _app_ids(args: argparse.Namespace, resolution: Any) -> tuple[str, str]:
     from capabilities.reward_memory.contract.identities import app_candidate_id
+    from turn_hooks.errors import InvalidInputError
 
+    # An empty or blank id would name one candidate for every such Turn.
+    for field in ("todo_id", "turn_id", "effect_id"):
+        value = getattr(args, field)
+        if value is not None and not value.strip():
+            raise InvalidInputError(
+                f"--{field.replace('_', '-')} is empty", reason_code="app_id_empty", field=field
+            )
     effect = args.effect_id or f"writeback:{args.turn_id}"
     status = resolution.status
     return effect, app_candidate_id(
