@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,6 +21,9 @@ EXIT_INTERNAL = 1
 
 Handler = Callable[[argparse.Namespace], tuple[Any, str]]
 """A command: returns (document, title) for rendering, or raises a TurnHooksError."""
+
+_protocol: list[int] = []
+"""The descriptor of the real stdout while a host hook runs (see :func:`_host_stdout`)."""
 
 
 class UsageError(Exception):
@@ -295,7 +298,8 @@ def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
     from turn_hooks import make_plugin_manager
 
     registry = args.registry or os.environ.get("TURN_HOOKS_REGISTRY")
-    store = settlement_store(registry, args.goal_id, args.cwd)
+    # A command: an unusable binding is one typed error and exit 2, nothing written.
+    store = settlement_store(registry, args.goal_id)
     summary = replay_pending(
         make_plugin_manager(), store, goal_id=args.goal_id, agent_id=args.agent_id, limit=args.limit
     )
@@ -452,7 +456,6 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     settle.add_argument("--goal-id", required=True)
     settle.add_argument("--agent-id", required=True)
     settle.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
-    settle.add_argument("--cwd", help="the Goal repository when no registry names it")
     settle.add_argument(
         "--limit", type=int, default=None, help="at most this many entries (default: all)"
     )
@@ -513,6 +516,43 @@ class OutputUnwritable(Exception):
     decides what that means; a host hook still exits 0."""
 
 
+@contextlib.contextmanager
+def _host_stdout() -> Iterator[None]:
+    """Keep the host's stdout for the host JSON alone while a hook runs.
+
+    A host reads a hook's stdout as its protocol. File descriptor 1 is pointed at
+    stderr for the hook's duration, so whatever else writes there (a plugin's
+    ``os.write(1, ...)``, a child it starts, a plugin thread left behind at its
+    deadline) lands on stderr, which hosts ignore from a hook that exits 0; only
+    :func:`_emit` writes to the real stdout. Without a real descriptor 1 (an
+    in-process caller's captured stream) there is nothing to guard.
+    """
+    try:
+        guarded = sys.stdout is not None and sys.stdout.fileno() == 1
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        guarded = False
+    if not guarded:
+        yield
+        return
+    sys.stdout.flush()
+    real = os.dup(1)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr to lend: the hook runs unguarded
+        os.close(real)
+        yield
+        return
+    _protocol.append(real)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what a plugin left buffered goes where fd 1 points: stderr
+        os.dup2(real, 1)
+        os.close(real)
+        _protocol.clear()
+
+
 def _emit(text: str) -> None:
     """Write ``text`` to stdout as UTF-8 whatever the locale, so stdout is always valid
     UTF-8: a lone surrogate (a file name that is not UTF-8, say) becomes U+FFFD.
@@ -523,6 +563,9 @@ def _emit(text: str) -> None:
     from hosts._render import encode_output
 
     data = encode_output(text)
+    if _protocol:
+        _write_all(_protocol[0], data)
+        return
     stream = sys.stdout
     if stream is None:  # started without a stdout at all
         return
@@ -541,6 +584,13 @@ def _emit(text: str) -> None:
     except OSError as exc:  # ENOSPC from /dev/full, EBADF, EIO...
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
         raise OutputUnwritable(str(exc)) from exc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to a raw descriptor; a reader that is gone takes nothing."""
+    with contextlib.suppress(BrokenPipeError):
+        while data:
+            data = data[os.write(fd, data) :]
 
 
 def _argument_fault(arguments: list[str]) -> tuple[str, str] | None:
@@ -595,22 +645,23 @@ def _run(arguments: list[str], first: str | None) -> int:
         reason = fault[0] if fault is not None else "usage_invalid"
         _emit(to_json(_error(reason, str(exc), "UsageError")) + "\n")
         return EXIT_INVALID
-    try:
-        from turn_hooks.errors import TurnHooksError
+    with _host_stdout() if first == "host" else contextlib.nullcontext():
+        try:
+            from turn_hooks.errors import TurnHooksError
 
-        document, title = args.handler(args)
-    except TurnHooksError as exc:
-        _emit(to_json(exc.to_public()) + "\n")
-        return EXIT_INVALID
-    except Exception as exc:  # the last line of defence: no traceback for a user
-        if os.environ.get("TURN_HOOKS_DEBUG") == "1":
-            raise
-        _emit(to_json(_error("internal_error", type(exc).__name__, "InternalError")) + "\n")
-        return EXIT_INTERNAL
-    if document is None:  # a hook with nothing to say prints nothing
-        return EXIT_OK
-    _emit(render(document, fmt=args.format, title=title))
-    return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
+            document, title = args.handler(args)
+        except TurnHooksError as exc:
+            _emit(to_json(exc.to_public()) + "\n")
+            return EXIT_INVALID
+        except Exception as exc:  # the last line of defence: no traceback for a user
+            if os.environ.get("TURN_HOOKS_DEBUG") == "1":
+                raise
+            _emit(to_json(_error("internal_error", type(exc).__name__, "InternalError")) + "\n")
+            return EXIT_INTERNAL
+        if document is None:  # a hook with nothing to say prints nothing
+            return EXIT_OK
+        _emit(render(document, fmt=args.format, title=title))
+        return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def _key_of(turn: TurnContext) -> str:
 
 
 def _store(turn: TurnContext) -> SidecarStore:
-    return settlement_store(turn.registry, turn.goal_id, turn.cwd)
+    return settlement_store(turn.registry, turn.goal_id)
 
 
 def ledger_path(store: SidecarStore, goal_id: str, agent_id: str, key: str) -> Path:

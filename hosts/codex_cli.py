@@ -12,7 +12,7 @@ from typing import Any
 from hosts.generic import build_turn, carry_on_settlements
 from hosts.hook_log import record_pre_turn
 from hosts.render import render, without_refs
-from hosts.settlement import settle, settlement_store
+from hosts.settlement import binding_store, settle
 from sidecars import path_token
 from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
 
@@ -43,16 +43,19 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     outcome = call_pre_turn(make_plugin_manager(), turn)
     record_pre_turn(host, outcome)
     projection = project_contributions(outcome.payload)
-    store = settlement_store(turn.registry, binding["goal_id"], turn.cwd)
-    path = store.path("injected", host, path_token(turn.host_session_id, "session") + ".json")
-    delivered: set[str] = set()
-    if turn.host_session_id:
-        delivered = delivered_refs(store.read(path))
+    # With no usable Goal there is nowhere to remember delivered items: all are rendered.
+    store = binding_store(turn.registry, binding["goal_id"])
+    remembered = None
+    if store is not None and turn.host_session_id:
+        name = path_token(turn.host_session_id, "session") + ".json"
+        remembered = (store, store.path("injected", host, name))
+    delivered = delivered_refs(remembered[0].read(remembered[1])) if remembered else set()
     rendering = render(without_refs(projection, delivered))
     if not rendering.text:
         return None
-    if turn.host_session_id and rendering.item_refs:
-        store.update(
+    if remembered and rendering.item_refs:
+        sidecars, path = remembered
+        sidecars.update(
             path,
             lambda doc: {
                 "schema_version": INJECTED_SCHEMA,

@@ -8,6 +8,7 @@ Installing twice changes nothing; `--uninstall` removes exactly our handlers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -98,6 +99,16 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     os.replace(temp, path)
 
 
+def _restore(path: Path, original: bytes | None) -> None:
+    """Put hooks.json back: its earlier bytes, or no file when there was none."""
+    if original is None:
+        path.unlink(missing_ok=True)
+        return
+    temp = path.with_name(path.name + ".turn-hooks.tmp")
+    temp.write_bytes(original)
+    os.replace(temp, path)
+
+
 class AppServer:
     """A minimal JSON-RPC client of `codex app-server` over stdio (JSON lines)."""
 
@@ -156,7 +167,8 @@ class AppServer:
     def close(self) -> None:
         """Close stdin and wait for the process to end (kill after 10 s)."""
         if self.process.stdin:
-            self.process.stdin.close()
+            with contextlib.suppress(OSError):  # a server that died leaves a broken pipe
+                self.process.stdin.close()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -215,9 +227,14 @@ def install(
     prompt_in_recall: bool = True,
     uninstall: bool = False,
 ) -> dict[str, Any]:
-    """Install (or remove) our handlers; a public-safe report of what changed."""
+    """Install (or remove) our handlers; a public-safe report of what changed.
+
+    An install whose hooks cannot all be trusted puts hooks.json back as it was
+    (byte for byte, or absent): a command that fails leaves nothing behind.
+    """
     path = codex_home / "hooks.json"
     before = _read(path)
+    original = path.read_bytes() if path.exists() else None
     document = _without_ours(before, goal_id, agent_id)
     if not uninstall:
         for event in EVENTS:
@@ -237,11 +254,20 @@ def install(
     changed = document != before
     if changed:
         _write(path, document)
-    statuses = (
-        [] if uninstall else trust_our_hooks(codex, codex_home, Path.cwd(), goal_id, agent_id)
-    )
+    try:
+        statuses = (
+            [] if uninstall else trust_our_hooks(codex, codex_home, Path.cwd(), goal_id, agent_id)
+        )
+    except BaseException:
+        if changed:
+            _restore(path, original)
+        raise
+    ok = uninstall or (bool(statuses) and all(s == "trusted" for s in statuses))
+    if changed and not ok:
+        _restore(path, original)
+        changed = False
     return {
-        "ok": uninstall or (bool(statuses) and all(s == "trusted" for s in statuses)),
+        "ok": ok,
         "schema_version": "turn_hooks_install_v0",
         "host": "codex_cli",
         "action": "uninstall" if uninstall else "install",

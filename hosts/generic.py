@@ -15,8 +15,8 @@ from typing import IO, Any
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
 from hosts.render import render_context
-from hosts.settlement import settle, settlement_store, start_replay_worker
-from sidecars import SidecarStore, path_token, read_stream
+from hosts.settlement import binding_store, settle, settlement_store, start_replay_worker
+from sidecars import path_token, read_stream
 from turn_hooks import (
     SidecarError,
     TurnContext,
@@ -80,12 +80,6 @@ def build_turn(
     )
 
 
-def _store_for(binding: dict[str, Any], cwd: Any) -> SidecarStore:
-    return settlement_store(
-        binding.get("registry"), binding.get("goal_id"), cwd if isinstance(cwd, str) else None
-    )
-
-
 def carry_on_settlements(turn: TurnContext) -> None:
     """Start the detached worker for settlements a failed hook left queued.
 
@@ -97,7 +91,6 @@ def carry_on_settlements(turn: TurnContext) -> None:
             registry=turn.registry,
             goal_id=turn.goal_id or "",
             agent_id=turn.agent_id or "",
-            cwd=turn.cwd,
         )
     except (OSError, SidecarError) as exc:
         reason = exc.reason_code if isinstance(exc, SidecarError) else "settlement_worker_failed"
@@ -105,18 +98,26 @@ def carry_on_settlements(turn: TurnContext) -> None:
 
 
 def _gemini_turn(event: dict[str, Any], binding: dict[str, Any], *, starting: bool) -> None:
-    """Gemini has no turn id: BeforeAgent mints one, AfterAgent reads it back."""
+    """Gemini has no turn id: BeforeAgent mints one, AfterAgent reads it back.
+
+    With no usable Goal, BeforeAgent keeps nothing, and AfterAgent raises the binding's
+    reason code (it could settle nothing anyway).
+    """
     session = event.get("session_id")
     if not isinstance(session, str) or not session:
         return
-    store = _store_for(binding, event.get("cwd"))
-    path = store.path("injected", "gemini", path_token(session, "session") + ".json")
+    registry, goal_id = binding.get("registry"), binding.get("goal_id")
     if starting:
         turn_id = gemini_turn_id(event)
+        store = binding_store(registry, goal_id)
         if turn_id:
-            store.update(path, lambda doc: {**(doc or {}), "current_turn_id": turn_id})
             event["turn_id"] = turn_id
+        if turn_id and store is not None:
+            path = store.path("injected", "gemini", path_token(session, "session") + ".json")
+            store.update(path, lambda doc: {**(doc or {}), "current_turn_id": turn_id})
         return
+    store = settlement_store(registry, goal_id)
+    path = store.path("injected", "gemini", path_token(session, "session") + ".json")
     current = (store.read(path) or {}).get("current_turn_id")
     if isinstance(current, str):
         event["turn_id"] = current

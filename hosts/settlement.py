@@ -15,10 +15,21 @@ next PreTurn, or run as ``turn-hooks settle --pending``) carries the entry on, t
 oldest first, to a final receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the
 typed terminal state ``settlement_attempts_exhausted``. The worker holds the
 entry's lock while it works, so two workers never settle one entry at once.
+
+What cannot be carried on is never retried for ever. A host result too large to spool
+is refused before anything is written (``settlement_spool_too_large``), and an entry
+that can no longer be read (garbled, over the sidecar bound, not a regular file) is
+set aside as ``settlement_spool_unreadable`` and its marker removed. A queue or spool
+that cannot be written costs the Turn its durability, not its settlement: the reason
+goes to the hook log and the settlement is still delivered inline.
+
+State lives only below the sidecar root of the Goal the binding registry names: with
+no usable registry or Goal a Stop hook writes nothing but its hook log line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -35,15 +46,17 @@ from hosts.render import extract_results
 from sidecars import (
     SidecarStore,
     SidecarTransaction,
+    dumps,
     goal_agent_parts,
-    goal_repository,
     path_token,
+    require_goal_repository,
     sidecar_root,
 )
 from turn_hooks import (
     InvalidInputError,
     Settlement,
     SettlementEvidence,
+    SidecarCorrupt,
     SidecarError,
     SidecarLockTimeout,
     TurnContext,
@@ -79,6 +92,11 @@ IN_FLIGHT_WAIT = 1.0
 so the next Turn recalls what the last one learned."""
 ENV_SETTLE = "TURN_HOOKS_SETTLE"
 """``inline`` settles inside the Stop hook even where the host detaches it."""
+MAX_SPOOL_BYTES = 1024 * 1024
+"""The host result and Turn one spool entry may hold (encoded). A quarter of the
+sidecar bound, so the verdict and receipts added later keep the entry readable."""
+SET_ASIDE_SUFFIX = ".unreadable"
+"""An unreadable spool entry is renamed to this suffix: kept for a person, never listed."""
 
 
 def run_validator(
@@ -120,9 +138,27 @@ def _queue_path(store: SidecarStore, goal_id: str | None, agent_id: str | None, 
     return store.path(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id), name)
 
 
-def settlement_store(registry: str | None, goal_id: str | None, cwd: str | None) -> SidecarStore:
-    """The sidecar store of the Goal a registry names, else of the working directory."""
-    return SidecarStore(sidecar_root(goal_repository(registry, goal_id) or Path(cwd or ".")))
+def settlement_store(registry: str | None, goal_id: str | None) -> SidecarStore:
+    """The sidecar store of the Goal a registry names.
+
+    There is no fallback to the event's working directory, which may be anywhere.
+
+    :raises InvalidInputError: the registry's reason code
+        (:func:`sidecars.require_goal_repository`), before anything is written.
+    """
+    return SidecarStore(sidecar_root(require_goal_repository(registry, goal_id)))
+
+
+def binding_store(registry: str | None, goal_id: str | None) -> SidecarStore | None:
+    """:func:`settlement_store`, or ``None`` for a binding with no usable Goal.
+
+    For a PreTurn's own bookkeeping: it then keeps no host state at all, and the
+    plugins say why the binding is unusable in their own results.
+    """
+    try:
+        return settlement_store(registry, goal_id)
+    except InvalidInputError:
+        return None
 
 
 def _now() -> str:
@@ -153,45 +189,108 @@ def settle(
     the hook returns ``None`` as soon as the child holds that lock. A child killed at
     any point leaves the queue marker, so the next PreTurn's worker carries it on.
     """
+    store = settlement_store(turn.registry, turn.goal_id)
     host_result, faults = extract_results(final_message, settlement_result_fields(pm))
-    store = settlement_store(turn.registry, turn.goal_id, turn.cwd)
+    reasons = [("adapter", fault) for fault in faults]
     path = spool_path(store, turn)
-    # The marker first: a kill before the entry exists leaves a marker pointing at
-    # nothing, which the next replay drops; the other order could lose the entry.
-    _enqueue(store, turn.goal_id, turn.agent_id, path)
-    with store.transaction(path) as spool:
-        previous = spool.read() or {}
-        entry = {
-            "schema_version": SPOOL_SCHEMA,
-            "host": turn.host,
-            "turn_key": turn.turn_key,
-            "host_session_id": turn.host_session_id,
-            "observed_at": previous.get("observed_at", turn.observed_at),
-            "cwd": turn.cwd,
-            "host_result": host_result,
-            "last_message_sha256": hashlib.sha256(
-                (final_message or "").encode("utf-8", "surrogatepass")
-            ).hexdigest(),
-            "turn": turn.to_json(),
-            "validation_declaration": _declaration(validation_argv, validation_timeout),
+    entry = {
+        "schema_version": SPOOL_SCHEMA,
+        "host": turn.host,
+        "turn_key": turn.turn_key,
+        "host_session_id": turn.host_session_id,
+        "observed_at": turn.observed_at,
+        "cwd": turn.cwd,
+        "host_result": host_result,
+        "last_message_sha256": hashlib.sha256(
+            (final_message or "").encode("utf-8", "surrogatepass")
+        ).hexdigest(),
+        "turn": turn.to_json(),
+        "validation_declaration": _declaration(validation_argv, validation_timeout),
+        "settlement_attempt_count": 1,
+    }
+    queued_entry = True
+    _check_spoolable(entry)
+    try:
+        # The marker first: a kill before the entry exists leaves a marker pointing at
+        # nothing, which the next replay drops; the other order could lose the entry.
+        _enqueue(store, turn.goal_id, turn.agent_id, path)
+    except SidecarLockTimeout:
+        raise  # another Stop hook of this Turn holds it, and settles it
+    except (SidecarError, OSError):
+        reasons.append(("adapter", "settlement_queue_unwritable"))
+        queued_entry = False  # nothing would carry a killed child's entry on: settle here
+    with contextlib.ExitStack() as held:
+        spool: SidecarTransaction | None = None
+        try:
+            spool = held.enter_context(store.transaction(path))
+            previous = spool.read() or {}
+            entry["observed_at"] = previous.get("observed_at", turn.observed_at)
             # A detached child counts its own delivery, as a replay does.
-            "settlement_attempt_count": _attempts(previous) + (0 if detach else 1),
-        }
-        if "post_settlement" in previous:
-            entry["post_settlement"] = previous["post_settlement"]
-        spool.write(entry)
-        appended = spool.read() == entry
-        detached = detach and appended and os.environ.get(ENV_SETTLE) != "inline"
+            entry["settlement_attempt_count"] = _attempts(previous) + (0 if detach else 1)
+            if "post_settlement" in previous:
+                entry["post_settlement"] = previous["post_settlement"]
+            spool.write(entry)
+            appended = spool.read() == entry
+        except SidecarLockTimeout:
+            raise
+        except (SidecarError, OSError) as exc:
+            # Not durable, but still delivered: the evidence says honestly that
+            # nothing was appended, and each plugin decides what that is worth.
+            unreadable = isinstance(exc, SidecarCorrupt)
+            reason = "settlement_spool_unreadable" if unreadable else "settlement_spool_unwritable"
+            reasons.append(("adapter", reason))
+            if not unreadable:
+                _dequeue(store, path)  # no entry to carry on; an unreadable one is set aside
+            spool, appended = None, False
+        detached = (
+            detach
+            and spool is not None
+            and appended
+            and queued_entry
+            and os.environ.get(ENV_SETTLE) != "inline"
+        )
         if not detached:
             receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
-    reasons = tuple(("adapter", fault) for fault in faults)
-    if detached and _hand_off(pm, store, path, reasons):
+    if detached and _hand_off(pm, store, path, tuple(reasons)):
         return None
     if detached:  # no child could be started: settle here, as before
-        with store.transaction(path) as spool:
-            return _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)[1]
+        with store.transaction(path) as held_spool:
+            outcome = _replay_entry(
+                pm, store, held_spool, event="post_settlement", reasons=tuple(reasons)
+            )
+            return outcome[1]
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
+
+
+def _close_inherited(keep: int) -> None:  # pragma: no cover - forked children only
+    """Close every descriptor but the standard three and ``keep``.
+
+    A descriptor the hook inherited or duplicated (the host's stdout pipe, kept aside
+    while plugins run) would hold the host's read end open until settlement ends,
+    and a host that reads a hook's output to its end would wait for it.
+    """
+    try:
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        descriptors = list(range(3, 1024))
+    for descriptor in descriptors:
+        if descriptor > 2 and descriptor != keep:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+
+
+def _check_spoolable(entry: dict[str, Any]) -> None:
+    """Refuse an entry too large to spool, before anything (its marker too) is written.
+
+    Spooled, it would have grown past the sidecar bound with its receipts, become
+    unreadable and been retried on every Turn.
+    """
+    size = len(dumps(entry).encode("utf-8", "surrogatepass"))
+    if size > MAX_SPOOL_BYTES:
+        raise InvalidInputError(
+            "the settlement is too large to spool", reason_code="settlement_spool_too_large"
+        )
 
 
 def _hand_off(
@@ -243,6 +342,7 @@ def _settle_in_child(
         devnull = os.open(os.devnull, os.O_RDWR)
         for stream in (0, 1, 2):
             os.dup2(devnull, stream)
+        _close_inherited(keep=handoff)
         with store.transaction(path) as spool:
             os.write(handoff, b"1")
             os.close(handoff)
@@ -290,19 +390,21 @@ def _deliver(
     pm: pluggy.PluginManager,
     turn: TurnContext,
     store: SidecarStore,
-    spool: SidecarTransaction,
+    spool: SidecarTransaction | None,
     entry: dict[str, Any],
     *,
     appended: bool,
 ) -> dict[str, Any]:
-    """Validate (unless the spool holds a verdict), dispatch, and keep the receipt."""
+    """Validate (unless the spool holds a verdict), dispatch, and keep the receipt
+    (in the spool; with ``spool=None`` nothing is kept)."""
     host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
         validation = _validate(entry, turn, host_result)
         if validation.get("status") in CONCLUSIVE:
             entry["task_validation"] = validation
-            spool.write(entry)  # a kill from here on does not run the validator again
+            if spool is not None:
+                spool.write(entry)  # a kill from here on does not run the validator again
     settlement = Settlement(
         host_result=host_result,
         evidence=SettlementEvidence(
@@ -314,9 +416,10 @@ def _deliver(
     )
     receipt = call_post_settlement(pm, turn, settlement)
     entry["post_settlement"] = receipt
-    spool.write(entry)
-    if _settled(entry):
-        _dequeue(store, spool.path)
+    if spool is not None:
+        spool.write(entry)
+        if _settled(entry):
+            _dequeue(store, spool.path)
     call_post_writeback(
         pm, turn, WritebackEvent(turn_key=turn.turn_key, host=turn.host, spool=entry)
     )
@@ -339,7 +442,11 @@ def _enqueue(store: SidecarStore, goal_id: str | None, agent_id: str | None, spo
 
 def _dequeue(store: SidecarStore, spool: Path) -> None:
     # The spool is settlements/T(goal)/T(agent)/NAME; its marker has the same parts.
-    store.delete(store.path(QUEUE_DIR, spool.parent.parent.name, spool.parent.name, spool.name))
+    marker = store.path(QUEUE_DIR, spool.parent.parent.name, spool.parent.name, spool.name)
+    # A marker left behind costs one replay that finds its entry settled; a queue that
+    # could not be written (so holds no marker) must not fail the settlement.
+    with contextlib.suppress(SidecarError, OSError):
+        store.delete(marker)
 
 
 def queued(store: SidecarStore, goal_id: str | None, agent_id: str | None) -> list[Path]:
@@ -407,6 +514,13 @@ REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 
 def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> str:
+    try:
+        store.read(path)  # lock-free: what can never be read must not be retried for ever
+    except SidecarCorrupt:
+        _set_aside(path)
+        _dequeue(store, path)
+        record("unknown", "settlement_replay", [("adapter", "settlement_spool_unreadable")])
+        return "terminal"
     with store.transaction(path) as spool:
         return _replay_entry(pm, store, spool, event="settlement_replay")[0]
 
@@ -444,6 +558,12 @@ def _replay_entry(
     return ("settled" if _settled(entry) else "open"), receipt
 
 
+def _set_aside(path: Path) -> None:
+    """Move an unreadable entry out of the listing, kept for a person to look at."""
+    with contextlib.suppress(OSError):  # gone, or in the way: its marker goes anyway
+        os.replace(path, path.with_name(path.name + SET_ASIDE_SUFFIX))
+
+
 def _spooled_turn(entry: dict[str, Any]) -> TurnContext | None:
     """The Turn as the Stop hook saw it; ``None`` for entries written before it was kept."""
     document = entry.get("turn")
@@ -457,16 +577,17 @@ def _spooled_turn(entry: dict[str, Any]) -> TurnContext | None:
         return None
 
 
-def start_replay_worker(
-    *, registry: str | None, goal_id: str, agent_id: str, cwd: str | None
-) -> bool:
+def start_replay_worker(*, registry: str | None, goal_id: str, agent_id: str) -> bool:
     """Start a detached ``turn-hooks settle --pending`` when settlements are queued.
 
-    Called by every PreTurn, so the common case (an empty queue) is one directory
-    listing. The worker runs in its own session with no standard streams, so neither
-    the Turn nor the host waits for its validators; it ends when the queue is worked.
+    Called by every PreTurn, so the common case (an empty queue) is one registry read
+    and one directory listing; a binding with no usable Goal starts nothing. The worker
+    runs in its own session with no standard streams, so neither the Turn nor the host
+    waits for its validators; it ends when the queue is worked.
     """
-    store = settlement_store(registry, goal_id, cwd)
+    store = binding_store(registry, goal_id)
+    if store is None or not registry:
+        return False  # a worker could only refuse the binding, as settle --pending does
     directory = store.root.joinpath(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id))
     if not _any_json(directory):
         return False
@@ -485,11 +606,9 @@ def start_replay_worker(
         agent_id,
         "--limit",
         str(REPLAY_PER_TURN),
+        "--registry",
+        str(Path(registry).absolute()),
     ]
-    if registry:
-        argv += ["--registry", str(Path(registry).absolute())]
-    if cwd:
-        argv += ["--cwd", cwd]
     subprocess.Popen(  # our own interpreter and module, no shell
         argv,
         stdin=subprocess.DEVNULL,

@@ -9,7 +9,12 @@ from sidecars.paths import (
     sidecar_path,
     sidecar_root,
 )
-from sidecars.registry import goal_repository, read_registry, registry_goal
+from sidecars.registry import (
+    goal_repository,
+    read_registry,
+    registry_goal,
+    require_goal_repository,
+)
 from sidecars.store import (
     DEFAULT_LOCK_TIMEOUT,
     DIR_MODE,
@@ -41,6 +46,7 @@ __all__ = [
     "read_source",
     "read_stream",
     "registry_goal",
+    "require_goal_repository",
     "sidecar_path",
     "sidecar_root",
 ]

@@ -45,17 +45,36 @@ def registry_goal(registry: dict[str, Any], goal_id: str) -> dict[str, Any] | No
     return None
 
 
-def goal_repository(registry: str | Path | None, goal_id: str | None) -> Path | None:
-    """The repository the registry names for a Goal; ``None`` when there is none.
+def require_goal_repository(registry: str | Path | None, goal_id: str | None) -> Path:
+    """The repository the registry names for a Goal, or a typed refusal.
 
-    Never raises: a registry that is missing, unreadable or without the Goal (or its
-    ``repo``) is simply no answer, and the caller falls back to its working directory.
+    Hosts derive a Goal's sidecar root from this and nothing else: an event's working
+    directory may be anywhere (``/etc`` included), so a binding without a usable Goal
+    repository has no state root at all.
+
+    :raises InvalidInputError: ``registry_missing`` when no registry is named,
+        ``registry_unreadable`` or ``registry_invalid`` as :func:`read_registry`,
+        ``goal_not_registered`` when no Goal entry has the id, and
+        ``goal_repository_missing`` when its entry names no ``repo``.
     """
-    if not registry or not goal_id:
-        return None
+    if not registry:
+        raise InvalidInputError("no binding registry is named", reason_code="registry_missing")
+    goal = registry_goal(read_registry(registry), goal_id) if goal_id else None
+    if goal is None:
+        raise InvalidInputError(
+            "the registry names no such Goal", reason_code="goal_not_registered"
+        )
+    repo = goal.get("repo")
+    if not isinstance(repo, str) or not repo:
+        raise InvalidInputError(
+            "the registry names no repository for the Goal", reason_code="goal_repository_missing"
+        )
+    return Path(repo)
+
+
+def goal_repository(registry: str | Path | None, goal_id: str | None) -> Path | None:
+    """:func:`require_goal_repository`, with ``None`` for every refusal; never raises."""
     try:
-        goal = registry_goal(read_registry(registry), goal_id)
+        return require_goal_repository(registry, goal_id)
     except InvalidInputError:
         return None
-    repo = goal.get("repo") if goal is not None else None
-    return Path(repo) if isinstance(repo, str) else None

@@ -21,8 +21,10 @@ import contextlib
 import errno
 import json
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,12 @@ DIR_MODE = 0o700
 DEFAULT_LOCK_TIMEOUT = 5.0
 POLL_INTERVAL = 0.05
 MAX_SIDECAR_BYTES = 4 * 1024 * 1024
+STALE_TEMP_SECONDS = 60.0
+"""A temp file of a sidecar older than this was left by a writer killed mid-replace."""
+_TEMP_TAIL = re.compile(r"\.[a-z0-9_]{8}")
+"""What ``tempfile.mkstemp`` appends to the ``<name>.`` prefix atomic_write_text gives."""
+_swept: set[Path] = set()
+"""Directories whose stale temp files this process already removed: once is enough."""
 
 Document = dict[str, Any]
 
@@ -287,8 +295,15 @@ class SidecarStore:
     def _replace(self, path: Path, document: Document) -> None:
         try:
             text = dumps(document)
+            size = len(text.encode("utf-8"))  # a lone surrogate is no JSON text either
         except (TypeError, ValueError) as exc:
             raise SidecarWriteError("the document is not JSON", path=str(path)) from exc
+        if size > MAX_SIDECAR_BYTES:
+            # Never write what read() refuses: the file would be stuck unreadable.
+            raise SidecarWriteError(
+                "the document is larger than 4 MiB", reason_code="sidecar_too_large", path=str(path)
+            )
+        _remove_stale_temps(path.parent)
         atomic_write_text(path, text, mode=FILE_MODE)
 
     def delete(self, path: Path) -> bool:
@@ -394,6 +409,35 @@ def atomic_write_text(path: Path, text: str, *, mode: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
         raise SidecarWriteError("the file could not be written", path=str(path)) from exc
+
+
+def _remove_stale_temps(directory: Path) -> None:
+    """Remove temp files that writers killed between ``mkstemp`` and ``os.replace`` left.
+
+    Once per directory and process, so a Turn pays one listing at most. Only regular
+    files named ``<sidecar>.json.XXXXXXXX`` (mkstemp's tail) and older than
+    :data:`STALE_TEMP_SECONDS` go: a live writer's temp file lives for milliseconds, and
+    the caller holds the lock of the sidecar it writes. Failing to clean is harmless.
+    """
+    if directory in _swept:
+        return
+    _swept.add(directory)
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(directory) as entries:
+            stale = [
+                entry.path
+                for entry in entries
+                if ".json." in entry.name
+                and _TEMP_TAIL.fullmatch(entry.name[entry.name.rindex(".json.") + 5 :])
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < cutoff
+            ]
+    except OSError:
+        return
+    for name in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -176,6 +176,36 @@ def test_candidate_sidecar_path_vector(tmp_path):
     )
 
 
+@pytest.mark.parametrize("command", ["spend-slot", "refresh-state"])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--todo-id", ""), ("--turn-id", " "), ("--effect-id", "")],
+    ids=["todo", "turn", "effect"],
+)
+def test_an_empty_app_id_is_a_typed_error_that_writes_nothing(
+    capsys, tmp_path, command, option, value
+):
+    registry = bound_goal(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    extra = (option, value) if option == "--effect-id" else ()
+    argv = [
+        *("codex-app", command, "--registry", str(registry)),
+        *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT),
+        *("--todo-id", value if option == "--todo-id" else "todo-1"),
+        *("--turn-id", value if option == "--turn-id" else "turn-1"),
+        *extra,
+        "--execute" if command == "spend-slot" else "--restage",
+    ]
+    code = cli.main(argv)
+    error = json.loads(capsys.readouterr().out)
+    assert (code, error["reason_code"], error["field"]) == (
+        2,
+        "app_id_empty",
+        option[2:].replace("-", "_"),
+    )
+    assert sorted(tmp_path.rglob("*")) == before
+
+
 # --- the App host: its ledger, and settlement through post_settlement ----------------
 
 

@@ -41,6 +41,7 @@ def test_every_environment_variable_is_documented():
         _names.ENV_DISABLE_PLUGINS,
         _names.ENV_PLUGINS,
         _names.ENV_TRACE_PLUGINS,
+        _names.ENV_HOOK_DEADLINE,
     ):
         assert f"`{name}`" in README
 

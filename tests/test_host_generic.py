@@ -377,7 +377,7 @@ def test_an_injected_context_sidecar_v0_is_still_read(tmp_path):
             "additionalContext"
         ]
     )
-    store = settlement_store(str(registry), f1.GOAL, None)
+    store = settlement_store(str(registry), f1.GOAL)
     [new] = (store.root / "injected" / "codex_cli").glob("*.json")
     current = json.loads(new.read_text())
     assert current["schema_version"] == INJECTED_SCHEMA and current["item_refs"]

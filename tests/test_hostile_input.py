@@ -568,6 +568,36 @@ def test_install_codex_refuses_a_missing_binary_before_writing_hooks(capsys, tmp
     assert not (tmp_path / "home").exists(), "no hooks.json for a refused install"
 
 
+def fake_codex(tmp_path, script):
+    """An executable that stands where codex should be (a real process, not a mock)."""
+    binary = tmp_path / "fake-codex"
+    binary.write_text(f"#!/bin/sh\n{script}\n")
+    binary.chmod(0o700)
+    return str(binary)
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["exit 1", 'read line; echo \'{"id": 1, "result": {}}\'; sleep 1'],
+    ids=["app-server-dies", "hooks-stay-untrusted"],
+)
+@pytest.mark.parametrize("existing", [None, '{"hooks": {"Stop": []}, "theirs": 1}\n'])
+def test_install_codex_puts_hooks_json_back_when_trusting_fails(capsys, tmp_path, script, existing):
+    home = tmp_path / "home"
+    home.mkdir()
+    if existing is not None:
+        (home / "hooks.json").write_text(existing)
+    argv = ["install", "codex", "--registry", "r.json", *BINDING, "--codex-home", str(home)]
+    code = cli.main([*argv, "--codex-bin", fake_codex(tmp_path, script)])
+    json.loads(capsys.readouterr().out)
+    assert code == 2
+    if existing is None:
+        assert sorted(p.name for p in home.iterdir()) == []
+    else:
+        assert (home / "hooks.json").read_text() == existing, "byte for byte as before"
+        assert sorted(p.name for p in home.iterdir()) == ["hooks.json"]
+
+
 @pytest.mark.parametrize(
     ("args", "stdin"),
     [

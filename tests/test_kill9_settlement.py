@@ -13,22 +13,19 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 from fixtures import f1
-from turn_support import RAW, bound_goal, resolution
+from turn_support import ROOT, bound_goal, hook_argv, reflection_message, resolution, start_hook
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.turn.reconcile import reconcile
 from hosts.settlement import queued, replay_pending, settlement_store
 from turn_hooks import make_plugin_manager
 
-ROOT = Path(__file__).parent.parent
 EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
 RUNS = 24
 MAX_DELAY = 0.9
@@ -92,32 +89,16 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path, dialect):
     marks.mkdir()
     validator = marking_validator(marks)
     draw = random.Random(13)
-    message = f"Done.\n<reward_memory_reflection_json>{RAW}</reward_memory_reflection_json>"
     for run in range(RUNS):
-        event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": message}
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "hosts.cli", "host", "generic", "post-settlement"),
-                *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)),
-                *("--validation-command-json", json.dumps(validator)),
-                *("--dialect", dialect),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=ROOT,
-            text=True,
-            env=UNMEASURED,
-        )
-        assert process.stdin is not None
-        process.stdin.write(json.dumps(event))
-        process.stdin.close()
+        event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": reflection_message()}
+        argv = [*hook_argv(registry, validator=validator), "--dialect", dialect]
+        process = start_hook(argv, event, env=UNMEASURED)
         time.sleep(draw.uniform(0, MAX_DELAY))
         kill_all_with(str(registry))
         process.wait(timeout=30)
 
     time.sleep(1)  # let validators orphaned by a kill finish their output
-    store = settlement_store(str(registry), f1.GOAL, None)
+    store = settlement_store(str(registry), f1.GOAL)
     pm = make_plugin_manager()
     assert queued(store, f1.GOAL, f1.AGENT), "some kills interrupted a settlement"
     for _ in range(10):  # later Turns: the queue, then the journals

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -19,7 +18,16 @@ from pathlib import Path
 import filelock
 import pytest
 from fixtures import f1
-from turn_support import RAW, attestation, bound_goal
+from turn_support import (
+    DEMO_VALIDATOR,
+    RAW,
+    attestation,
+    bound_goal,
+    hook_argv,
+    start_hook,
+)
+from turn_support import reflection_message as message
+from turn_support import run_process as run
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.binding.registry import load_registry, resolve
@@ -37,40 +45,21 @@ from hosts.settlement import (
     spool_path,
 )
 from sidecars import SidecarStore, sidecar_root
-from turn_hooks import make_plugin_manager
+from turn_hooks import InvalidInputError, make_plugin_manager, settlement_is_final
 
 ROOT = Path(__file__).parent.parent
 EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
-DEMO_VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
 
 
-def message(reflection=RAW):
-    return f"Done.\n<reward_memory_reflection_json>{reflection}</reward_memory_reflection_json>"
-
-
-def hook_argv(registry, event="post-settlement", validator=DEMO_VALIDATOR):
-    argv = [sys.executable, "-m", "hosts.cli", "host", "generic", event]
-    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
-    if event == "post-settlement":
-        argv += ["--validation-command-json", json.dumps(validator)]
-    return argv
-
-
-def run(argv, stdin=""):
-    result = subprocess.run(
-        argv, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False, timeout=60
-    )
-    assert "Traceback" not in result.stdout + result.stderr
-    return result
+def settle_argv(registry, goal_id=f1.GOAL):
+    return [
+        *(sys.executable, "-m", "hosts.cli", "settle", "--pending"),
+        *("--goal-id", goal_id, "--agent-id", f1.AGENT, "--registry", str(registry)),
+    ]
 
 
 def settle_pending(registry):
-    result = run(
-        [
-            *(sys.executable, "-m", "hosts.cli", "settle", "--pending"),
-            *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)),
-        ]
-    )
+    result = run(settle_argv(registry))
     assert result.returncode == 0
     return json.loads(result.stdout)
 
@@ -87,7 +76,7 @@ def stored_records(registry):
 
 
 def queue(registry):
-    return queued(settlement_store(str(registry), f1.GOAL, None), f1.GOAL, f1.AGENT)
+    return queued(settlement_store(str(registry), f1.GOAL), f1.GOAL, f1.AGENT)
 
 
 def queue_path(store, spool):
@@ -130,17 +119,7 @@ def gated_validator(tmp_path):
 def kill_during_validation(tmp_path, registry):
     validator = gated_validator(tmp_path)
     event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
-    process = subprocess.Popen(
-        hook_argv(registry, validator=validator),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-        text=True,
-    )
-    assert process.stdin is not None
-    process.stdin.write(json.dumps(event))
-    process.stdin.close()
+    process = start_hook(hook_argv(registry, validator=validator), event)
     deadline = time.monotonic() + 30
     while not (tmp_path / "started").exists():
         assert time.monotonic() < deadline, "the validator never started"
@@ -288,7 +267,7 @@ def test_a_spool_entry_from_before_generic_result_fields_still_settles(tmp_path,
         agent_id=f1.AGENT,
         registry=str(registry),
     )
-    store = settlement_store(str(registry), f1.GOAL, None)
+    store = settlement_store(str(registry), f1.GOAL)
     path = spool_path(store, turn)
     entry = {
         "schema_version": "turn_hooks_settlement_v0",
@@ -315,3 +294,228 @@ def test_a_spool_entry_from_before_generic_result_fields_still_settles(tmp_path,
     store.write(path, entry)
     assert settle_pending(registry)["settled_count"] == 1
     assert journal_states(registry) == ["completed"]
+
+
+# --- what cannot be carried on is never retried for ever (issue 13, later run) ------
+
+
+def logged():
+    """``(source, reason_code)`` of every hook log entry of this test."""
+    path = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json"
+    entries = json.loads(path.read_text())["entries"] if path.exists() else []
+    return [(entry["source"], entry["reason_code"]) for entry in entries]
+
+
+def files_below(directory):
+    return sorted(str(path.relative_to(directory)) for path in directory.rglob("*"))
+
+
+def test_a_host_result_too_large_to_spool_is_refused_before_anything_is_written(tmp_path):
+    registry = bound_goal(tmp_path)
+    before = files_below(tmp_path)
+    event = {"turn_id": "t1", "last_assistant_message": message("x" * (1024 * 1024 + 1))}
+    result = run(hook_argv(registry), json.dumps(event))
+    assert (result.returncode, json.loads(result.stdout)) == (0, {})
+    assert ("adapter", "settlement_spool_too_large") in logged()
+    assert files_below(tmp_path) == before, "no marker, no entry, no directory"
+
+
+def test_an_entry_that_would_outgrow_the_sidecar_bound_is_never_queued(tmp_path):
+    """It used to be spooled past 4 MiB, then unreadable, and retried on every Turn."""
+    registry = bound_goal(tmp_path)
+    turn = build_turn(
+        {"turn_id": "t1", "cwd": str(tmp_path)},
+        host="generic_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    with pytest.raises(InvalidInputError) as info:
+        settle(
+            make_plugin_manager(),
+            turn,
+            final_message=message("x" * (4 * 1024 * 1024 + 1)),
+            validation_argv=DEMO_VALIDATOR,
+        )
+    assert info.value.reason_code == "settlement_spool_too_large"
+    assert queue(registry) == []
+
+
+def plant_spool_entry(registry, content):
+    """A queued spool entry whose file holds ``content`` (bytes, or ``"fifo"``)."""
+    store = settlement_store(str(registry), f1.GOAL)
+    turn = build_turn(
+        {"turn_id": "t-garbled"},
+        host="generic_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    path = spool_path(store, turn)
+    store.write(queue_path(store, path), {"schema_version": "x", "spool": path.name})
+    private_dirs(path.parent)
+    if content == "fifo":
+        os.mkfifo(path, 0o600)
+    else:
+        path.write_bytes(content)
+        path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{not json", b'{"text": "' + b"x" * (4 * 1024 * 1024) + b'"}', b"\xff\xfe", "fifo"],
+    ids=["garbled", "over-4-MiB", "not-utf8", "fifo"],
+)
+def test_an_unreadable_spool_entry_is_set_aside_once_not_retried_every_turn(tmp_path, content):
+    registry = bound_goal(tmp_path)
+    path = plant_spool_entry(registry, content)
+    summary = settle_pending(registry)
+    assert (summary["queued_count"], summary["terminal_count"], summary["failed_count"]) == (
+        1,
+        1,
+        0,
+    )
+    assert queue(registry) == [], "its marker is gone"
+    assert not path.exists() and path.with_name(path.name + ".unreadable").exists(), "kept aside"
+    assert ("adapter", "settlement_spool_unreadable") in logged()
+    assert settle_pending(registry)["queued_count"] == 0, "never retried"
+
+
+# --- a binding with no usable Goal writes nothing ------------------------------------
+
+
+def unbound(tmp_path, case):
+    """(registry argument, goal id) for each way a binding names no Goal repository."""
+    registry = bound_goal(tmp_path)
+    if case == "registry_unreadable":
+        return str(tmp_path / "absent.json"), f1.GOAL
+    if case == "goal_not_registered":
+        return str(registry), "goal-not-bound"
+    document = json.loads(registry.read_text())
+    document["goals"][0].pop("repo")
+    registry.write_text(json.dumps(document))
+    return str(registry), f1.GOAL
+
+
+CASES = ["registry_unreadable", "goal_not_registered", "goal_repository_missing"]
+
+
+def with_goal(argv, goal_id):
+    argv = list(argv)
+    argv[argv.index("--goal-id") + 1] = goal_id
+    return argv
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dialect", ["plain", "gemini"])
+def test_a_stop_hook_without_a_usable_goal_writes_nothing_anywhere(tmp_path, case, dialect):
+    """It used to fall back to the event's cwd (even /etc) and write its state there."""
+    registry, goal_id = unbound(tmp_path, case)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    before = files_below(tmp_path)
+    argv = [*with_goal(hook_argv(registry), goal_id), "--dialect", dialect]
+    event = {"turn_id": "t1", "cwd": str(elsewhere), "last_assistant_message": message()}
+    if dialect == "gemini":
+        event = {"session_id": "s", "hook_event_name": "AfterAgent", "cwd": str(elsewhere)}
+        event["prompt_response"] = message()
+    result = run(argv, json.dumps(event))
+    assert (result.returncode, json.loads(result.stdout)) == (0, {})
+    assert files_below(tmp_path) == before
+    assert logged() == [("adapter", case)]
+
+
+def test_a_stop_hook_without_a_registry_names_that_reason(tmp_path):
+    argv = [sys.executable, "-m", "hosts.cli", "host", "codex-cli", "post-settlement"]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+    event = {"turn_id": "t1", "cwd": str(tmp_path), "last_assistant_message": message()}
+    result = run(argv, json.dumps(event))
+    assert (result.returncode, json.loads(result.stdout), files_below(tmp_path)) == (0, {}, [])
+    assert logged() == [("adapter", "registry_missing")]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_pre_turn_without_a_usable_goal_keeps_no_host_state(tmp_path, case):
+    registry, goal_id = unbound(tmp_path, case)
+    before = files_below(tmp_path)
+    for command, dialect, event in [
+        ("codex-cli", None, {"turn_id": "s:1", "session_id": "s", "cwd": str(tmp_path)}),
+        (
+            "generic",
+            "gemini",
+            {"session_id": "s", "hook_event_name": "BeforeAgent", "cwd": str(tmp_path)},
+        ),
+    ]:
+        argv = with_goal(hook_argv(registry, "pre-turn"), goal_id)
+        argv[argv.index("generic")] = command
+        argv += ["--dialect", dialect] if dialect else []
+        event = {**event, "timestamp": "2026-11-29T10:00:00Z", "prompt": "p"}
+        assert run(argv, json.dumps(event)).returncode == 0
+    assert files_below(tmp_path) == before
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_settle_pending_without_a_usable_goal_is_a_typed_error_that_writes_nothing(tmp_path, case):
+    registry, goal_id = unbound(tmp_path, case)
+    before = files_below(tmp_path)
+    result = run(settle_argv(registry, goal_id))
+    error = json.loads(result.stdout)
+    assert (result.returncode, error["ok"], error["reason_code"]) == (2, False, case)
+    assert files_below(tmp_path) == before
+
+
+# --- a queue or spool that cannot be written costs durability, not the settlement ----
+
+
+def block(registry, directory):
+    """A regular file where the settlement directory would be: it cannot be written."""
+    root = Path(registry).parent / "repo" / ".local" / "turn-hooks"
+    private_dirs(root)
+    (root / directory).write_text("in the way")
+
+
+def test_an_unwritable_queue_still_settles_inline_and_says_why(tmp_path):
+    registry = bound_goal(tmp_path)
+    block(registry, QUEUE_DIR)
+    event = {"turn_id": "t1", "cwd": str(tmp_path), "last_assistant_message": message()}
+    result = run(hook_argv(registry), json.dumps(event))
+    assert result.returncode == 0
+    assert ("adapter", "settlement_queue_unwritable") in logged()
+    assert journal_states(registry) == ["completed"], "the reflection had its chance"
+    assert len(stored_records(registry)) == 1
+
+
+def test_an_unwritable_spool_still_delivers_inline_with_honest_evidence(tmp_path):
+    registry = bound_goal(tmp_path)
+    block(registry, "settlements")
+    event = {"turn_id": "t1", "cwd": str(tmp_path), "last_assistant_message": message()}
+    result = run(hook_argv(registry), json.dumps(event))
+    receipt = json.loads(result.stdout)
+    assert (result.returncode, receipt["status"]) == (0, "observed")
+    assert "reward-memory.outcome-ingest" in receipt["results"], "the plugins were called"
+    assert ("adapter", "settlement_spool_unwritable") in logged()
+
+
+def test_a_lone_surrogate_reflection_is_rejected_for_good_not_retried(tmp_path):
+    """An in-process host can hand over text that is not UTF-8; it can never become a
+    memory, so it is the final reflection_rejected, not a retryable failure."""
+    registry = bound_goal(tmp_path)
+    turn = build_turn(
+        {"turn_id": "t1", "cwd": str(tmp_path)},
+        host="generic_cli",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
+    broken = RAW.replace('"content_summary": "', '"content_summary": "\udcff', 1)
+    receipt = settle(
+        make_plugin_manager(), turn, final_message=message(broken), validation_argv=DEMO_VALIDATOR
+    )
+    ingest = receipt["results"]["reward-memory.outcome-ingest"]
+    assert (ingest["status"], ingest["reason_code"]) == (
+        "reflection_rejected",
+        "reflection_not_utf8",
+    )
+    assert settlement_is_final(receipt)
+    assert queue(registry) == [], "nothing left to retry"

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import sidecars.store
 from sidecars import SidecarStore, dumps, sidecar_root
 from turn_hooks import (
     SidecarCorrupt,
@@ -91,9 +92,9 @@ def test_corrupt_sidecars_raise_and_are_never_overwritten(store, content):
 def test_an_oversized_sidecar_is_corrupt(store, monkeypatch):
     from sidecars import store as store_module
 
-    monkeypatch.setattr(store_module, "MAX_SIDECAR_BYTES", 10)
     path = store.path("big.json")
-    store.write(path, {"text": "x" * 20})
+    store.write(path, {"text": "x" * 20})  # written under the bound, read over it
+    monkeypatch.setattr(store_module, "MAX_SIDECAR_BYTES", 10)
     with pytest.raises(SidecarCorrupt):
         store.read(path)
 
@@ -277,6 +278,44 @@ def test_a_non_json_document_is_a_write_error_and_leaves_no_file(store):
     assert not path.exists()
 
 
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        pytest.param({"text": "x" * (4 * 1024 * 1024)}, "sidecar_too_large", id="over-4-MiB"),
+        pytest.param({"text": "ä" * (2 * 1024 * 1024 + 8)}, "sidecar_too_large", id="over-in-utf8"),
+        pytest.param({"text": "a\udcffb"}, "sidecar_write_failed", id="lone-surrogate"),
+    ],
+)
+def test_a_document_read_would_refuse_is_never_written(store, document, reason):
+    """Issue 13: a sidecar over the read bound was written, then unreadable for ever."""
+    path = store.path("doc.json")
+    store.write(path, {"old": True})
+    with pytest.raises(SidecarWriteError) as info:
+        store.write(path, document)
+    assert info.value.reason_code == reason
+    assert store.read(path) == {"old": True}
+
+
+def test_temp_files_left_by_a_killed_writer_are_cleaned_on_a_later_write(store):
+    """kill -9 between mkstemp and os.replace left ``doc.json.XXXXXXXX`` for ever."""
+    directory = store.path("sweep", "doc.json").parent
+    store.write(store.path("sweep", "first.json"), {"a": 1})  # makes the directory
+    left = ["doc.json.ab_d1234", "other.json.zz9y8x7w"]
+    kept = ["doc.json.fresh123", "doc.json.lock", "notes.txt.abcd1234", "doc.json.toolong12"]
+    for name in [*left, *kept]:
+        (directory / name).write_text("{")
+    (directory / "dir.json.abcd1234").mkdir()
+    old = time.time() - 3600
+    for name in [*left, "doc.json.lock", "notes.txt.abcd1234", "doc.json.toolong12"]:
+        os.utime(directory / name, (old, old))
+    sidecars.store._swept.discard(directory)
+    store.write(store.path("sweep", "doc.json"), {"a": 2})
+    names = sorted(p.name for p in directory.iterdir())
+    assert not set(left) & set(names), "stale temp files are gone"
+    assert set(kept) <= set(names), "a fresh temp file, a lock and other names stay"
+    assert "dir.json.abcd1234" in names, "only regular files"
+
+
 def test_a_failed_replace_removes_the_temp_file(store, monkeypatch):
     path = store.path("doc.json")
     store.write(path, {"old": True})
@@ -400,3 +439,16 @@ def test_kill_9_during_writes_never_leaves_a_torn_file(store):
         assert hashlib.sha256(document["body"].encode()).hexdigest() == document["sha"]
         assert document["body"] == str(document["i"]) * 400_000
         assert [p.name for p in store.iter_documents()] == ["big.json"]
+
+
+def test_a_directory_that_cannot_be_listed_for_stale_temp_files_is_still_written(
+    store, monkeypatch
+):
+    def refuse(*_args):
+        raise PermissionError("no listing")
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    path = store.path("unlisted", "doc.json")
+    store.write(path, {"a": 1})
+    monkeypatch.undo()
+    assert store.read(path) == {"a": 1}

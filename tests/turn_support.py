@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,56 @@ def journals_after_settlement(repo: Path, timeout: float = 60.0) -> list[dict[st
     """The repository's journals once every spooled settlement is over."""
     settled_spools(repo, timeout)
     return [json.loads(path.read_text()) for path in journal_files_of(repo)]
+
+
+# --- real hook processes ------------------------------------------------------------
+# The settlement fault tests and the kill -9 run start the same post-settlement hook.
+
+ROOT = Path(__file__).parent.parent
+DEMO_VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
+
+
+def reflection_message(reflection: str = RAW) -> str:
+    """A final message with one reflection block."""
+    return f"Done.\n<reward_memory_reflection_json>{reflection}</reward_memory_reflection_json>"
+
+
+def hook_argv(
+    registry: Path | str,
+    event: str = "post-settlement",
+    validator: list[str] | None = DEMO_VALIDATOR,
+) -> list[str]:
+    """``turn-hooks host generic <event>`` bound to the fixture's Goal and Agent."""
+    argv = [sys.executable, "-m", "hosts.cli", "host", "generic", event]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
+    if event == "post-settlement" and validator:
+        argv += ["--validation-command-json", json.dumps(validator)]
+    return argv
+
+
+def run_process(argv: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """Run a ``turn-hooks`` process to its end; no traceback ever reaches a user."""
+    result = subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, cwd=ROOT, check=False, timeout=60
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def start_hook(
+    argv: list[str], event: dict[str, Any], env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """Start a hook process, hand it its event and close its stdin; it runs on."""
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        text=True,
+        env=env,
+    )
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(event))
+    process.stdin.close()
+    return process

@@ -4,18 +4,31 @@ pluggy calls implementations last-registered-first and stops at the first
 exception. Hosts need neither: the dispatchers here loop over the implementations
 themselves, in plugin-name order, with one ``try`` per implementation, so a failing
 plugin is isolated and the Turn always goes on (turn-lifecycle.md §1, §3, §7.1).
+
+Each implementation is contained, not only caught (:func:`_call`): it runs in a
+daemon thread that the dispatcher stops waiting for at :func:`hook_deadline`
+(``hook_deadline_exceeded``); ``SystemExit`` and every other ``BaseException`` but
+``KeyboardInterrupt`` become a typed failure (``hook_exited``, ``hook_raised``); and
+while it runs, ``sys.stdout`` is the process's stderr, because a host's stdout carries
+its protocol (hook JSON, JSON-RPC) and a plugin's ``print`` would corrupt it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import dataclasses
+import os
+import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import pluggy
 
 from turn_hooks import _contribution as rules
+from turn_hooks._names import ENV_HOOK_DEADLINE
 from turn_hooks.canonical import compact_json
 from turn_hooks.errors import PluginContractError, RegistrationError, TurnHooksError
 from turn_hooks.models import (
@@ -53,6 +66,10 @@ plugin (a write-ahead journal) but is not settled yet. A later dispatch of the s
 settlement calls the plugin again, so the receipt shows the journal's current state
 instead of a stale one; the dispatcher status still counts only ``status``."""
 
+HOOK_DEADLINE_SECONDS = 10.0
+"""How long one hook implementation call may take: the whole work budget hosts.md
+gives a hook (a provider-using plugin keeps to its own 8 s budget well inside it)."""
+
 CONTRIBUTIONS_KEY = "turn_context_contributions"
 FAILURES_KEY = "turn_context_hook_failures"
 
@@ -73,12 +90,53 @@ def _registration(impl: pluggy.HookImpl, hook: str, kind: type[Any]) -> Any:
     return registration
 
 
+def hook_deadline() -> float:
+    """The deadline of one hook call: :data:`HOOK_DEADLINE_SECONDS`, or a shorter
+    positive number of seconds from ``$TURN_HOOKS_HOOK_DEADLINE_SECONDS``."""
+    try:
+        value = float(os.environ.get(ENV_HOOK_DEADLINE) or HOOK_DEADLINE_SECONDS)
+    except ValueError:
+        return HOOK_DEADLINE_SECONDS
+    return value if 0 < value < HOOK_DEADLINE_SECONDS else HOOK_DEADLINE_SECONDS
+
+
 def _call(pm: pluggy.PluginManager, hook: str, impl: pluggy.HookImpl, **kwargs: Any) -> Any:
     # Calling through a one-plugin subset keeps pluggy's machinery in the loop: opt-in
     # arguments, and the hook-call monitoring that tracing and conformance probes use.
     others = [plugin for plugin in pm.get_plugins() if plugin is not impl.plugin]
-    results = pm.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
-    return results[0] if results else None
+    caller = pm.subset_hook_caller(hook, remove_plugins=others)
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, caller(**kwargs)))
+        except BaseException as exc:  # handed to the dispatcher's thread, judged there
+            outcome.append((False, exc))
+
+    # A daemon thread: one that ignores its deadline is left behind and cannot hold
+    # the process open. Context variables travel with the call.
+    worker = threading.Thread(
+        target=contextvars.copy_context().run, args=(run,), name=f"turn-hooks {hook}", daemon=True
+    )
+    with contextlib.redirect_stdout(sys.stderr):
+        worker.start()
+        worker.join(hook_deadline())
+    if not outcome:
+        raise PluginContractError(
+            f"{hook} outlived its deadline",
+            reason_code="hook_deadline_exceeded",
+            plugin=impl.plugin_name,
+        )
+    returned, value = outcome[0]
+    if returned:
+        return value[0] if value else None
+    if isinstance(value, Exception | KeyboardInterrupt):
+        raise value
+    raise PluginContractError(
+        f"{hook} raised {type(value).__name__}",
+        reason_code="hook_exited" if isinstance(value, SystemExit) else "hook_raised",
+        plugin=impl.plugin_name,
+    ) from value
 
 
 def _reason_code(exc: Exception) -> str:

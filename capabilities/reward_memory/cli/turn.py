@@ -47,6 +47,15 @@ def _app_host(args: argparse.Namespace) -> Any:
 
 
 def _app_turn(args: argparse.Namespace, host: Any, resolution: Any) -> Any:
+    from turn_hooks.errors import InvalidInputError
+
+    # An empty or blank id would name one candidate for every such Turn.
+    for field in ("todo_id", "turn_id", "effect_id"):
+        value = getattr(args, field)
+        if value is not None and not value.strip():
+            raise InvalidInputError(
+                f"--{field.replace('_', '-')} is empty", reason_code="app_id_empty", field=field
+            )
     status = resolution.status
     return host.app_turn(
         registry=registry_path(args),

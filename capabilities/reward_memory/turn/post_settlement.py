@@ -190,6 +190,8 @@ def run_turn_ingest(
     raw = host_result.get("reward_memory_reflection_json")
     if isinstance(raw, str) and len(raw) > 2400:
         v.fail("reward_memory_reflection_json", "exceeds 2400 characters", "reflection_too_large")
+    if isinstance(raw, str) and any("\ud800" <= char <= "\udfff" for char in raw):
+        v.fail("reward_memory_reflection_json", "is not valid UTF-8", "reflection_not_utf8")
     parsed = parse_reflection(raw)
     if parsed.kind in {"none", "no_evidence"}:
         receipt.update(
