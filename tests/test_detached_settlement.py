@@ -24,16 +24,10 @@ from pathlib import Path
 import filelock
 import pytest
 from fixtures import f1
-from test_settlement_faults import (
-    ROOT,
-    gated_validator,
-    journal_states,
-    message,
-    queue,
-    run,
-    stored_records,
-)
-from turn_support import bound_goal
+from test_settlement_faults import gated_validator, journal_states, queue, stored_records
+from turn_support import ROOT, bound_goal
+from turn_support import reflection_message as message
+from turn_support import run_process as run
 
 from hosts.generic import build_turn
 from hosts.settlement import await_in_flight, settlement_store, spool_path
@@ -153,7 +147,7 @@ def test_the_wait_for_a_settlement_in_flight_is_bounded(tmp_path):
 
 def _queued_entry(registry, tmp_path):
     """A queued spool entry, as a Stop hook leaves it, without settling it."""
-    store = settlement_store(str(registry), f1.GOAL, None)
+    store = settlement_store(str(registry), f1.GOAL)
     turn = build_turn(
         {"turn_id": "t1", "cwd": str(tmp_path)},
         host="codex_cli",
