@@ -25,11 +25,10 @@ import filelock
 import pytest
 from fixtures import f1
 from test_settlement_faults import gated_validator, journal_states, queue, stored_records
-from turn_support import ROOT, bound_goal
+from turn_support import ROOT, bound_goal, hook_turn
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
-from hosts.generic import build_turn
 from hosts.settlement import await_in_flight, settlement_store, spool_path
 from sidecars import lock_path
 
@@ -148,13 +147,7 @@ def test_the_wait_for_a_settlement_in_flight_is_bounded(tmp_path):
 def _queued_entry(registry, tmp_path):
     """A queued spool entry, as a Stop hook leaves it, without settling it."""
     store = settlement_store(str(registry), f1.GOAL)
-    turn = build_turn(
-        {"turn_id": "t1", "cwd": str(tmp_path)},
-        host="codex_cli",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-    )
+    turn = hook_turn(registry, tmp_path, host="codex_cli")
     spool = spool_path(store, turn)
     store.write(spool, {"schema_version": "turn_hooks_settlement_v0"})
     marker = store.path("settlement-queue", spool.parent.parent.name, spool.parent.name, spool.name)

@@ -24,6 +24,7 @@ from turn_support import (
     attestation,
     bound_goal,
     hook_argv,
+    hook_turn,
     start_hook,
 )
 from turn_support import reflection_message as message
@@ -35,7 +36,6 @@ from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.contract.identities import evidence_digest, source_event_id
 from capabilities.reward_memory.turn.journal import journal_files_of, journal_path
 from capabilities.reward_memory.turn.reconcile import reconcile
-from hosts.generic import build_turn
 from hosts.settlement import (
     MAX_SETTLEMENT_ATTEMPTS,
     QUEUE_DIR,
@@ -221,13 +221,7 @@ def test_replaying_a_stop_after_reconcile_reports_the_journal_now(tmp_path):
     """Item 13: the journal was pending when Stop ran (provider down); reconciliation
     completed it; a replayed Stop used to return the stale pending receipt."""
     registry = f1.write_goal(tmp_path, f1.config("openviking"))
-    turn = build_turn(
-        {"turn_id": "t1", "cwd": str(tmp_path)},
-        host="generic_cli",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-    )
+    turn = hook_turn(registry, tmp_path)
     first = settle(
         make_plugin_manager(), turn, final_message=message(), validation_argv=DEMO_VALIDATOR
     )
@@ -260,13 +254,7 @@ def test_a_spool_entry_from_before_generic_result_fields_still_settles(tmp_path,
     """Older entries kept the reflection at the top level and, once validated, the
     attestation under the reflection-specific key; a replay still learns from both."""
     registry = bound_goal(tmp_path)
-    turn = build_turn(
-        {"turn_id": "t-old", "cwd": str(tmp_path)},
-        host="generic_cli",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-    )
+    turn = hook_turn(registry, tmp_path, "t-old")
     store = settlement_store(str(registry), f1.GOAL)
     path = spool_path(store, turn)
     entry = {
@@ -323,13 +311,7 @@ def test_a_host_result_too_large_to_spool_is_refused_before_anything_is_written(
 def test_an_entry_that_would_outgrow_the_sidecar_bound_is_never_queued(tmp_path):
     """It used to be spooled past 4 MiB, then unreadable, and retried on every Turn."""
     registry = bound_goal(tmp_path)
-    turn = build_turn(
-        {"turn_id": "t1", "cwd": str(tmp_path)},
-        host="generic_cli",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-    )
+    turn = hook_turn(registry, tmp_path)
     with pytest.raises(InvalidInputError) as info:
         settle(
             make_plugin_manager(),
@@ -344,13 +326,7 @@ def test_an_entry_that_would_outgrow_the_sidecar_bound_is_never_queued(tmp_path)
 def plant_spool_entry(registry, content):
     """A queued spool entry whose file holds ``content`` (bytes, or ``"fifo"``)."""
     store = settlement_store(str(registry), f1.GOAL)
-    turn = build_turn(
-        {"turn_id": "t-garbled"},
-        host="generic_cli",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-    )
+    turn = hook_turn(registry, None, "t-garbled")
     path = spool_path(store, turn)
     store.write(queue_path(store, path), {"schema_version": "x", "spool": path.name})
     private_dirs(path.parent)
@@ -501,13 +477,7 @@ def test_a_lone_surrogate_reflection_is_rejected_for_good_not_retried(tmp_path):
     """An in-process host can hand over text that is not UTF-8; it can never become a
     memory, so it is the final reflection_rejected, not a retryable failure."""
     registry = bound_goal(tmp_path)
-    turn = build_turn(
-        {"turn_id": "t1", "cwd": str(tmp_path)},
-        host="generic_cli",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-    )
+    turn = hook_turn(registry, tmp_path)
     broken = RAW.replace('"content_summary": "', '"content_summary": "\udcff', 1)
     receipt = settle(
         make_plugin_manager(), turn, final_message=message(broken), validation_argv=DEMO_VALIDATOR

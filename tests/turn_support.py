@@ -163,3 +163,19 @@ def start_hook(
     process.stdin.write(json.dumps(event))
     process.stdin.close()
     return process
+
+
+def hook_turn(
+    registry: Path | str, cwd: Path | None, turn_id: str = "t1", host: str = "generic_cli"
+) -> TurnContext:
+    """The Turn a host's hook builds for the fixture's Goal and Agent."""
+    from hosts.generic import build_turn
+
+    event = {"turn_id": turn_id} if cwd is None else {"turn_id": turn_id, "cwd": str(cwd)}
+    return build_turn(
+        event,
+        host=host,
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+    )
