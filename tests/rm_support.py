@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,14 @@ def operator_checkpoint(**changes: Any) -> dict[str, Any]:
         "project_ref": "project:demo",
         **changes,
     }
+
+
+def unenabled_goal(root: Path) -> Path:
+    """An embedded-store Goal whose Agent is registered but not yet enabled."""
+    registry = f1.write_goal(root, f1.config("embedded_sqlite"))
+    document = json.loads(registry.read_text())
+    binding = document["goals"][0]["control_plane"]["reward_memory"]
+    binding.update(enabled=False, enabled_agents=[])
+    binding.pop("enablement_receipts")
+    registry.write_text(json.dumps(document))
+    return registry

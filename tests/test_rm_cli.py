@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from rm_support import operator_checkpoint
+from rm_support import operator_checkpoint, unenabled_goal
 
 from conformance.public_safety import public_safety_violations
 from hosts import cli
@@ -20,12 +20,7 @@ from hosts import cli
 @pytest.fixture
 def goal(tmp_path):
     """An embedded-store Goal whose Agent is registered but not yet enabled."""
-    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
-    document = json.loads(registry.read_text())
-    binding = document["goals"][0]["control_plane"]["reward_memory"]
-    binding.update(enabled=False, enabled_agents=[])
-    binding.pop("enablement_receipts")
-    registry.write_text(json.dumps(document))
+    registry = unenabled_goal(tmp_path)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"event": f1.event(), "observed_at": f1.OBSERVED_AT}))
     return {

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
+from rm_support import unenabled_goal
 
 from capabilities.reward_memory.binding import validated
 from capabilities.reward_memory.binding.enablement import configure_binding
@@ -24,12 +25,7 @@ from sidecars import SidecarStore, sidecar_root
 @pytest.fixture
 def goal(tmp_path):
     """An embedded-store Goal whose Agent is registered but not yet enabled."""
-    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
-    document = json.loads(registry.read_text())
-    binding = document["goals"][0]["control_plane"]["reward_memory"]
-    binding.update(enabled=False, enabled_agents=[])
-    binding.pop("enablement_receipts")
-    registry.write_text(json.dumps(document))
+    registry = unenabled_goal(tmp_path)
     return registry
 
 
