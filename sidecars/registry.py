@@ -54,7 +54,7 @@ def require_goal_repository(registry: str | Path | None, goal_id: str | None) ->
 
     :raises InvalidInputError: ``registry_missing`` when no registry is named,
         ``registry_unreadable`` or ``registry_invalid`` as :func:`read_registry`,
-        ``goal_not_registered`` when no Goal entry has the id, and
+        ``goal_not_found`` when no Goal entry has the id, and
         ``goal_repository_missing`` when its entry names no ``repo``.
     """
     if not registry:
@@ -62,7 +62,7 @@ def require_goal_repository(registry: str | Path | None, goal_id: str | None) ->
     goal = registry_goal(read_registry(registry), goal_id) if goal_id else None
     if goal is None:
         raise InvalidInputError(
-            "the registry names no such Goal", reason_code="goal_not_registered"
+            "the registry names no such Goal", reason_code="goal_not_found"
         )
     repo = goal.get("repo")
     if not isinstance(repo, str) or not repo:

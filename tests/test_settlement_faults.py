@@ -366,7 +366,7 @@ def unbound(tmp_path, case):
     registry = bound_goal(tmp_path)
     if case == "registry_unreadable":
         return str(tmp_path / "absent.json"), f1.GOAL
-    if case == "goal_not_registered":
+    if case == "goal_not_found":
         return str(registry), "goal-not-bound"
     document = json.loads(registry.read_text())
     document["goals"][0].pop("repo")
@@ -374,7 +374,7 @@ def unbound(tmp_path, case):
     return str(registry), f1.GOAL
 
 
-CASES = ["registry_unreadable", "goal_not_registered", "goal_repository_missing"]
+CASES = ["registry_unreadable", "goal_not_found", "goal_repository_missing"]
 
 
 def with_goal(argv, goal_id):
