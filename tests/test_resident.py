@@ -432,3 +432,35 @@ def test_no_server_unless_a_hook_may_use_one(tmp_path, run_dir, switch, command)
     )
     assert result.returncode == 0, result.stdout
     assert list(run_dir.iterdir()) == [] and servers(run_dir) == []
+
+
+def test_installed_hooks_enter_through_the_resident_front_door():
+    from hosts import codex_install, dsh_install
+
+    command = codex_install.hook_command(
+        "UserPromptSubmit", registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
+    )
+    assert command.startswith(f"{sys.executable} -m hosts._entry host codex-cli pre-turn ")
+    [entry] = dsh_install.patch_layer(
+        registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
+    )[0]["insert"]
+    assert entry["config"]["command"] == [sys.executable, "-m", "hosts._entry"]
+    # A hooks.json written before, with ``-m hosts.cli``, is still ours to replace.
+    older = {"command": command.replace("-m hosts._entry", "-m hosts.cli")}
+    assert codex_install._ours(older, "g", "a") and codex_install._ours(
+        {"command": command}, "g", "a"
+    )
+
+
+def test_the_installed_command_form_is_served_warm(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks)))
+    payload = json.dumps({"turn_id": "turn-1", "last_assistant_message": MESSAGE})
+    command = [sys.executable, "-m", "hosts._entry", *argv(registry, "post-settlement", *extra)[1:]]
+    result = subprocess.run(
+        command, input=payload, capture_output=True, text=True, env=env, cwd=registry.parent
+    )
+    assert result.returncode == 0 and json.loads(result.stdout)["results"]
+    assert [parent for _, parent, _ in calls(marks)] == [server]
