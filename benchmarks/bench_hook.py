@@ -3,7 +3,8 @@
 Each sample starts a process, feeds the event JSON on stdin and waits for the output,
 exactly as Codex or Claude Code run a hook command. Bare `python -c pass` runs are
 interleaved with the hook runs so both see the same machine noise; the result is the
-ratio of medians. Every hook runs twice per sample: cold (``TURN_HOOKS_RESIDENT=0``,
+ratio of medians, with bytecode caching on, as in an installed package. Every hook
+runs twice per sample: cold (``TURN_HOOKS_RESIDENT=0``,
 the whole command line imported in the hook process) and warm (a resident server,
 started before the samples in a private socket directory and stopped after them).
 """
@@ -133,4 +134,7 @@ def main(samples: int = 25, records: int = 10_000) -> None:
 if __name__ == "__main__":
     for variable in ("TURN_HOOKS_LOAD_PLUGINS", "TURN_HOOKS_RESIDENT", "TURN_HOOKS_RESIDENT_DIR"):
         os.environ.pop(variable, None)
+    # An installed package has its bytecode compiled (pip does it at install time); a
+    # shell that forbids writing it would time the compiler on every cold start.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     main(*(int(arg) for arg in sys.argv[1:]))

@@ -149,6 +149,7 @@ def serve(directory: str, name: str) -> None:
         try:
             if Path(pid_path).read_text(encoding="ascii") == str(os.getpid()):
                 os.unlink(pid_path)
+            os.utime(lock, (0, 0))  # a clean exit: the next call may start a server at once
         except OSError:
             pass
         listener.close()

@@ -42,6 +42,10 @@ DEADLINE_SECONDS = 35.0
 # accepts and forks, so this is a fork's time on a loaded machine, not a hook's.
 ACCEPT_SECONDS = 0.5
 MAX_REQUEST = 4 * 1024 * 1024
+# A Unix socket's path holds at most 107 bytes (Linux's sun_path, less its NUL).
+MAX_SOCKET_PATH = 107
+# How long a start that brought no server up keeps calls from starting another.
+RETRY_SECONDS = 60.0
 # Variables the interpreter reads at start-up (encodings, hash seed, warnings, path):
 # a server started under other values would not behave as a fresh process would,
 # so they are part of the key and such a client gets its own server.
@@ -193,39 +197,43 @@ def call(argv: list[str]) -> int | None:
     """
     try:
         directory = runtime_dir()
-    except (OSError, Unsafe):
+    except Unsafe:
         _note("resident_dir_unsafe")
         return None
+    except OSError:  # no home, a read-only one: nowhere to put a socket
+        return None
     key = package_key()
-    socket_path, lock_path, _ = paths(directory, key)
+    socket_path, lock_path, pid_path = paths(directory, key)
+    if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
+        return None  # no server could bind it, so none is started
     try:
         status = os.lstat(socket_path)
     except FileNotFoundError:
-        start_server(directory, key, lock_path)
+        start_server(directory, key, lock_path, pid_path)
         return None
     if (status.st_mode & 0o170000) != 0o140000:  # not a socket: leave it, run cold
         return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        return _exchange(sock, socket_path, key, argv, directory, lock_path)
+        return _exchange(sock, key, argv, directory, (socket_path, lock_path, pid_path))
     finally:
         sock.close()
 
 
 def _exchange(
     sock: _socket.socket,
-    socket_path: str,
     key: bytes,
     argv: list[str],
     directory: str,
-    lock_path: str,
+    files: tuple[str, str, str],
 ) -> int | None:
+    socket_path, lock_path, pid_path = files
     sock.settimeout(ACCEPT_SECONDS)
     try:
         sock.connect(socket_path)
     except (ConnectionRefusedError, FileNotFoundError):
         # A socket no server listens on: the server died. A new one replaces it.
-        start_server(directory, key, lock_path)
+        start_server(directory, key, lock_path, pid_path)
         return None
     except OSError:  # busy (a full backlog) or any other fault: cold
         return None
@@ -295,16 +303,34 @@ def _wait(sock: _socket.socket, child: int) -> int:
     return 0
 
 
-def start_server(directory: str, key: bytes, lock_path: str) -> None:
-    """Start a detached server for ``key`` unless one holds the lock already."""
-    import fcntl
+def start_server(directory: str, key: bytes, lock_path: str, pid_path: str) -> None:
+    """Start a detached server for ``key`` unless one holds the lock already.
 
+    A start leaves its time on the lock file; a server that came up writes its pid
+    file after that. While the last start is recent and brought no server up (an
+    interpreter that cannot import the package, say), calls do not start another:
+    each would cost a second of CPU on every Turn for nothing.
+    """
+    import fcntl
+    import time
+
+    try:
+        started = os.stat(lock_path).st_mtime
+    except OSError:
+        started = 0.0
+    try:
+        came_up = os.stat(pid_path).st_mtime >= started
+    except OSError:
+        came_up = False
+    if not came_up and time.time() - started < RETRY_SECONDS:
+        return
     try:
         lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
         return
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.utime(lock)
     except OSError:  # a live server, or one starting, holds it
         os.close(lock)
         return

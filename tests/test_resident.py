@@ -464,3 +464,30 @@ def test_the_installed_command_form_is_served_warm(tmp_path, run_dir):
     )
     assert result.returncode == 0 and json.loads(result.stdout)["results"]
     assert [parent for _, parent, _ in calls(marks)] == [server]
+
+
+def test_a_recent_start_that_brought_no_server_up_is_not_repeated(tmp_path, run_dir):
+    lock = socket_path(run_dir).with_suffix(".lock")
+    lock.touch(mode=0o600)  # a start a moment ago, and no pid file from a server since
+    env = environment(run_dir)
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout) == (0, expected.stdout)
+    assert servers(run_dir) == [] and not socket_path(run_dir).exists()
+    os.utime(lock, (0, 0))  # what a server's clean exit leaves: start again at once
+    assert hook(registry, "pre-turn", payload, env).returncode == 0
+    wait_for(lambda: listening(run_dir), what="a server")
+
+
+def test_a_socket_path_too_long_for_a_socket_starts_no_server(tmp_path, run_dir):
+    directory = run_dir / ("d" * 60) / ("e" * 40)
+    directory.mkdir(mode=0o700, parents=True)
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DIR=str(directory))
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
+    assert list(directory.iterdir()) == [] and servers(run_dir) == []
