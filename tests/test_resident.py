@@ -491,3 +491,52 @@ def test_a_socket_path_too_long_for_a_socket_starts_no_server(tmp_path, run_dir)
     result = hook(registry, "pre-turn", payload, env)
     assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
     assert list(directory.iterdir()) == [] and servers(run_dir) == []
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can connect as another user")
+def test_a_client_of_another_user_is_not_served(tmp_path, run_dir):
+    server = started_server(tmp_path, run_dir, environment(run_dir))
+    path = socket_path(run_dir)
+    request = _warm.encode_request(_warm.package_key(), ["turn-hooks", "host"], 0o022)
+    own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    own.connect(str(path))
+    own.sendall(request)
+    assert own.recv(1) == b"A", "this user's client is served"
+    own.close()  # before "G": the child runs nothing
+    # Open the way to the socket for everyone: the uid check is the second lock.
+    opened = [resident_support.BASE, run_dir, path]
+    modes = [target.stat().st_mode & 0o777 for target in opened]
+    try:
+        for target in opened:
+            target.chmod(0o777)
+        # A system interpreter: this one may live below a home no other user enters.
+        system = shutil.which("python3", path="/usr/bin:/bin")
+        assert system, "a system python3 for the other user's client"
+        probe = textwrap.dedent(
+            f"""
+            import socket, sys
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.settimeout(10)
+            client.connect({str(path)!r})
+            try:
+                client.sendall(bytes.fromhex(sys.stdin.read()))
+                print(repr(client.recv(5)) == repr(b"") and "closed")
+            except (BrokenPipeError, ConnectionResetError):
+                print("closed")
+            """
+        )
+        result = subprocess.run(
+            [system, "-c", probe],
+            input=request.hex(),
+            capture_output=True,
+            text=True,
+            user=65534,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin"},
+            cwd="/",
+        )
+    finally:
+        for target, mode in zip(opened, modes, strict=True):
+            target.chmod(mode)
+    assert result.stdout.strip() == "closed", result.stderr
+    assert servers(run_dir) == [server]
