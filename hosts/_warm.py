@@ -59,10 +59,15 @@ class Unsafe(Exception):
 def enabled(argv: list[str]) -> bool:
     """Whether this call may go to the resident server: host hooks only, switch on.
 
-    Debug runs stay cold, so a traceback shows the frames a cold run shows.
+    Debug runs stay cold, so a traceback shows the frames a cold run shows, and so
+    does an interpreter started with options that change how it runs code (``-I``,
+    ``-E``, ``-s``, ``-S``, ``-O``, ``-X dev``, ``-b``): the server runs with none.
     """
+    flags = sys.flags
     return (
         argv[:1] == ["host"]
+        and not (flags.isolated or flags.ignore_environment or flags.no_user_site)
+        and not (flags.no_site or flags.optimize or flags.dev_mode or flags.bytes_warning)
         and os.environ.get(SWITCH, "1") != "0"
         and os.environ.get("TURN_HOOKS_DEBUG") != "1"
         and hasattr(_socket, "SO_PEERCRED")
@@ -245,6 +250,9 @@ def _exchange(
             return None
         sock.sendall(request)
         reply = _read(sock, 5)
+    except TimeoutError:
+        _stop_silent_server(pid_path)
+        return None
     except OSError:
         return None
     if len(reply) != 5 or reply[:1] != b"A":
@@ -265,6 +273,24 @@ def _exchange(
     finally:
         os.close(cwd)
     return _wait(sock, child)
+
+
+def _stop_silent_server(pid_path: str) -> None:
+    """Kill a server that accepted nothing in time (stopped, or wedged), so the next
+    call starts a fresh one instead of waiting on it every Turn. Its children run on:
+    each reports to its own client."""
+    try:
+        with open(pid_path, "rb") as handle:
+            pid = int(handle.read(16))
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            ours = b"hosts._resident" in handle.read()
+    except (OSError, ValueError):
+        return
+    if ours:  # the pid file may be stale and the pid reused
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
 
 
 def _wait(sock: _socket.socket, child: int) -> int:

@@ -540,3 +540,43 @@ def test_a_client_of_another_user_is_not_served(tmp_path, run_dir):
             target.chmod(mode)
     assert result.stdout.strip() == "closed", result.stderr
     assert servers(run_dir) == [server]
+
+
+def test_a_stopped_server_is_replaced_and_costs_the_call_nothing(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    os.kill(server, signal.SIGSTOP)  # wedged: it accepts nothing any more
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
+    wait_for(lambda: not alive(server), what="the wedged server to be killed")
+    assert hook(registry, "pre-turn", payload, env).returncode == 0
+    wait_for(lambda: listening(run_dir) not in (None, server), what="a fresh server")
+
+
+def test_an_interpreter_with_options_that_change_it_runs_cold(tmp_path, run_dir):
+    env = environment(run_dir)
+    registry = bound_goal(tmp_path / "goal")
+    payload = json.dumps({"turn_id": "turn-1", "prompt": "module tests"})
+    command = argv(registry, "pre-turn")[1:]
+    plain = subprocess.run(
+        [sys.executable, "-m", "hosts._entry", *command],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=cold_env(),
+        cwd=registry.parent,
+    )
+    for option in ("-O", "-b", "-s"):
+        result = subprocess.run(
+            [sys.executable, option, "-m", "hosts._entry", *command],
+            input=payload,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=registry.parent,
+        )
+        assert (result.returncode, result.stdout) == (0, plain.stdout), option
+    assert list(run_dir.iterdir()) == [] and servers(run_dir) == []
