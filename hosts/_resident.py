@@ -165,7 +165,9 @@ def _write_pid(pid_path: str) -> None:
 
 def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: int) -> None:
     idle = _warm.seconds(_warm.IDLE_VARIABLE, _warm.IDLE_SECONDS)
-    deadline = _warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS)
+    # The client's deadline runs first (it kills the call and logs resident_timeout);
+    # the server's, a little later, covers a client that is gone.
+    deadline = _warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS) + 2.0
     stop: list[int] = []
     # Signals only wake the poll (through the pipe); the loop acts on them.
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

@@ -14,13 +14,13 @@ BASE = Path(tempfile.mkdtemp(prefix="thr-", dir="/tmp"))
 
 def servers(under: Path = BASE) -> list[int]:
     """Pids of live resident servers whose socket directory is below ``under``."""
-    found = []
+    found: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            state, parent = (entry / "stat").read_text().rpartition(")")[2].split()[:2]
         except OSError:
             continue
         if state == "Z":  # exited, waiting for its parent: not running
@@ -29,8 +29,9 @@ def servers(under: Path = BASE) -> list[int]:
         if b"hosts._resident" in program and any(
             arg.startswith(os.fsencode(under)) for arg in argv
         ):
-            found.append(int(entry.name))
-    return found
+            found[int(entry.name)] = int(parent)
+    # A server's forked children (one per call) share its command line.
+    return sorted(pid for pid, parent in found.items() if parent not in found)
 
 
 def alive(pid: int) -> bool:

@@ -357,17 +357,20 @@ def test_a_server_that_never_answers_costs_the_call_nothing(tmp_path, run_dir):
 
 
 def test_a_call_past_the_deadline_is_killed_and_the_hook_exits_0(tmp_path, run_dir):
-    env = environment(run_dir, TURN_HOOKS_RESIDENT_DEADLINE_SECONDS="2")
+    # Long enough for the call to reach its validator on a loaded machine.
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DEADLINE_SECONDS="6")
     server = started_server(tmp_path, run_dir, env)
     registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
     extra = ("--validation-command-json", json.dumps(validator(marks, hold=True)))
     payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
     try:
-        result = hook(registry, "post-settlement", payload, env, *extra)
-        assert result.returncode == 0, "the Turn goes on"
-        assert "resident_timeout" in log_reasons()
+        running = popen(registry, "post-settlement", payload, env, *extra)
+        wait_for((marks / "running").exists, what="the validator to run")
         [(child, parent, _)] = calls(marks)
         assert parent == server
+        running.communicate(timeout=120)  # never released: only the deadline ends it
+        assert running.returncode == 0, "the Turn goes on"
+        assert "resident_timeout" in log_reasons()
         wait_for(lambda: not alive(child), what="the call to be killed")
     finally:
         (marks / "release").touch()
