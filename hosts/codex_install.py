@@ -21,7 +21,10 @@ from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
 EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
-MARKER = " -m hosts.cli host codex-cli "
+# The hooks enter through hosts._entry, which tries the resident server first; a
+# hooks.json written before it ran ``-m hosts.cli`` and is still recognised as ours.
+MODULE = "hosts._entry"
+MARKERS = (f" -m {MODULE} host codex-cli ", " -m hosts.cli host codex-cli ")
 HOOK_TIMEOUT = 30
 
 
@@ -38,7 +41,7 @@ def hook_command(
     parts = [
         sys.executable,
         "-m",
-        "hosts.cli",
+        MODULE,
         "host",
         "codex-cli",
         EVENTS[event],
@@ -60,7 +63,7 @@ def _ours(handler: Any, goal_id: str, agent_id: str) -> bool:
     command = handler.get("command") if isinstance(handler, dict) else None
     return (
         isinstance(command, str)
-        and MARKER in command
+        and any(marker in command for marker in MARKERS)
         and f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}" in command
     )
 

@@ -31,7 +31,8 @@ def patch_layer(
 ) -> list[dict[str, Any]]:
     """The patch list that inserts and configures our plugin."""
     config: dict[str, Any] = {
-        "command": [sys.executable, "-m", "hosts.cli"],
+        # hosts._entry: the resident server first, the cold command line otherwise.
+        "command": [sys.executable, "-m", "hosts._entry"],
         "goalId": goal_id,
         "agentId": agent_id,
         "registry": registry,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
+import resident_support
 from hypothesis import settings
 
 from turn_hooks import TurnContext, make_plugin_manager
@@ -28,7 +30,22 @@ def _isolated_env(
         if name.startswith("TURN_HOOKS_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    # The resident hook server is on by default for users. Here it stays off but in
+    # the tests of it, which turn it on with their own socket directory; any server
+    # that still starts uses this session's directory, where the check below finds it.
+    monkeypatch.setenv("TURN_HOOKS_RESIDENT", "0")
+    monkeypatch.setenv("TURN_HOOKS_RESIDENT_DIR", str(resident_support.BASE / "default"))
     yield
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No resident server outlives the suite: one left running fails the session."""
+    leaked = resident_support.servers()
+    resident_support.stop(leaked, seconds=5)
+    shutil.rmtree(resident_support.BASE, ignore_errors=True)
+    if leaked:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nresident hook servers left running (killed): {leaked}")
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ def test_wheel_ships_schemas_and_type_markers(wheel):
 def test_wheel_declares_the_console_script_and_entry_points(wheel):
     [entry_points] = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
-    assert "turn-hooks = hosts.cli:main" in text
+    assert "turn-hooks = hosts._entry:main" in text
     [group] = re.findall(r"\[turn_hooks\]\n((?:.+\n?)*)", text)
     assert group.split() == ["reward_memory", "=", "capabilities.reward_memory.plugin:plugin"], (
         "production entry points are the built-in capabilities only"

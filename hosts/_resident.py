@@ -1,0 +1,392 @@
+"""The resident hook server: the hook path's modules stay loaded, a child runs each call.
+
+Started detached by a hook client (:func:`hosts._warm.start_server`), one per package
+key, in a 0700 directory of the user. The server stays single-threaded and holds no
+connection, file or thread of any hook: it only imports. For each client (checked to
+be this user with ``SO_PEERCRED``) it forks a child, which takes the client's
+standard streams, directory, environment and umask and runs ``hosts.cli.main`` as a
+cold process would, then reports the exit status to the client itself. A child
+outlives neither the deadline (the server kills it, and its own alarm would too) nor
+its client (a client that goes away gets its child killed).
+
+The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (600) without a call, on
+SIGTERM, and as soon as the installed package changes under it (its key, or any
+module file it loaded); it removes its socket and pid file. A second server for the
+same key finds the lock taken and exits at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gc
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+from hosts import _warm
+
+_PEERCRED = struct.Struct("3i")
+
+
+def main(args: list[str]) -> None:
+    """``python -c ... DIRECTORY DIGEST``: serve until idle, stale or stopped."""
+    try:
+        directory, name = args
+        serve(directory, name)
+    except Exception:  # detached, with no one to tell: the clients fall back cold
+        pass
+
+
+def warm_up() -> None:
+    """Import the hook path: the host adapters and every module of the packages the
+    plugin manager loads (importing a module here has no side effects, by rule)."""
+    import importlib.metadata
+    import pkgutil
+    import re
+
+    import hosts.cli
+    import hosts.codex_cli
+    import hosts.generic
+    import hosts.hook_log
+    import hosts.settlement
+    from turn_hooks import make_plugin_manager
+
+    hosts.cli.build_parser(with_plugins=False)
+    # Dependencies are imported lazily on the hook path (a lock, an HTTP client).
+    for requirement in importlib.metadata.requires("turn-hooks") or []:
+        match = re.match(r"[A-Za-z0-9_.-]+", requirement)
+        if match and "extra ==" not in requirement:
+            try:
+                __import__(match.group().replace("-", "_").lower())
+            except Exception:  # an optional dependency missing is loaded cold, or not
+                continue
+    manager = make_plugin_manager()
+    tops = {"hosts", "turn_hooks", "sidecars"}
+    for plugin in manager.get_plugins():
+        name = getattr(plugin, "__module__", None) or getattr(plugin, "__name__", "")
+        if isinstance(name, str) and name:
+            tops.add(name.partition(".")[0])
+    for top in sorted(tops):
+        package = sys.modules.get(top)
+        for info in pkgutil.walk_packages(getattr(package, "__path__", []), top + "."):
+            if info.name.rpartition(".")[2] in ("__main__", "_entry"):
+                continue
+            try:
+                __import__(info.name)
+            except Exception:  # an optional module that cannot load is loaded cold
+                continue
+
+
+def snapshot() -> dict[str, bytes]:
+    """The identity of every loaded module file of our packages (see :func:`warm_up`)."""
+    roots = tuple(
+        str(Path(path)) + os.sep
+        for name in ("hosts", "turn_hooks", "sidecars", "capabilities", "conformance")
+        for path in getattr(sys.modules.get(name), "__path__", [])
+    )
+    files: dict[str, bytes] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and path.startswith(roots):
+            files[path] = _warm._identity(path)
+    return files
+
+
+def _stale(key: bytes, files: dict[str, bytes]) -> bool:
+    if _warm.package_key() != key:
+        return True
+    return any(_warm._identity(path) != identity for path, identity in files.items())
+
+
+def serve(directory: str, name: str) -> None:
+    """Listen in ``directory`` for the clients whose key has the digest ``name``
+    (this server's own key) until idle, stale or SIGTERM."""
+    _warm.check_dir(directory)
+    key = _warm.package_key()
+    if _warm.digest(key) != name:
+        return  # started by a client of other code: that key is not ours to serve
+    socket_path, lock_path, pid_path = _warm.paths(directory, key)
+    lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another server for this key holds it
+    warm_up()
+    files = snapshot()
+    # Children share the loaded modules' pages until they write them; a frozen heap
+    # keeps the collector from touching (and so copying) every one of them.
+    gc.freeze()
+    try:  # under the lock no live server owns this name: a socket left there is stale
+        if (os.lstat(socket_path).st_mode & 0o170000) != 0o140000:
+            return
+        os.unlink(socket_path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    umask = os.umask(0o177)
+    try:
+        listener.bind(socket_path)
+    finally:
+        os.umask(umask)
+    bound = os.lstat(socket_path).st_ino
+    listener.listen(64)
+    listener.setblocking(False)
+    _write_pid(pid_path)
+    try:
+        _loop(listener, key, files, lock)
+    finally:
+        try:
+            if os.lstat(socket_path).st_ino == bound:
+                os.unlink(socket_path)
+        except OSError:
+            pass
+        try:
+            if Path(pid_path).read_text(encoding="ascii") == str(os.getpid()):
+                os.unlink(pid_path)
+            os.utime(lock, (0, 0))  # a clean exit: the next call may start a server at once
+        except OSError:
+            pass
+        listener.close()
+
+
+def _write_pid(pid_path: str) -> None:
+    temporary = f"{pid_path}.{os.getpid()}"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(str(os.getpid()))
+    os.replace(temporary, pid_path)
+
+
+def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: int) -> None:
+    idle = _warm.seconds(_warm.IDLE_VARIABLE, _warm.IDLE_SECONDS)
+    # The client's deadline runs first (it kills the call and logs resident_timeout);
+    # the server's, a little later, covers a client that is gone.
+    deadline = _warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS) + 2.0
+    stop: list[int] = []
+    # Signals only wake the poll (through the pipe); the loop acts on them.
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    poller = select.poll()
+    poller.register(listener, select.POLLIN)
+    poller.register(wake_read, select.POLLIN)
+    children: dict[int, tuple[float, socket.socket]] = {}
+    by_fd: dict[int, int] = {}
+    last = time.monotonic()
+    while not stop:
+        now = time.monotonic()
+        waits = [1.0, max(0.0, last + idle - now)]
+        waits += [max(0.0, started + deadline - now) for started, _ in children.values()]
+        events = poller.poll(min(waits) * 1000 + 1)
+        gone: list[int] = []
+        for fd, _mask in events:
+            if fd == wake_read:
+                while _drain(wake_read):
+                    pass
+            elif fd in by_fd:  # the client hung up: its call ends with it
+                gone.append(by_fd[fd])
+        _reap(children, by_fd, poller)
+        now = time.monotonic()
+        for pid in gone:
+            _kill(pid)
+        for pid, (started, _) in list(children.items()):
+            if now - started > deadline:
+                _kill(pid)
+        if any(fd == listener.fileno() for fd, _ in events):
+            if _stale(key, files):
+                return  # a new install: its clients start their own server
+            closing = [listener.fileno(), wake_read, wake_write, lock]
+            closing += [conn.fileno() for _, conn in children.values()]
+            while (accepted := _accept(listener, key, closing)) is not None:
+                pid, conn = accepted
+                children[pid] = (time.monotonic(), conn)
+                by_fd[conn.fileno()] = pid
+                poller.register(conn, select.POLLRDHUP)
+                closing.append(conn.fileno())
+                last = time.monotonic()
+        elif not children and time.monotonic() - last >= idle:
+            return
+        elif not events and _stale(key, files):
+            return
+    signal.set_wakeup_fd(-1)
+
+
+def _drain(fd: int) -> bool:
+    try:
+        return bool(os.read(fd, 512))
+    except BlockingIOError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:  # already gone
+        pass
+
+
+def _reap(
+    children: dict[int, tuple[float, socket.socket]], by_fd: dict[int, int], poller: Any
+) -> None:
+    while children:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            pid = 0
+        if pid == 0:
+            return
+        entry = children.pop(pid, None)
+        if entry is not None:
+            conn = entry[1]
+            by_fd.pop(conn.fileno(), None)
+            poller.unregister(conn)
+            conn.close()  # its client now sees the end of the call
+
+
+def _accept(
+    listener: socket.socket, key: bytes, closing: list[int]
+) -> tuple[int, socket.socket] | None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return None
+        _, uid, _ = _PEERCRED.unpack(
+            conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+        )
+        if uid != os.getuid():
+            conn.close()  # the directory is 0700; this is only the second lock
+            continue
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the forked child only
+            _child(conn, key, closing)
+        return pid, conn
+
+
+def _child(conn: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # pragma: no cover
+    status = 0
+    try:
+        signal.set_wakeup_fd(-1)
+        for fd in closing:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for signum in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # The last bound on a call whose server and client are both gone.
+        signal.alarm(int(_warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS)) + 5)
+        conn.setblocking(True)
+        status = _serve_call(conn, key)
+    except BaseException:
+        status = 1
+    os._exit(status)
+
+
+def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - in the child
+    conn.settimeout(2.0)
+    data = b""
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+        chunk = conn.recv(1 << 20)
+        if not chunk or len(data) > _warm.MAX_REQUEST:
+            return 0
+        data += chunk
+    fields = data[4:].split(b"\0")
+    if fields[0] != _warm.MAGIC or fields[1] != key.hex().encode():
+        conn.sendall(b"R")  # another version's client: it runs cold
+        return 0
+    umask, argc = int(fields[2]), int(fields[3])
+    argv = [os.fsdecode(arg) for arg in fields[4 : 4 + argc]]
+    environment = [entry.partition(b"=") for entry in fields[4 + argc :]]
+    conn.sendall(b"A" + os.getpid().to_bytes(4, "big"))
+    # The streams come with "G" only, so no descriptor of the client's waits in a
+    # queue that a stuck server never reads (a host reading stdout would wait too).
+    go, fds, _, _ = socket.recv_fds(conn, 1, 4)
+    try:
+        if go != b"G" or len(fds) != 4:
+            return 0  # the client gave up waiting and runs the call itself
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        os.fchdir(fds[3])
+    finally:
+        for fd in fds:
+            os.close(fd)
+    os.umask(umask)
+    os.environb.clear()
+    for name, _, value in environment:
+        os.environb[name] = value
+    sys.argv = argv
+    if "tempfile" in sys.modules:  # a cached directory would be the server's
+        setattr(sys.modules["tempfile"], "tempdir", None)  # noqa: B010  # a module's global
+    _fresh_stdio()
+    conn.settimeout(None)
+    status = _run(argv[1:])
+    conn.sendall(b"X" + status.to_bytes(4, "big", signed=True))
+    return status
+
+
+def _fresh_stdio() -> None:  # pragma: no cover - in the child
+    """Standard streams over the client's descriptors, as a new interpreter makes them."""
+    import io
+
+    for name, fd, mode in (("stdin", 0, "rb"), ("stdout", 1, "wb"), ("stderr", 2, "wb")):
+        old = getattr(sys, f"__{name}__")
+        raw = io.FileIO(fd, mode, closefd=False)
+        interactive = raw.isatty()
+        buffered: Any = io.BufferedReader(raw) if mode == "rb" else io.BufferedWriter(raw)
+        stream = io.TextIOWrapper(
+            buffered,
+            encoding=old.encoding if old is not None else "utf-8",
+            errors=old.errors if old is not None else "strict",
+            line_buffering=interactive or name == "stderr",
+            write_through=name == "stderr",
+        )
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _run(args: list[str]) -> int:  # pragma: no cover - in the child
+    """``sys.exit(hosts.cli.main(args))`` and interpreter exit, as a cold process does."""
+    import atexit
+
+    from hosts.cli import main as cold
+
+    try:
+        status = _exit_status(cold(args))
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        status = 130
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        status = 1
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # what interpreter exit does before atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            status = 120 if status == 0 else status  # as the interpreter reports it
+    return status & 0xFF
+
+
+def _exit_status(code: object) -> int:  # pragma: no cover - in the child
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1

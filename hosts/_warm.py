@@ -1,0 +1,404 @@
+"""The client side of the resident hook server, and what client and server share.
+
+A host starts a new process for every hook call; most of its time goes to imports.
+A resident server (:mod:`hosts._resident`) keeps those modules loaded and forks a
+child per call, which runs the ordinary command in the caller's own streams,
+directory, environment and umask. This module is what the short-lived hook process
+runs first, so it imports only C modules that a bare interpreter loads anyway
+(``_socket``, ``zlib``; ``_signal`` and ``fcntl`` on rarer paths).
+
+The exchange over the Unix socket, one connection per call::
+
+    client -> REQUEST            argv, environment, umask, the key
+    child  -> "A" pid            accepted: the child is ready to run it
+    client -> "G" + fds          go, with stdin, stdout, stderr and cwd (SCM_RIGHTS);
+                                 from here the client no longer runs it itself
+    child  -> "X" exit-status    done; the client exits with that status
+
+Until the client sends "G", nothing has run, so every fault before it (no server,
+a stale socket, a busy or broken server, a refusal) falls back to the cold path in
+the same process with the same outputs. After "G" the call is the child's: the
+client waits up to the deadline, then kills the child and exits 0, since a hook
+never blocks the Turn.
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+import zlib
+
+MAGIC = b"turn-hooks-resident-1"
+SWITCH = "TURN_HOOKS_RESIDENT"
+DIR_VARIABLE = "TURN_HOOKS_RESIDENT_DIR"
+IDLE_VARIABLE = "TURN_HOOKS_RESIDENT_IDLE_SECONDS"
+DEADLINE_VARIABLE = "TURN_HOOKS_RESIDENT_DEADLINE_SECONDS"
+IDLE_SECONDS = 600.0
+# Hosts give a hook 30 s (hooks.json, DSH's timeoutMs); the margin lets a call the
+# host still waits for finish, and bounds one the host has stopped waiting for.
+DEADLINE_SECONDS = 35.0
+# How long a client waits for "A" before it runs the call itself. The server only
+# accepts and forks, so this is a fork's time on a loaded machine, not a hook's.
+ACCEPT_SECONDS = 0.5
+MAX_REQUEST = 4 * 1024 * 1024
+# A Unix socket's path holds at most 107 bytes (Linux's sun_path, less its NUL).
+MAX_SOCKET_PATH = 107
+# How long a start that brought no server up keeps calls from starting another.
+RETRY_SECONDS = 60.0
+# Variables the interpreter reads at start-up (encodings, hash seed, warnings, path):
+# a server started under other values would not behave as a fresh process would,
+# so they are part of the key and such a client gets its own server.
+_STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
+
+
+class Unsafe(Exception):
+    """The socket directory is not a 0700 directory of this user: do not use it."""
+
+
+def enabled(argv: list[str]) -> bool:
+    """Whether this call may go to the resident server: host hooks only, switch on.
+
+    Debug runs stay cold, so a traceback shows the frames a cold run shows, and so
+    does an interpreter started with options that change how it runs code (``-I``,
+    ``-E``, ``-s``, ``-S``, ``-O``, ``-X dev``, ``-b``): the server runs with none.
+    """
+    flags = sys.flags
+    return (
+        argv[:1] == ["host"]
+        and not (flags.isolated or flags.ignore_environment or flags.no_user_site)
+        and not (flags.no_site or flags.optimize or flags.dev_mode or flags.bytes_warning)
+        and os.environ.get(SWITCH, "1") != "0"
+        and os.environ.get("TURN_HOOKS_DEBUG") != "1"
+        and hasattr(_socket, "SO_PEERCRED")
+        and hasattr(_socket, "SCM_RIGHTS")
+        and hasattr(os, "O_PATH")
+    )
+
+
+def seconds(variable: str, default: float) -> float:
+    """A positive number of seconds from the environment, else ``default``."""
+    try:
+        value = float(os.environ.get(variable, ""))
+    except ValueError:
+        return default
+    return value if 0 < value < 1e6 else default
+
+
+def runtime_dir() -> str:
+    """The socket directory: ``$TURN_HOOKS_RESIDENT_DIR``, else
+    ``$XDG_RUNTIME_DIR/turn-hooks``, else ``~/.cache/turn-hooks/run``; created 0700.
+
+    Raises :class:`Unsafe` unless it is a real directory owned by this user that no
+    one else can enter: a socket there can only be this user's.
+    """
+    path = os.environ.get(DIR_VARIABLE) or ""
+    if not path:
+        runtime = os.environ.get("XDG_RUNTIME_DIR") or ""
+        if runtime and os.path.isabs(runtime):
+            path = os.path.join(runtime, "turn-hooks")
+        else:
+            path = os.path.join(os.path.expanduser("~"), ".cache", "turn-hooks", "run")
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    check_dir(path)
+    return path
+
+
+def check_dir(path: str) -> None:
+    """Raise :class:`Unsafe` unless ``path`` is a directory (not a symlink) owned by
+    this user, with no access for group or others."""
+    status = os.lstat(path)
+    if (
+        (status.st_mode & 0o170000) != 0o040000  # a directory, and not a symlink to one
+        or status.st_uid != os.getuid()
+        or status.st_mode & 0o077
+    ):
+        raise Unsafe(path)
+
+
+def package_key() -> bytes:
+    """What a server must share with its clients: interpreter, start-up environment
+    and the installed distribution (its dist-info and this file, by identity).
+
+    Reinstalling, upgrading or re-pointing an editable install replaces those files,
+    so the key changes: new clients find no server under the old name, and the old
+    server, which checks its key, exits.
+    """
+    parts = [MAGIC, os.fsencode(sys.executable), sys.version.encode()]
+    parts += [
+        key + b"=" + value
+        for key, value in sorted(os.environb.items())
+        if key.startswith(tuple(p.encode() for p in _STARTUP_PREFIXES))
+    ]
+    parts.append(_identity(__file__))
+    for entry in sys.path:
+        if not entry.endswith(("site-packages", "dist-packages")):
+            continue
+        try:
+            names = sorted(n for n in os.listdir(entry) if n.startswith("turn_hooks-"))
+        except OSError:
+            continue
+        for name in names:
+            info = os.path.join(entry, name)
+            parts += [_identity(info), _identity(os.path.join(info, "RECORD"))]
+        if names:
+            break
+    return b"\0".join(parts)
+
+
+def _identity(path: str) -> bytes:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return os.fsencode(path) + b":absent"
+    identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+    return os.fsencode(path) + b":" + repr(identity).encode()
+
+
+def digest(key: bytes) -> str:
+    """A short name for a key, for the socket, lock and pid file names."""
+    return f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
+
+
+def paths(directory: str, key: bytes) -> tuple[str, str, str]:
+    """(socket, lock, pid file) of the server for ``key``."""
+    base = os.path.join(directory, "th-" + digest(key))
+    return base + ".sock", base + ".lock", base + ".pid"
+
+
+def encode_request(key: bytes, argv: list[str], umask: int) -> bytes:
+    """The request: length, then NUL-separated fields (a real argv or environment
+    cannot hold a NUL): magic, key (hex), umask, argc, argv (with argv[0]), environment."""
+    fields = [MAGIC, key.hex().encode(), b"%d" % umask, b"%d" % len(argv)]
+    fields += [os.fsencode(arg) for arg in argv]
+    fields += [k + b"=" + v for k, v in os.environb.items()]
+    body = b"\0".join(fields)
+    return len(body).to_bytes(4, "big") + body
+
+
+def _fd_bytes(fds: list[int]) -> bytes:
+    return b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+
+
+def _read(sock: _socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def call(argv: list[str]) -> int | None:
+    """Run ``argv`` (``argv[0]`` is the program) on the resident server.
+
+    Returns the exit status, or ``None`` when the caller must run it cold: nothing
+    of it has run then. A missing server is started for the calls after this one.
+    """
+    try:
+        directory = runtime_dir()
+    except Unsafe:
+        _note("resident_dir_unsafe")
+        return None
+    except OSError:  # no home, a read-only one: nowhere to put a socket
+        return None
+    key = package_key()
+    socket_path, lock_path, pid_path = paths(directory, key)
+    if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
+        return None  # no server could bind it, so none is started
+    try:
+        status = os.lstat(socket_path)
+    except FileNotFoundError:
+        start_server(directory, key, lock_path, pid_path)
+        return None
+    if (status.st_mode & 0o170000) != 0o140000:  # not a socket: leave it, run cold
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        return _exchange(sock, key, argv, directory, (socket_path, lock_path, pid_path))
+    finally:
+        sock.close()
+
+
+def _exchange(
+    sock: _socket.socket,
+    key: bytes,
+    argv: list[str],
+    directory: str,
+    files: tuple[str, str, str],
+) -> int | None:
+    socket_path, lock_path, pid_path = files
+    sock.settimeout(ACCEPT_SECONDS)
+    try:
+        sock.connect(socket_path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        # A socket no server listens on: the server died. A new one replaces it.
+        start_server(directory, key, lock_path, pid_path)
+        return None
+    except OSError:  # busy (a full backlog) or any other fault: cold
+        return None
+    try:
+        umask = os.umask(0o077)
+        os.umask(umask)
+        request = encode_request(key, argv, umask)
+        if len(request) > MAX_REQUEST:
+            return None
+        sock.sendall(request)
+        reply = _read(sock, 5)
+    except TimeoutError:
+        _stop_silent_server(pid_path)
+        return None
+    except OSError:
+        return None
+    if len(reply) != 5 or reply[:1] != b"A":
+        return None  # refused (another version), or a broken server: cold
+    child = int.from_bytes(reply[1:], "big")
+    fds = [0, 1, 2]
+    try:
+        for fd in fds:
+            os.fstat(fd)  # a closed standard stream stays the cold path's case
+        cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _fd_bytes([*fds, cwd]))]
+        sock.sendmsg([b"G"], rights)
+    except OSError:
+        return None  # the child waits for "G" and runs nothing without it
+    finally:
+        os.close(cwd)
+    return _wait(sock, child)
+
+
+def _stop_silent_server(pid_path: str) -> None:
+    """Kill a server that accepted nothing in time (stopped, or wedged), so the next
+    call starts a fresh one instead of waiting on it every Turn. Its children run on:
+    each reports to its own client."""
+    try:
+        with open(pid_path, "rb") as handle:
+            pid = int(handle.read(16))
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            ours = b"hosts._resident" in handle.read()
+    except (OSError, ValueError):
+        return
+    if ours:  # the pid file may be stale and the pid reused
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+def _wait(sock: _socket.socket, child: int) -> int:
+    # The C module: signal.py imports enum, a cost every warm call would pay.
+    import _signal  # type: ignore[import-not-found]  # no stubs for the C module
+
+    received: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        # The host's signal is for the process it started; the call now runs in the
+        # child, so the child gets it, and this process ends as the host asked.
+        received.append(signum)
+        try:
+            os.kill(child, signum)
+        except OSError:
+            pass
+
+    for signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(signum, forward)
+    sock.settimeout(seconds(DEADLINE_VARIABLE, DEADLINE_SECONDS))
+    try:
+        reply = _read(sock, 5)
+    except OSError:  # the deadline passed: the Turn goes on without this call
+        try:
+            os.kill(child, _signal.SIGKILL)
+        except OSError:
+            pass
+        _note("resident_timeout")
+        return 0
+    if len(reply) == 5 and reply[:1] == b"X":
+        return int.from_bytes(reply[1:], "big", signed=True)
+    if received:
+        _signal.signal(received[0], _signal.SIG_DFL)
+        os.kill(os.getpid(), received[0])
+    _note("resident_child_lost")
+    return 0
+
+
+def start_server(directory: str, key: bytes, lock_path: str, pid_path: str) -> None:
+    """Start a detached server for ``key`` unless one holds the lock already.
+
+    A start leaves its time on the lock file; a server that came up writes its pid
+    file after that. While the last start is recent and brought no server up (an
+    interpreter that cannot import the package, say), calls do not start another:
+    each would cost a second of CPU on every Turn for nothing.
+    """
+    import fcntl
+    import time
+
+    try:
+        started = os.stat(lock_path).st_mtime
+    except OSError:
+        started = 0.0
+    try:
+        came_up = os.stat(pid_path).st_mtime >= started
+    except OSError:
+        came_up = False
+    if not came_up and time.time() - started < RETRY_SECONDS:
+        return
+    try:
+        lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.utime(lock)
+    except OSError:  # a live server, or one starting, holds it
+        os.close(lock)
+        return
+    os.close(lock)  # the server takes the lock itself; a second one started exits
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    program = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from hosts._resident import main; main(sys.argv[2:])"
+    )
+    argv = [sys.executable, "-P", "-c", program, root, directory, digest(key)]
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked child only
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.chdir("/")
+                os.execv(sys.executable, argv)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+# Why the client does not log most faults: an absent or busy server is ordinary, and
+# the cold path that follows says what the call did. These few mean the server
+# misbehaved or the directory is unsafe, which a person should be able to find.
+_notes: list[str] = []
+
+
+def _note(reason_code: str) -> None:
+    _notes.append(reason_code)
+
+
+def flush_notes(argv: list[str]) -> None:
+    """Write the faults noted in this process to the hook log (it imports the log)."""
+    if not _notes:
+        return
+    from hosts.hook_log import record
+
+    host = argv[2] if len(argv) > 2 else "unknown"
+    event = argv[3] if len(argv) > 3 else "unknown"
+    record(host, event.replace("-", "_"), [("resident", code) for code in _notes])
+    _notes.clear()

@@ -1,0 +1,585 @@
+"""The resident hook server: a warm call is the cold call, and every fault falls back.
+
+Real processes throughout: the installed ``turn-hooks`` console script run as a host
+runs it, the detached server it starts, a real validator, SIGKILL, a stale socket, a
+changed install. Waits are bounded polls, never timing assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+import resident_support
+from fixtures import f1
+from resident_support import alive, servers, stop, wait_for
+from turn_support import RAW, bound_goal
+
+from hosts import _warm
+
+ROOT = Path(__file__).parent.parent
+EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
+SCRIPT = shutil.which("turn-hooks", path=str(Path(sys.executable).parent))
+MESSAGE = f"Done.\n<reward_memory_reflection_json>{RAW}</reward_memory_reflection_json>"
+
+
+@pytest.fixture
+def run_dir():
+    """A private 0700 socket directory; the servers started in it are stopped after."""
+    directory = Path(tempfile.mkdtemp(dir=resident_support.BASE))
+    yield directory
+    stubborn = stop(servers(directory))
+    assert stubborn == [], "a resident server ignored SIGTERM"
+
+
+def environment(run_dir, **extra):
+    env = dict(os.environ)  # carries this test's TURN_HOOKS_STATE_DIR
+    env.update(
+        TURN_HOOKS_RESIDENT="1",
+        TURN_HOOKS_RESIDENT_DIR=str(run_dir),
+        TURN_HOOKS_RESIDENT_IDLE_SECONDS="120",
+    )
+    env.update(extra)
+    return env
+
+
+def validator(directory, *, hold=False):
+    """The demo validator, which first records who ran it: the hook process's pid, its
+    parent's pid (the server on a warm call, the host on a cold one) and its own; with
+    ``hold`` it then waits for a ``release`` file, keeping the call mid-request."""
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "validator.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, pathlib, sys, time
+            from conformance.validator import main
+            directory = pathlib.Path({str(directory)!r})
+            hook = os.getppid()
+            parent = pathlib.Path(f"/proc/{{hook}}/stat").read_text().rpartition(")")[2].split()[1]
+            with (directory / "calls").open("a") as calls:
+                calls.write(f"{{hook}} {{parent}} {{os.getpid()}}\\n")
+            (directory / "running").touch()
+            while {hold!r} and not (directory / "release").exists():
+                time.sleep(0.02)
+            sys.exit(main(pathlib.Path({str(EVIDENCE)!r})))
+            """
+        )
+    )
+    return [sys.executable, str(script)]
+
+
+def calls(directory):
+    """``(hook pid, its parent pid, validator pid)`` per validator run."""
+    path = directory / "calls"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [tuple(int(part) for part in line.split()) for line in lines]
+
+
+def argv(registry, event, *extra):
+    binding = ("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
+    return [SCRIPT, "host", "generic", event, *binding, *extra]
+
+
+def hook(registry, event, payload, env, *extra):
+    return subprocess.run(
+        argv(registry, event, *extra),
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=registry.parent,
+        timeout=120,
+    )
+
+
+def cold_env():
+    return dict(os.environ, TURN_HOOKS_RESIDENT="0")
+
+
+def log_reasons():
+    path = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json"
+    if not path.exists():
+        return []
+    return [entry["reason_code"] for entry in json.loads(path.read_text())["entries"]]
+
+
+def socket_path(run_dir):
+    # The hooks run under this process's interpreter, path and start-up variables.
+    return Path(_warm.paths(str(run_dir), _warm.package_key())[0])
+
+
+def listening(run_dir):
+    """The pid of the server that listens in ``run_dir`` (it writes its pid file after
+    it bound its socket), or ``None``."""
+    pid_file = socket_path(run_dir).with_suffix(".pid")
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if alive(pid) and socket_path(run_dir).exists() else None
+
+
+def popen(registry, event, payload, env, *extra):
+    """A hook process left running; its stdin is a file holding the event."""
+    source = registry.parent / f"{event}.json"
+    source.write_text(json.dumps(payload))
+    with source.open("rb") as stdin:
+        return subprocess.Popen(
+            argv(registry, event, *extra),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=registry.parent,
+        )
+
+
+def started_server(tmp_path, run_dir, env):
+    """Start the server with one (cold) call of a throwaway Goal; its pid once it listens."""
+    registry = bound_goal(tmp_path / "starter")
+    first = hook(registry, "pre-turn", {"turn_id": "t0", "prompt": "module tests"}, env)
+    assert first.returncode == 0
+    wait_for(lambda: listening(run_dir), what="a server")
+    pid = listening(run_dir)
+    assert servers(run_dir) == [pid]
+    return pid
+
+
+def turns(marks):
+    """A Goal's Turns: a validated reflection, recall of it, an empty Stop, bad arguments."""
+    return [
+        (
+            "post-settlement",
+            {"turn_id": "turn-1", "last_assistant_message": MESSAGE},
+            ("--validation-command-json", json.dumps(validator(marks))),
+        ),
+        ("pre-turn", {"turn_id": "turn-2", "prompt": "module tests"}, ()),
+        ("post-settlement", {"turn_id": "turn-2", "last_assistant_message": "done"}, ()),
+        ("pre-turn", {"turn_id": "turn-3", "prompt": "module tests"}, ()),
+        ("pre-turn", {"turn_id": "turn-4"}, ("--validation-timeout-seconds", "99")),
+    ]
+
+
+def test_warm_calls_print_exactly_what_cold_calls_print(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    cold_registry, warm_registry = bound_goal(tmp_path / "cold"), bound_goal(tmp_path / "warm")
+    cold_marks, warm_marks = tmp_path / "cold-marks", tmp_path / "warm-marks"
+    printed = []
+    for (event, payload, extra), (_, _, warm_extra) in zip(
+        turns(cold_marks), turns(warm_marks), strict=True
+    ):
+        cold = hook(cold_registry, event, payload, cold_env(), *extra)
+        warm = hook(warm_registry, event, payload, env, *warm_extra)
+        assert (warm.returncode, warm.stdout, warm.stderr) == (
+            cold.returncode,
+            cold.stdout,
+            cold.stderr,
+        ), event
+        printed.append(warm.stdout)
+    assert json.loads(printed[0])["results"], "the Stop hook settled the reflection"
+    assert "[memory 1]" in json.loads(printed[1])["additional_context"], "and recall found it"
+    assert printed[-1] == "{}\n", "bad arguments print what a failing hook prints"
+    assert [parent for _, parent, _ in calls(cold_marks)] == [os.getpid()]
+    assert [parent for _, parent, _ in calls(warm_marks)] == [server], "served warm"
+    assert servers(run_dir) == [server], "one server served every call"
+
+
+def test_kill_9_of_the_server_mid_request_loses_nothing(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+    extra = ("--validation-command-json", json.dumps(validator(marks, hold=True)))
+    running = popen(registry, "post-settlement", payload, env, *extra)
+    wait_for((marks / "running").exists, what="the validator to run")
+    os.kill(server, signal.SIGKILL)
+    wait_for(lambda: not alive(server), what="the server to die")
+    (marks / "release").touch()
+    stdout, stderr = running.communicate(timeout=120)
+
+    cold_registry = bound_goal(tmp_path / "cold")
+    cold = hook(cold_registry, "post-settlement", payload, cold_env(), *extra)
+    assert (running.returncode, stdout, stderr) == (0, cold.stdout, cold.stderr)
+    [ingest] = json.loads(stdout)["results"].values()
+    assert ingest["status"] == "activated", "the reflection was validated and stored"
+    [(_, parent, _), _] = calls(marks)
+    assert parent == server, "the first call ran in the killed server's child"
+
+    # The dead server's socket is stale: the next call runs cold and starts a new one.
+    assert socket_path(run_dir).exists()
+    again = {"turn_id": "turn-2", "prompt": "module tests"}
+    retry = hook(registry, "pre-turn", again, env)
+    assert (retry.returncode, retry.stdout) == (
+        0,
+        hook(cold_registry, "pre-turn", again, cold_env()).stdout,
+    )
+    wait_for(lambda: listening(run_dir) not in (None, server), what="a new server")
+
+
+def test_kill_9_of_the_call_mid_request_ends_the_hook_with_0(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks, hold=True)))
+    payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+    running = popen(registry, "post-settlement", payload, env, *extra)
+    wait_for((marks / "running").exists, what="the validator to run")
+    [(child, parent, checker)] = calls(marks)
+    assert parent == server
+    os.kill(child, signal.SIGKILL)
+    running.communicate(timeout=120)
+    os.kill(checker, signal.SIGKILL)
+    assert running.returncode == 0, "the Turn goes on"
+    assert "resident_child_lost" in log_reasons()
+    assert servers(run_dir) == [server], "the server lives on"
+
+
+def test_a_stale_socket_is_replaced(tmp_path, run_dir):
+    path = socket_path(run_dir)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # the file stays, and no one listens on it
+    env = environment(run_dir)
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    first = hook(registry, "pre-turn", payload, env)
+    assert (first.returncode, first.stdout, first.stderr) == (0, expected.stdout, "")
+    wait_for(lambda: listening(run_dir), what="a server in place of the stale socket")
+    server = listening(run_dir)
+    marks = tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks)))
+    settled = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+    assert hook(registry, "post-settlement", settled, env, *extra).returncode == 0
+    assert [parent for _, parent, _ in calls(marks)] == [server]
+
+
+def _record_file():
+    for entry in sys.path:
+        for record in Path(entry).glob("turn_hooks-*.dist-info/RECORD"):
+            return record
+    raise AssertionError("the package is installed (make setup)")
+
+
+def test_an_upgraded_package_gets_a_new_server_and_the_old_one_exits(tmp_path, run_dir):
+    env = environment(run_dir)
+    old = started_server(tmp_path, run_dir, env)
+    old_socket = socket_path(run_dir)
+
+    # A client of another version is refused before anything runs.
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(str(old_socket))
+    client.sendall(_warm.encode_request(b"another version", ["turn-hooks", "host"], 0o022))
+    assert client.recv(1) == b"R"
+    client.close()
+
+    record = _record_file()
+    before = record.stat()
+    try:  # what an upgrade or reinstall does to the installed metadata's identity
+        os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        assert socket_path(run_dir) != old_socket
+        registry = bound_goal(tmp_path / "goal")
+        payload = {"turn_id": "turn-1", "prompt": "module tests"}
+        expected = hook(registry, "pre-turn", payload, cold_env())
+        upgraded = hook(registry, "pre-turn", payload, env)
+        assert (upgraded.returncode, upgraded.stdout) == (0, expected.stdout)
+        wait_for(lambda: not alive(old), what="the old server to exit")
+        assert not old_socket.exists(), "it removed its socket"
+        wait_for(lambda: listening(run_dir), what="the new one")
+    finally:
+        os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _unsafe(kind, directory):
+    if kind == "mode":
+        directory.mkdir(mode=0o755)
+        directory.chmod(0o755)
+    elif kind == "symlink":
+        target = directory.with_name(directory.name + "-target")
+        target.mkdir(mode=0o700)
+        directory.symlink_to(target)
+    else:
+        directory.mkdir(mode=0o700)
+        os.chown(directory, 65534, 65534)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "mode",
+        "symlink",
+        pytest.param(
+            "owner",
+            marks=pytest.mark.skipif(os.getuid() != 0, reason="only root can give a dir away"),
+        ),
+    ],
+)
+def test_an_unsafe_socket_directory_is_refused(tmp_path, run_dir, kind):
+    directory = run_dir / "unsafe"
+    _unsafe(kind, directory)
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DIR=str(directory))
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
+    assert list(directory.iterdir()) == [], "no socket, lock or pid file there"
+    assert servers(run_dir) == []
+    assert "resident_dir_unsafe" in log_reasons()
+
+
+def test_a_server_that_never_answers_costs_the_call_nothing(tmp_path, run_dir):
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(str(socket_path(run_dir)))
+    silent.listen(8)  # connections wait in the backlog, never accepted or answered
+    try:
+        env = environment(run_dir)
+        registry = bound_goal(tmp_path / "goal")
+        payload = {"turn_id": "turn-1", "prompt": "module tests"}
+        expected = hook(registry, "pre-turn", payload, cold_env())
+        result = hook(registry, "pre-turn", payload, env)
+        assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
+        assert servers(run_dir) == [], "a listening socket is not replaced"
+    finally:
+        silent.close()
+
+
+def test_a_call_past_the_deadline_is_killed_and_the_hook_exits_0(tmp_path, run_dir):
+    # Long enough for the call to reach its validator on a loaded machine.
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DEADLINE_SECONDS="6")
+    server = started_server(tmp_path, run_dir, env)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks, hold=True)))
+    payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+    try:
+        running = popen(registry, "post-settlement", payload, env, *extra)
+        wait_for((marks / "running").exists, what="the validator to run")
+        [(child, parent, _)] = calls(marks)
+        assert parent == server
+        running.communicate(timeout=120)  # never released: only the deadline ends it
+        assert running.returncode == 0, "the Turn goes on"
+        assert "resident_timeout" in log_reasons()
+        wait_for(lambda: not alive(child), what="the call to be killed")
+    finally:
+        (marks / "release").touch()
+    assert servers(run_dir) == [server]
+
+
+def test_the_server_exits_when_idle_and_removes_its_files(tmp_path, run_dir):
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_IDLE_SECONDS="1")
+    server = started_server(tmp_path, run_dir, env)
+    wait_for(lambda: not alive(server), what="the idle exit")
+    assert sorted(path.suffix for path in run_dir.iterdir()) == [".lock"]
+
+
+def test_sigterm_stops_the_server_cleanly(tmp_path, run_dir):
+    server = started_server(tmp_path, run_dir, environment(run_dir))
+    assert stop([server]) == []
+    assert sorted(path.suffix for path in run_dir.iterdir()) == [".lock"]
+
+
+def test_concurrent_first_calls_start_one_server(tmp_path, run_dir):
+    env = environment(run_dir)
+    registry = bound_goal(tmp_path / "goal")
+    payload = json.dumps({"turn_id": "turn-1", "prompt": "module tests"})
+    started = [
+        subprocess.Popen(
+            argv(registry, "pre-turn"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            cwd=registry.parent,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for process in started:
+        process.communicate(payload, timeout=120)
+        assert process.returncode == 0
+    wait_for(lambda: listening(run_dir), what="a server")
+    wait_for(lambda: len(servers(run_dir)) == 1, what="the others to give up")
+
+
+@pytest.mark.parametrize(
+    ("switch", "command"),
+    [("0", ["host", "generic", "pre-turn"]), ("1", ["plugins"]), ("1", ["schema", "--check"])],
+    ids=["switched-off", "plugins", "schema"],
+)
+def test_no_server_unless_a_hook_may_use_one(tmp_path, run_dir, switch, command):
+    env = environment(run_dir, TURN_HOOKS_RESIDENT=switch)
+    registry = bound_goal(tmp_path / "goal")
+    if command[0] == "host":
+        command = [
+            *command,
+            "--goal-id",
+            f1.GOAL,
+            "--agent-id",
+            f1.AGENT,
+            "--registry",
+            str(registry),
+        ]
+    result = subprocess.run(
+        [SCRIPT, *command], input="{}", capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stdout
+    assert list(run_dir.iterdir()) == [] and servers(run_dir) == []
+
+
+def test_installed_hooks_enter_through_the_resident_front_door():
+    from hosts import codex_install, dsh_install
+
+    command = codex_install.hook_command(
+        "UserPromptSubmit", registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
+    )
+    assert command.startswith(f"{sys.executable} -m hosts._entry host codex-cli pre-turn ")
+    [entry] = dsh_install.patch_layer(
+        registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
+    )[0]["insert"]
+    assert entry["config"]["command"] == [sys.executable, "-m", "hosts._entry"]
+    # A hooks.json written before, with ``-m hosts.cli``, is still ours to replace.
+    older = {"command": command.replace("-m hosts._entry", "-m hosts.cli")}
+    assert codex_install._ours(older, "g", "a") and codex_install._ours(
+        {"command": command}, "g", "a"
+    )
+
+
+def test_the_installed_command_form_is_served_warm(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks)))
+    payload = json.dumps({"turn_id": "turn-1", "last_assistant_message": MESSAGE})
+    command = [sys.executable, "-m", "hosts._entry", *argv(registry, "post-settlement", *extra)[1:]]
+    result = subprocess.run(
+        command, input=payload, capture_output=True, text=True, env=env, cwd=registry.parent
+    )
+    assert result.returncode == 0 and json.loads(result.stdout)["results"]
+    assert [parent for _, parent, _ in calls(marks)] == [server]
+
+
+def test_a_recent_start_that_brought_no_server_up_is_not_repeated(tmp_path, run_dir):
+    lock = socket_path(run_dir).with_suffix(".lock")
+    lock.touch(mode=0o600)  # a start a moment ago, and no pid file from a server since
+    env = environment(run_dir)
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout) == (0, expected.stdout)
+    assert servers(run_dir) == [] and not socket_path(run_dir).exists()
+    os.utime(lock, (0, 0))  # what a server's clean exit leaves: start again at once
+    assert hook(registry, "pre-turn", payload, env).returncode == 0
+    wait_for(lambda: listening(run_dir), what="a server")
+
+
+def test_a_socket_path_too_long_for_a_socket_starts_no_server(tmp_path, run_dir):
+    directory = run_dir / ("d" * 60) / ("e" * 40)
+    directory.mkdir(mode=0o700, parents=True)
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DIR=str(directory))
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
+    assert list(directory.iterdir()) == [] and servers(run_dir) == []
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can connect as another user")
+def test_a_client_of_another_user_is_not_served(tmp_path, run_dir):
+    server = started_server(tmp_path, run_dir, environment(run_dir))
+    path = socket_path(run_dir)
+    request = _warm.encode_request(_warm.package_key(), ["turn-hooks", "host"], 0o022)
+    own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    own.connect(str(path))
+    own.sendall(request)
+    assert own.recv(1) == b"A", "this user's client is served"
+    own.close()  # before "G": the child runs nothing
+    # Open the way to the socket for everyone: the uid check is the second lock.
+    opened = [resident_support.BASE, run_dir, path]
+    modes = [target.stat().st_mode & 0o777 for target in opened]
+    try:
+        for target in opened:
+            target.chmod(0o777)
+        # A system interpreter: this one may live below a home no other user enters.
+        system = shutil.which("python3", path="/usr/bin:/bin")
+        assert system, "a system python3 for the other user's client"
+        probe = textwrap.dedent(
+            f"""
+            import socket, sys
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.settimeout(10)
+            client.connect({str(path)!r})
+            try:
+                client.sendall(bytes.fromhex(sys.stdin.read()))
+                print(repr(client.recv(5)) == repr(b"") and "closed")
+            except (BrokenPipeError, ConnectionResetError):
+                print("closed")
+            """
+        )
+        result = subprocess.run(
+            [system, "-c", probe],
+            input=request.hex(),
+            capture_output=True,
+            text=True,
+            user=65534,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin"},
+            cwd="/",
+        )
+    finally:
+        for target, mode in zip(opened, modes, strict=True):
+            target.chmod(mode)
+    assert result.stdout.strip() == "closed", result.stderr
+    assert servers(run_dir) == [server]
+
+
+def test_a_stopped_server_is_replaced_and_costs_the_call_nothing(tmp_path, run_dir):
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    os.kill(server, signal.SIGSTOP)  # wedged: it accepts nothing any more
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+    result = hook(registry, "pre-turn", payload, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected.stdout, "")
+    wait_for(lambda: not alive(server), what="the wedged server to be killed")
+    assert hook(registry, "pre-turn", payload, env).returncode == 0
+    wait_for(lambda: listening(run_dir) not in (None, server), what="a fresh server")
+
+
+def test_an_interpreter_with_options_that_change_it_runs_cold(tmp_path, run_dir):
+    env = environment(run_dir)
+    registry = bound_goal(tmp_path / "goal")
+    payload = json.dumps({"turn_id": "turn-1", "prompt": "module tests"})
+    command = argv(registry, "pre-turn")[1:]
+    plain = subprocess.run(
+        [sys.executable, "-m", "hosts._entry", *command],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=cold_env(),
+        cwd=registry.parent,
+    )
+    for option in ("-O", "-b", "-s"):
+        result = subprocess.run(
+            [sys.executable, option, "-m", "hosts._entry", *command],
+            input=payload,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=registry.parent,
+        )
+        assert (result.returncode, result.stdout) == (0, plain.stdout), option
+    assert list(run_dir.iterdir()) == [] and servers(run_dir) == []
