@@ -61,9 +61,7 @@ def require_goal_repository(registry: str | Path | None, goal_id: str | None) ->
         raise InvalidInputError("no binding registry is named", reason_code="registry_missing")
     goal = registry_goal(read_registry(registry), goal_id) if goal_id else None
     if goal is None:
-        raise InvalidInputError(
-            "the registry names no such Goal", reason_code="goal_not_found"
-        )
+        raise InvalidInputError("the registry names no such Goal", reason_code="goal_not_found")
     repo = goal.get("repo")
     if not isinstance(repo, str) or not repo:
         raise InvalidInputError(
