@@ -583,3 +583,34 @@ def test_an_interpreter_with_options_that_change_it_runs_cold(tmp_path, run_dir)
         )
         assert (result.returncode, result.stdout) == (0, plain.stdout), option
     assert list(run_dir.iterdir()) == [] and servers(run_dir) == []
+
+
+def test_a_warm_codex_stop_hands_its_settlement_to_a_detached_child(tmp_path, run_dir):
+    """The resident child forks the settling child in its turn: the hook's pipes are
+    closed when the call returns (``capture_output`` reads them to the end) although
+    the validator is still held at its gate, and the settlement then completes."""
+    from test_settlement_faults import gated_validator, journal_states, queue
+
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry = bound_goal(tmp_path / "goal")
+    gate_dir = tmp_path / "gate"
+    gate_dir.mkdir()
+    binding = ("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
+    validation = ("--validation-command-json", json.dumps(gated_validator(gate_dir)))
+    stop_hook = subprocess.run(
+        [SCRIPT, "host", "codex-cli", "post-settlement", *binding, *validation],
+        input=json.dumps({"turn_id": "t1", "last_assistant_message": MESSAGE}),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=registry.parent,
+        timeout=120,
+    )
+    assert (stop_hook.returncode, stop_hook.stdout) == (0, "{}\n")
+    wait_for(lambda: (gate_dir / "started").exists(), what="the validator")
+    assert journal_states(registry) == [] and len(queue(registry)) == 1
+    (gate_dir / "gate").unlink()
+    wait_for(lambda: queue(registry) == [], what="the detached settlement")
+    assert journal_states(registry) == ["completed"]
+    assert servers(run_dir) == [server], "served warm"
