@@ -100,6 +100,11 @@ class Harness:
         setup = setup or HookSetup()
         setup.without_events = setup.without_events | self.without_events
         setup.env = {**setup.env, "TURN_HOOKS_STATE_DIR": str(workspace.root / "state")}
+        # Nothing to wait for when this run removed the settlement hook.
+        detached = self.driver.settles_detached
+        self.settle_timeout = (
+            30.0 if detached and self.driver.ingest_event not in setup.without_events else 0.0
+        )
         self.driver.prepare(workspace, setup)
         self.started.append(workspace)
         return workspace
