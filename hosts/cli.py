@@ -564,7 +564,10 @@ def _emit(text: str) -> None:
 
     data = encode_output(text)
     if _protocol:
-        _write_all(_protocol[0], data)
+        try:
+            _write_all(_protocol[0], data)
+        except OSError as exc:  # ENOSPC from /dev/full, EBADF, EIO...
+            raise OutputUnwritable(str(exc)) from exc
         return
     stream = sys.stdout
     if stream is None:  # started without a stdout at all

@@ -16,8 +16,12 @@ or 0777, from an explicit ``$TURN_HOOKS_STATE_DIR``): it is reported as
 ``hook_log_state_dir_widened`` and left as it is. The sidecar rules refuse it, like
 any widened sidecar directory, and narrowing a directory the user chose is theirs to
 do (``chmod 700``); one this package creates is 0700 from the start. Other causes
-carry the sidecar's own reason code (``sidecar_lock_timeout`` for a busy log,
-``sidecar_not_regular`` for a FIFO in its place, ...) or ``hook_log_unavailable``.
+carry the sidecar's own reason code (``sidecar_not_regular`` for a FIFO in its
+place, ...) or ``hook_log_unavailable``.
+
+A busy log (many hooks at once) loses nothing: a hook that cannot take the log's lock
+in time writes its entries to a file of their own in ``hook-log.spill/``, which
+needs no shared lock, and the next hook that holds the log folds them in.
 """
 
 from __future__ import annotations
@@ -25,16 +29,24 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sidecars import SidecarStore
-from turn_hooks import PreTurnOutcome, SidecarError, SidecarPermissionError
+from turn_hooks import (
+    PreTurnOutcome,
+    SidecarError,
+    SidecarLockTimeout,
+    SidecarPermissionError,
+)
 
 LOG_SCHEMA = "turn_hooks_hook_log_v0"
 LOG_FILE = "hook-log.json"
+SPILL_DIR = "hook-log.spill"
+SPILL_SCHEMA = "turn_hooks_hook_log_spill_v0"
 KEEP_ENTRIES = 200
 # Short: a busy log is skipped rather than waited for on the Turn's critical path.
 LOCK_TIMEOUT = 0.5
@@ -83,13 +95,25 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     if not entries:
         return
 
+    folded: list[Path] = []
+
     def append(document: dict[str, Any] | None) -> dict[str, Any]:
-        kept = [*(document or {}).get("entries", []), *entries][-KEEP_ENTRIES:]
+        spilled = _spilled(store, folded)
+        kept = [*(document or {}).get("entries", []), *spilled, *entries][-KEEP_ENTRIES:]
         return {"schema_version": LOG_SCHEMA, "entries": kept}
 
     try:
         store = SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
-        store.update(store.path(LOG_FILE), append)
+        try:
+            store.update(store.path(LOG_FILE), append)
+        except SidecarLockTimeout:
+            name = f"{time.time_ns():020d}-{os.getpid()}.json"
+            store.write(
+                store.path(SPILL_DIR, name), {"schema_version": SPILL_SCHEMA, "entries": entries}
+            )
+            return
+        for path in folded:  # only once the log holds them: a kill here repeats, not loses
+            store.delete(path)
     except SidecarPermissionError as exc:
         # The store names the directory it refused; the state directory itself widened
         # is the case worth its own code (module docstring).
@@ -99,6 +123,32 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
         _report(exc.reason_code)
     except Exception:  # no home or a full disk must not cost the Turn either
         _report("hook_log_unavailable")
+
+
+def _spilled(store: SidecarStore, folded: list[Path]) -> list[Any]:
+    """The entries busy hooks left in ``hook-log.spill/``, oldest first; their paths go
+    to ``folded`` for removal once the log holds them."""
+    entries: list[Any] = []
+    for path in store.iter_documents(SPILL_DIR):
+        try:
+            document = store.read(path)
+        except SidecarError:
+            continue  # not ours to fold: left for a person
+        spilled = (document or {}).get("entries")
+        if isinstance(spilled, list):  # only entries this module could have written
+            entries.extend(entry for entry in spilled if _well_formed(entry))
+        folded.append(path)
+    return entries
+
+
+def _well_formed(entry: Any) -> bool:
+    fields = ("observed_at", "host", "event", "source", "reason_code")
+    return (
+        isinstance(entry, dict)
+        and sorted(entry) == sorted(fields)
+        and all(isinstance(entry[key], str) and len(entry[key]) <= 80 for key in fields)
+        and all(_CODE.fullmatch(entry[key]) for key in fields[1:])
+    )
 
 
 def _report(reason_code: str) -> None:

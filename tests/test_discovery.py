@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
 from turn_hooks import _discovery
-from turn_hooks._discovery import EntryPoint, cache_key, cache_path, entry_points, scan
+from turn_hooks._discovery import EntryPoint, cache_key, entry_points, scan
 
 GROUP = "turn_hooks"
 
 
 @pytest.fixture
 def site(tmp_path, monkeypatch):
-    """An empty site directory alone on ``sys.path``, and a private cache directory."""
+    """An empty site directory alone on ``sys.path``."""
     directory = tmp_path / "site"
     directory.mkdir()
     monkeypatch.setattr(sys, "path", [str(directory)])
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return directory
 
 
@@ -89,7 +86,7 @@ def test_unreadable_or_hostile_entry_point_files_are_passed_over(site):
     fifo.mkdir()
     os.mkfifo(fifo / "entry_points.txt")  # must not block the Turn
     huge = distribution(site, "huge-1.0.dist-info", "")
-    (huge / "entry_points.txt").write_bytes(b"[turn_hooks]\n" + b"#" * _discovery.CACHE_LIMIT)
+    (huge / "entry_points.txt").write_bytes(b"[turn_hooks]\n" + b"#" * _discovery.READ_LIMIT)
     linked = site / "linked-1.0.dist-info"
     linked.mkdir()
     (linked / "entry_points.txt").symlink_to(site / "elsewhere.txt")
@@ -97,96 +94,40 @@ def test_unreadable_or_hostile_entry_point_files_are_passed_over(site):
     assert scan(GROUP) == []
 
 
-def test_the_cache_answers_until_a_distribution_is_installed(site, monkeypatch):
-    distribution(site, "one-1.0.dist-info", "[turn_hooks]\none = one:plugin\n")
-    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
-    assert os.stat(cache_path()).st_mode & 0o777 == 0o600
-    scans: list[str] = []
-    real_scan = _discovery.scan
-    monkeypatch.setattr(_discovery, "scan", lambda group: scans.append(group) or real_scan(group))
-    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
-    assert scans == []  # answered from the cache
-    distribution(site, "two-1.0.dist-info", "[turn_hooks]\ntwo = two:plugin\n")
-    os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 1))  # coarse clocks: force a change
-    assert [ep.name for ep in entry_points(GROUP)] == ["one", "two"]
-    assert scans == [GROUP]
-
-
-def plant(entries, key=None):
-    """Write a cache file by hand, as another process (or an attacker) might."""
-    path = Path(cache_path())
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.write_text(json.dumps({"key": key or cache_key(GROUP), "entry_points": entries}))
-    return path
-
-
 @pytest.fixture
 def counted_scans(monkeypatch):
     scans: list[str] = []
     real_scan = _discovery.scan
     monkeypatch.setattr(_discovery, "scan", lambda group: scans.append(group) or real_scan(group))
+    monkeypatch.setattr(_discovery, "_remembered", {})
     return scans
 
 
-@pytest.mark.parametrize(
-    "document",
-    ["not json", json.dumps({"key": "stale", "entry_points": []}), json.dumps({"key": None})],
-    ids=["garbled", "stale", "wrong-shape"],
-)
-def test_a_cache_that_cannot_be_believed_costs_a_scan(site, counted_scans, document):
+def test_the_answer_is_remembered_until_a_distribution_is_installed(site, counted_scans):
     distribution(site, "one-1.0.dist-info", "[turn_hooks]\none = one:plugin\n")
-    plant([]).write_text(document)
     assert [ep.name for ep in entry_points(GROUP)] == ["one"]
-    assert counted_scans == [GROUP]
+    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
+    assert counted_scans == [GROUP], "the second answer came from memory"
+    distribution(site, "two-1.0.dist-info", "[turn_hooks]\ntwo = two:plugin\n")
+    os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 1))  # coarse clocks: force a change
+    assert [ep.name for ep in entry_points(GROUP)] == ["one", "two"]
+    assert counted_scans == [GROUP, GROUP]
 
 
-def test_a_cache_with_the_right_key_is_believed(site, counted_scans):
-    plant([["cached", "cached:plugin", "cached", "1"]])
-    assert entry_points(GROUP) == [EntryPoint("cached", "cached:plugin", "cached", "1")]
-    assert counted_scans == []
-
-
-@pytest.mark.parametrize("mode", [0o777, 0o770])
-def test_a_cache_others_could_have_planted_is_never_believed(site, counted_scans, mode):
-    path = plant([["evil", "evil:plugin", "evil", "1"]])
-    os.chmod(path.parent, mode)
+def test_another_path_is_another_answer(site, tmp_path, monkeypatch, counted_scans):
+    distribution(site, "one-1.0.dist-info", "[turn_hooks]\none = one:plugin\n")
+    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere")])
     assert entry_points(GROUP) == []
-    assert counted_scans == [GROUP]
+    assert cache_key(GROUP) in _discovery._remembered and len(_discovery._remembered) == 1
 
 
-def test_an_unwritable_cache_only_costs_a_scan(site, tmp_path, monkeypatch):
-    blocker = tmp_path / "blocker"
-    blocker.write_text("a file where the cache directory would go")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+def test_finding_plugins_writes_nothing(site, tmp_path, monkeypatch, counted_scans):
+    """Dry runs and refused input write nothing anywhere, the user's home included."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
     distribution(site, "one-1.0.dist-info", "[turn_hooks]\none = one:plugin\n")
-    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
-    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
-
-
-def test_a_failed_cache_write_leaves_no_temporary_file(site, monkeypatch):
-    distribution(site, "one-1.0.dist-info", "[turn_hooks]\none = one:plugin\n")
-
-    def refuse(source, destination):
-        raise PermissionError("read-only cache")
-
-    monkeypatch.setattr(_discovery.os, "replace", refuse)
-    assert [ep.name for ep in entry_points(GROUP)] == ["one"]
-    assert os.listdir(Path(cache_path()).parent) == []
-
-
-def test_the_cache_lives_under_home_without_xdg(monkeypatch, tmp_path):
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert cache_path() == str(tmp_path / ".cache" / "turn-hooks" / "entry-points-v1.json")
-
-
-def test_a_symlinked_cache_is_never_followed(site, counted_scans, tmp_path):
-    elsewhere = tmp_path / "elsewhere.json"
-    elsewhere.write_text(
-        json.dumps({"key": cache_key(GROUP), "entry_points": [["evil", "evil:p", "evil", "1"]]})
-    )
-    path = plant([])
-    path.unlink()
-    path.symlink_to(elsewhere)
-    assert entry_points(GROUP) == []
-    assert counted_scans == [GROUP]
+    before = sorted(tmp_path.rglob("*"))
+    entry_points(GROUP)
+    assert sorted(tmp_path.rglob("*")) == before

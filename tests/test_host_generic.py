@@ -512,3 +512,55 @@ def test_an_unwritable_hook_log_never_costs_the_turn(tmp_path, monkeypatch):
     monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(blocker))
     assert hook(None, bound_goal(tmp_path), "not json", "pre-turn") == {}
     assert blocker.read_text() == ""
+
+
+def test_a_busy_hook_log_loses_no_line(tmp_path):
+    """Hooks that find the log's lock held past their 0.5 s wait used to drop their
+    entries; now they leave them in ``hook-log.spill/`` and the next writer folds
+    them in. The lock is held here by the test, so the contention is a fact."""
+    import filelock
+
+    from sidecars import lock_path
+
+    registry = bound_goal(tmp_path)
+    state = Path(os.environ["TURN_HOOKS_STATE_DIR"])
+    assert hook(None, registry, "{not json", "pre-turn") == {}  # creates the log
+    log = state / "hook-log.json"
+    argv = [sys.executable, "-m", "hosts.cli", "host", "generic", "pre-turn"]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
+    with filelock.FileLock(str(lock_path(log))):
+        busy = [
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(5)
+        ]
+        for process in busy:
+            assert process.communicate("{not json", timeout=60)[0].strip() == "{}"
+        assert len(list((state / "hook-log.spill").glob("*.json"))) == 5
+    assert hook(None, registry, "{not json", "pre-turn") == {}  # the next writer folds
+    assert [entry["reason_code"] for entry in hook_log_entries()] == ["hook_input_not_json"] * 7
+    assert list((state / "hook-log.spill").glob("*.json")) == []
+
+
+def test_only_well_formed_spilled_entries_are_folded_in(tmp_path):
+    from hosts import hook_log
+    from sidecars import SidecarStore
+
+    store = SidecarStore(hook_log.log_root())
+    good = {
+        "observed_at": "2026-12-01T00:00:00+00:00",
+        "host": "generic",
+        "event": "pre_turn",
+        "source": "adapter",
+        "reason_code": "hook_input_not_json",
+    }
+    planted = [good, {**good, "reason_code": "a prompt with spaces"}, {**good, "extra": "x"}, 7]
+    store.write(store.path(hook_log.SPILL_DIR, "1-1.json"), {"entries": planted})
+    garbled = store.path(hook_log.SPILL_DIR, "2-2.json")
+    store.write(garbled, {"entries": []})
+    garbled.write_text("{not json")  # not ours to fold: left for a person
+    hook_log.record("generic", "pre_turn", [("adapter", "host_turn_id_missing")])
+    assert [entry["reason_code"] for entry in hook_log_entries()] == [
+        "hook_input_not_json",
+        "host_turn_id_missing",
+    ]
+    assert sorted(p.name for p in (store.root / hook_log.SPILL_DIR).glob("*.json")) == ["2-2.json"]

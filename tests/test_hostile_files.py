@@ -169,10 +169,9 @@ def test_a_fifo_registry_is_exit_2_for_a_command_and_exit_0_for_a_hook(tmp_path)
 
 def test_settle_pending_with_a_fifo_registry_returns(tmp_path):
     registry = fifo(tmp_path / "registry.json")
-    result = turn_hooks(
-        "settle", "--pending", *binding_args(registry), "--cwd", str(tmp_path / "repo")
-    )
-    assert result.returncode == 0, result.stdout
+    result = turn_hooks("settle", "--pending", *binding_args(registry))
+    assert result.returncode == 2, result.stdout  # a command: one typed error, at once
+    assert json.loads(result.stdout)["reason_code"] == "registry_not_regular"
 
 
 @pytest.mark.parametrize(
