@@ -415,7 +415,7 @@ def _remove_stale_temps(directory: Path) -> None:
     """Remove temp files that writers killed between ``mkstemp`` and ``os.replace`` left.
 
     Once per directory and process, so a Turn pays one listing at most. Only regular
-    files named ``<sidecar>.json.XXXXXXXX`` (mkstemp's tail) and older than
+    files named ``<sidecar>.json.`` plus mkstemp's eight-character tail, older than
     :data:`STALE_TEMP_SECONDS` go: a live writer's temp file lives for milliseconds, and
     the caller holds the lock of the sidecar it writes. Failing to clean is harmless.
     """
