@@ -471,3 +471,82 @@ def test_an_operator_retirement_is_written_read_back_and_no_longer_recalled(
         capsys, "reward-memory", "retire", *args, "--input", str(decided), "--execute"
     )
     assert (again["status"], again["reason_code"]) == ("retired", "already_retired")
+
+
+def seed_active_records(server_provider, goal, count):
+    """``count`` distinct active records of ``goal``'s corpus, written straight to the server.
+
+    Each is what an activated ingest stores (the same builders), so every one
+    qualifies for the Goal's PreTurn recall.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from capabilities.providers.sync import stored_form
+    from capabilities.reward_memory.contract.candidate import (
+        build_active_record,
+        build_candidate,
+        normalise_event,
+    )
+    from capabilities.reward_memory.contract.config import normalise_config
+    from capabilities.reward_memory.contract.identities import (
+        STANDING_POLICY_REASONING,
+        record_body,
+        review_ref,
+        target_uri,
+    )
+
+    entry = normalise_config(goal_config(goal))["corpora"]["experience"]
+    policy = entry["standing_policy"]
+    items = []
+    for index in range(count):
+        event = event_for(goal)["event"]
+        event["content_summary"] = f"a change touches one module, run its tests first, case {index}"
+        candidate = build_candidate(normalise_event(event))["candidate"]
+        review = {
+            "reviewer_ref": policy["reviewer_ref"],
+            "review_ref": review_ref(policy["policy_id"], candidate["candidate_ref"]),
+            "reasoning_summary": STANDING_POLICY_REASONING,
+        }
+        record = build_active_record(candidate, entry["corpus"], review, f1.OBSERVED_AT)
+        uri = target_uri(
+            entry["provider_binding"]["scope_ref"], policy["policy_id"], candidate["candidate_ref"]
+        )
+        items.append((uri, stored_form(record_body(record))))
+    assert len({uri for uri, _text in items}) == count, "distinct records"
+    peer = peer_token(goal, f1.AGENT)
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda item: server_provider.write(*item, actor_peer_id=peer), items))
+
+
+def test_a_pre_turn_recall_reads_only_until_limit_items_qualify_on_one_connection(
+    ov_env, tmp_path, monkeypatch, capsys
+):
+    import io
+
+    import httpx
+
+    goal = "ov-lazy-reads"
+    registry = write_goal(tmp_path, goal)
+    seed_active_records(provider(ov_env), goal, 15)
+    created: list[httpx.Client] = []
+    requests: list[tuple[str, str]] = []
+
+    class Counting(httpx.Client):
+        def __init__(self, *args, **kwargs):
+            kwargs["event_hooks"] = {
+                "request": [lambda request: requests.append((request.method, request.url.path))]
+            }
+            super().__init__(*args, **kwargs)
+            created.append(self)
+
+    monkeypatch.setattr(httpx, "Client", Counting)
+    event = json.dumps({"turn_id": "t1", "prompt": "a change touches one module"})
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(event.encode())))
+    binding = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
+    assert cli.main(["host", "generic", "pre-turn", *binding]) == 0
+    assert "[memory 5]" in json.loads(capsys.readouterr().out)["additional_context"]
+    searches = [path for _method, path in requests if path.startswith("/api/v1/search/")]
+    reads = [path for _method, path in requests if path == "/api/v1/content/read"]
+    assert searches == ["/api/v1/search/find"], "one search"
+    assert len(reads) == 5, "the first five hits qualified: no further hit is read back"
+    assert len(created) == 1, "one httpx client, so one connection, for the whole hook step"

@@ -356,3 +356,42 @@ def test_the_recall_hook_takes_one_frozen_request(stored):
     again = run_recall_hook(config(), request, provider_for=lambda binding: stored).document
     assert first == again, "a request is reusable: the hook keeps no state in it"
     assert first["status"] == "available_not_applied"
+
+
+def test_hits_are_read_back_only_until_limit_items_qualify(stored):
+    record = f1_record(stored)
+    for i in range(11):
+        record["candidate_ref"] = f"candidate:{i:020d}"
+        put(stored, f"other-{i}", record)
+    session = recall(stored, limit=5)
+    assert (session.packet["result_count"], session.packet["provider_item_count"]) == (5, 5)
+    assert stored.calls == ["search"] + ["read_exact"] * 5, "12 hits, 5 read back"
+    stored.calls.clear()
+    twice = recall(
+        stored,
+        mode="bounded_agentic_search",
+        queries=[{"query": q, "query_summary": "turn admission"} for q in ("focused", "module")],
+        limit=5,
+    ).packet
+    assert stored.calls == ["search"] + ["read_exact"] * 5 + ["search"], (
+        "the second query still searches (its failure would be reported) but reads nothing"
+    )
+    assert (twice["provider_call_count"], twice["result_readback_verified"]) == (2, True)
+    assert (twice["result_count"], twice["duplicate_item_count"]) == (5, 0)
+
+
+def test_a_retrieval_whose_reads_are_unusable_says_so_once_exhausted(stored):
+    from capabilities.providers.sync import retrieve
+
+    [uri] = stored.inner.list(f1.SCOPE_REF, limit=5, actor_peer_id=f1.PEER)
+    stored.inner.write(uri, "focused test module, not a record", actor_peer_id=f1.PEER)
+    retrieval = retrieve(
+        stored, f1.SCOPE_REF, "focused test module", max_results=5, actor_peer_id=f1.PEER, timeout=5
+    )
+    assert (retrieval.status, retrieval.reason_code, stored.calls) == (
+        "completed",
+        None,
+        ["search"],
+    )
+    assert list(retrieval.items) == []
+    assert (retrieval.read_performed, retrieval.reason_code) == (True, "provider_reads_unusable")

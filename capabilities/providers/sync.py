@@ -1,7 +1,8 @@
 """Provider-neutral write and read compositions (providers.md §1).
 
 ``sync`` never overwrites a different record and never reports a write it did not
-read back; ``retrieve`` reads every hit back exactly. Both return public packets in
+read back; ``retrieve`` reads each hit back exactly, lazily, as far as its caller
+consumes them. Both return public packets in
 the upstream ``context_provider_sync_v0`` shape plus in-process details that never
 leave the process (raw URIs, record text).
 """
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from capabilities.providers.base import Provider, ProviderTimeout
+from capabilities.providers.base import Hit, Provider, ProviderTimeout
 from capabilities.providers.scopes import classify_scope
 from turn_hooks import ProviderError
 from turn_hooks.canonical import hex_n
@@ -238,11 +240,17 @@ class RetrievedItem:
 
 @dataclass
 class Retrieval:
-    """The outcome of one retrieve: a status and the readable record items."""
+    """The outcome of one retrieve: a status and the readable record items.
+
+    ``items`` is lazy: each hit is read back exactly only when the caller asks for the
+    next item, so a caller that stops early (recall, at ``limit`` qualified records)
+    never pays for the reads it does not use. ``read_performed`` and a
+    ``provider_reads_unusable`` reason code are final once ``items`` is exhausted.
+    """
 
     status: str
     reason_code: str | None = None
-    items: list[RetrievedItem] = field(default_factory=list)
+    items: Iterator[RetrievedItem] = field(default_factory=lambda: iter(()))
     search_performed: bool = False
     read_performed: bool = False
 
@@ -264,8 +272,7 @@ def retrieve(
     actor_peer_id: str | None,
     timeout: float,
 ) -> Retrieval:
-    """Search below the scope, then read every usable hit back exactly, in order."""
-    prefix = scope_ref.strip().rstrip("/") + "/"
+    """Search below the scope now; read the usable hits back exactly, in order, on demand."""
     search_read = getattr(provider, "search_read", None)
     try:
         if search_read is not None:
@@ -286,7 +293,31 @@ def retrieve(
     except ProviderError:
         return Retrieval(status="unavailable", reason_code="provider_search_failed")
     retrieval = Retrieval(status="completed", search_performed=True)
+    retrieval.items = _read_hits(
+        retrieval,
+        provider,
+        pairs,
+        prefix=scope_ref.strip().rstrip("/") + "/",
+        max_results=max_results,
+        actor_peer_id=actor_peer_id,
+        timeout=timeout,
+    )
+    return retrieval
+
+
+def _read_hits(
+    retrieval: Retrieval,
+    provider: Provider,
+    pairs: list[tuple[Hit, str | None]],
+    *,
+    prefix: str,
+    max_results: int,
+    actor_peer_id: str | None,
+    timeout: float,
+) -> Iterator[RetrievedItem]:
+    """Each usable hit, read back exactly only when the caller asks for it."""
     seen: set[str] = set()
+    count = 0
     for hit, known_text in pairs:
         uri = hit.uri.split("#", 1)[0]
         if (
@@ -305,11 +336,9 @@ def retrieve(
                 continue
         if text is None or not _is_record_text(text):
             continue
-        retrieval.items.append(
-            RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score)
-        )
-        if len(retrieval.items) >= max_results:
-            break
-    if retrieval.read_performed and not retrieval.items:
+        count += 1
+        yield RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score)
+        if count >= max_results:
+            return
+    if retrieval.read_performed and not count:
         retrieval.reason_code = "provider_reads_unusable"
-    return retrieval

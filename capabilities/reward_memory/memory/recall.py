@@ -165,7 +165,13 @@ def execute_recall(
     provider_binding: dict[str, Any],
     provider: Provider,
 ) -> RecallSession:
-    """Run a ready request: one search per query, exact reads, qualification (§11.2)."""
+    """Run a ready request: one search per query, then exact reads only until ``limit``
+    items qualified (§11.2).
+
+    A later query whose search runs after ``limit`` items qualified reads nothing:
+    ``result_readback_verified`` is already true then, so the packet is the same as
+    when every hit was read.
+    """
     packet = _packet(request_packet, provider_binding["provider_id"])
     session = RecallSession(packet=packet)
     if request_packet["status"] != "ready":
@@ -194,11 +200,13 @@ def execute_recall(
             packet.update({"status": "provider_unavailable", "reason_code": retrieval.reason_code})
             _empty_items(session)
             return session
-        if retrieval.search_performed and retrieval.items:
+        # Stop at `limit` qualified items before asking for the next one: the items
+        # are read back lazily, so no hit past that point is read at all.
+        while len(session.items) < limit:
+            item = next(retrieval.items, None)
+            if item is None:
+                break
             packet["result_readback_verified"] = True
-        for item in retrieval.items:
-            if len(session.items) >= limit:
-                break  # stop at `limit` qualified items
             if item.uri in seen_uris:
                 packet["duplicate_item_count"] += 1
                 continue
