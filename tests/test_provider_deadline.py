@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from fixtures import f1
 
+from capabilities.providers.budget import EXHAUSTED
 from capabilities.providers.client import OpenVikingSettings, ProviderClient
 from capabilities.providers.openviking import OpenVikingProvider
 from turn_hooks import ProviderUnavailable
@@ -113,3 +114,71 @@ def test_one_connection_serves_every_request_and_plain_http_loads_no_certificate
         secure.request("GET", "/health", auth=False)
     assert loaded, "https still verifies certificates"
     secure.close()
+
+
+def log_entries(state_dir):
+    log = state_dir / "hook-log.json"
+    return json.loads(log.read_text())["entries"] if log.exists() else []
+
+
+@pytest.mark.parametrize(
+    ("host", "event"),
+    [
+        ("generic", "pre-turn"),
+        ("generic", "post-settlement"),
+        ("codex-cli", "pre-turn"),
+        ("codex-cli", "post-settlement"),
+    ],
+)
+def test_a_whole_hook_process_ends_within_its_budget_and_logs_why(
+    black_hole, tmp_path, host, event
+):
+    """Each host hook, as its host runs it, on an OpenViking binding whose server hangs.
+
+    The settlement hooks carry a validated reflection, so the generic one ingests
+    inline (preflight, reads and the write all meet the hanging server) and Codex's
+    hands it to its detached child. Exit 0 within the liveness bound, and the hook
+    log names a typed reason for what the Turn went without.
+    """
+    from turn_support import hook_argv, reflection_message
+
+    registry = f1.write_goal(tmp_path, f1.config("openviking"))
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENVIKING_")}
+    env |= {
+        "OPENVIKING_URL": black_hole,
+        "HOME": str(tmp_path / "home"),
+        "TURN_HOOKS_STATE_DIR": str(state),
+    }
+    argv = hook_argv(registry, event)
+    argv[argv.index("generic")] = host
+    payload = {"turn_id": "t1", "prompt": "fix the tests"}
+    if event == "post-settlement":
+        payload = {"turn_id": "t1", "last_assistant_message": reflection_message()}
+    started = time.monotonic()
+    result = subprocess.run(
+        argv,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=LIVENESS,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    # Codex settles in a detached child: its entry lands after the hook returned, and
+    # within the same bound (the child has the same budget).
+    limit = time.monotonic() + LIVENESS
+    while not (reasons := provider_reasons(state)) and time.monotonic() < limit:
+        time.sleep(0.2)
+    assert reasons, f"the hook log says why: {log_entries(state)}"
+    assert time.monotonic() - started < LIVENESS
+
+
+PROVIDER_REASONS = {"provider_search_failed", "provider_timeout", EXHAUSTED}
+
+
+def provider_reasons(state_dir):
+    return {e["reason_code"] for e in log_entries(state_dir)} & PROVIDER_REASONS

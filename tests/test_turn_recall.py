@@ -147,7 +147,10 @@ def test_provider_failure_leaves_the_turn_going(tmp_path, plugin_pm, monkeypatch
         "capabilities.reward_memory.plugin._provider_for", lambda resolution: lambda binding: broken
     )
     outcome = call_pre_turn(plugin_pm, turn(registry))
-    assert outcome.payload[SLOT]["status"] == "provider_unavailable"
+    assert (outcome.payload[SLOT]["status"], outcome.payload[SLOT]["reason_code"]) == (
+        "provider_unavailable",
+        "provider_search_failed",
+    ), "the failed search's code, for the hook log"
     assert contribution(outcome).instructions == [REFLECTION_INSTRUCTION]
 
 

@@ -229,11 +229,16 @@ def turn_recall(
         apply_memory=cite_guidance,
     )
     hook = run_recall_hook(config, request, provider_for=provider_for).document
+    reason = hook.get("reason_code")
+    if reason is None and hook["status"] == "provider_unavailable":
+        # LoopX leaves it null; the failed attempt's code is what the hook log can
+        # show for a Turn that got no memory because the store did not answer.
+        reason = hook["recall_attempts"][-1]["reason_code"]
     telemetry = hook.get("telemetry")
     calls = telemetry["provider_call_count"] if telemetry else 0
     context = hook["output"] if hook["status"] == "applied" else None
     packet = _packet(
-        {**status, "status": hook["status"], "reason_code": hook.get("reason_code")},
+        {**status, "status": hook["status"], "reason_code": reason},
         **ids,
         **extra,
         context=context,
@@ -250,7 +255,7 @@ def turn_recall(
         "turn_recall_id": recall_id,
         "situation_fingerprint": fingerprint,
         "source_status": hook["status"],
-        "reason_code": hook.get("reason_code"),
+        "reason_code": reason,
         "provider_call_count": calls,
         "context": context,
         "observed_at": turn.observed_at,
