@@ -106,5 +106,9 @@ test: lint typecheck schema openviking codex claude dsh
 oracle: setup
 	cd $(CURDIR) && $(BIN)/pytest -m oracle tests/oracle -p no:randomly
 
-bench: setup
+# The core in process, then our PreTurn hook process on a real OpenViking server
+# against the floor (one search request on one connection); see the benchmarks'
+# docstrings for the optional OpenViking-plugin row and the host benchmarks.
+bench: setup openviking
 	$(BIN)/python benchmarks/bench_core.py
+	TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/python benchmarks/bench_ov_recall.py
