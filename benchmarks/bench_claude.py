@@ -1,0 +1,124 @@
+"""Added wall time per Turn of our hooks inside the real Claude Code (offline).
+
+Run: ``TURN_HOOKS_CLAUDE_DIR=~/.cache/turn-hooks/claude-code-2.1.332
+$VENV/bin/python benchmarks/bench_claude.py [rounds]`` (default 5 rounds; `make claude`
+installs Claude Code 2.1.332 into the cache).
+
+The same two-Turn run (learn, then recall) of ``claude -p`` without our hooks, with
+them in its ``settings.json`` (UserPromptSubmit and Stop) in the form the README
+documents (``python -m hosts.cli``, cold), and with them entering through
+``python -m hosts._entry`` (the form ``turn-hooks install`` writes for Codex and
+DSH: warm, through a resident server in a private directory, stopped at the end),
+alternated in one loop against the fake Messages server the tests use.
+The Stop hook settles detached, so the next Turn's PreTurn may wait for it (at most
+1 s); the time of that wait is part of what the hooks add.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from fixtures import f1  # noqa: E402
+from test_claude_real import CLAUDE, ask, settings  # noqa: E402
+from turn_support import settled_spools  # noqa: E402
+
+from conformance.fakes import FakeMessages  # noqa: E402
+
+REFLECTED = (
+    "Fixed.\n<reward_memory_reflection_json>"
+    + json.dumps(f1.REFLECTION)
+    + "</reward_memory_reflection_json>"
+)
+
+
+def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
+    registry = f1.write_goal(root, f1.config("embedded_sqlite"))
+    document: dict = {"hooks": {}}
+    if variant != "without":
+        document = settings(registry)
+        if variant == "warm":
+            text = json.dumps(document).replace(" -m hosts.cli ", " -m hosts._entry ")
+            document = json.loads(text)
+    (root / "settings.json").write_text(json.dumps(document))
+    saved = dict(os.environ)
+    os.environ.update(env)  # ask() hands the host, and so its hooks, os.environ
+    try:
+        with FakeMessages() as fake:
+            fake.reply(REFLECTED, "Module tests first.")
+            started = time.perf_counter()
+            for prompt in ("fix the flaky parser test", "a change touches one module"):
+                result = ask(CLAUDE, root, fake, prompt)
+                assert result.returncode == 0, result.stderr[-500:]
+            elapsed = (time.perf_counter() - started) / 2
+            if variant != "without":
+                assert "[memory 1]" in json.dumps(fake.requests[-1]), "learned, then recalled"
+                # The last Stop's detached child may still be settling; let it
+                # finish (untimed, as the Turn does) before the directory goes.
+                settled_spools(root / "repo")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return elapsed
+
+
+VARIANTS = {
+    "without": "without our hooks",
+    "cold": "with our hooks, `python -m hosts.cli` (cold)",
+    "warm": "with our hooks, `python -m hosts._entry` (warm, resident server)",
+}
+
+
+def main(rounds: int = 5) -> None:
+    assert CLAUDE.exists(), f"claude is not installed at {CLAUDE}: run `make claude`"
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    with tempfile.TemporaryDirectory(prefix="thb-", dir="/tmp") as run_dir:
+        envs = {
+            "without": {"TURN_HOOKS_RESIDENT": "0"},
+            "cold": {"TURN_HOOKS_RESIDENT": "0"},
+            "warm": {
+                "TURN_HOOKS_RESIDENT": "1",
+                "TURN_HOOKS_RESIDENT_DIR": run_dir,
+                "TURN_HOOKS_RESIDENT_IDLE_SECONDS": "600",
+            },
+        }
+        try:
+            for index in range(rounds):
+                for variant in VARIANTS:
+                    with tempfile.TemporaryDirectory() as scratch:
+                        times[variant].append(two_turns(Path(scratch), variant, envs[variant]))
+                print(
+                    f"round {index + 1}: "
+                    + ", ".join(f"{v} {times[v][-1]:.2f} s" for v in VARIANTS),
+                    file=sys.stderr,
+                )
+        finally:
+            # The resident server the warm variant started; its pid file names it.
+            for pid_file in Path(run_dir).glob("th-*.pid"):
+                try:
+                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+                except (OSError, ValueError):
+                    pass
+    base = statistics.median(times["without"])
+    report: dict[str, object] = {"rounds": rounds}
+    for variant, label in VARIANTS.items():
+        median = statistics.median(times[variant])
+        report[label] = {
+            "median_turn_s": round(median, 3),
+            "added_per_turn_s": round(median - base, 3),
+        }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    os.environ.pop("TURN_HOOKS_LOAD_PLUGINS", None)
+    main(*(int(arg) for arg in sys.argv[1:]))
