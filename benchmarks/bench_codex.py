@@ -1,13 +1,21 @@
 """Added wall time per Turn of our hooks inside the real Codex CLI (offline).
 
-The same two-Turn run (learn, then recall) with and without our hooks installed,
-alternated in one loop against a fake Responses server on loopback. Needs the
-cached codex binary (`make codex`).
+Run: ``TURN_HOOKS_CODEX_VENV=~/.cache/turn-hooks/codex-0.147.0
+$VENV/bin/python benchmarks/bench_codex.py [rounds]`` (default 5; `make codex`
+installs the binary).
+
+The same two-Turn run (learn, then recall) without our hooks, with them as
+``python -m hosts.cli host codex-cli ...`` (cold), and with them entering through
+``python -m hosts._entry`` (the form ``turn-hooks install codex`` writes: warm,
+through a resident server in a private directory, stopped at the end), alternated
+in one loop against a fake Responses server on loopback.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -18,43 +26,83 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from test_codex_real import REFLECTED, CodexRun  # noqa: E402
+from turn_support import settled_spools  # noqa: E402
 
 from conformance.fakes import FakeResponses  # noqa: E402
 
+VARIANTS = {
+    "without": "without our hooks",
+    "cold": "with our hooks, `python -m hosts.cli` (cold)",
+    "warm": "with our hooks, `python -m hosts._entry` (warm, resident server)",
+}
 
-def two_turns(root: Path, hooks: bool) -> float:
-    with FakeResponses() as fake:
-        run = CodexRun(root, fake, None if hooks else {"hooks": {}})
-        fake.reply(REFLECTED, "Module tests first.")
-        started = time.perf_counter()
-        for prompt in ("fix the flaky parser test", "a change touches one module"):
-            result = run.exec(prompt)
-            assert result.returncode == 0, result.stderr[-500:]
-        return (time.perf_counter() - started) / 2
+
+def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
+    saved = dict(os.environ)
+    os.environ.update(env)  # CodexRun.exec hands the host, and so its hooks, os.environ
+    try:
+        with FakeResponses() as fake:
+            run = CodexRun(root, fake, {"hooks": {}} if variant == "without" else None)
+            if variant == "warm":
+                hooks = json.dumps(run.our_hooks()).replace(" -m hosts.cli ", " -m hosts._entry ")
+                (run.home / "hooks.json").write_text(hooks)
+            fake.reply(REFLECTED, "Module tests first.")
+            started = time.perf_counter()
+            for prompt in ("fix the flaky parser test", "a change touches one module"):
+                result = run.exec(prompt)
+                assert result.returncode == 0, result.stderr[-500:]
+            elapsed = (time.perf_counter() - started) / 2
+            if variant != "without":
+                assert "[memory 1]" in json.dumps(fake.requests[-1]), "learned, then recalled"
+                # The last Stop's detached child may still be settling; let it
+                # finish (untimed, as the Turn does) before the directory goes.
+                settled_spools(root / "repo")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return elapsed
 
 
 def main(rounds: int = 5) -> None:
-    with_hooks, without = [], []
-    for index in range(rounds):
-        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-            without.append(two_turns(Path(a), hooks=False))
-            with_hooks.append(two_turns(Path(b), hooks=True))
-        print(
-            f"round {index + 1}: without {without[-1]:.2f} s, with {with_hooks[-1]:.2f} s",
-            file=sys.stderr,
-        )
-    base, ours = statistics.median(without), statistics.median(with_hooks)
-    print(
-        json.dumps(
-            {
-                "rounds": rounds,
-                "median_turn_without_hooks_s": round(base, 3),
-                "median_turn_with_hooks_s": round(ours, 3),
-                "added_per_turn_s": round(ours - base, 3),
-            }
-        )
-    )
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    with tempfile.TemporaryDirectory(prefix="thb-", dir="/tmp") as run_dir:
+        envs = {
+            "without": {"TURN_HOOKS_RESIDENT": "0"},
+            "cold": {"TURN_HOOKS_RESIDENT": "0"},
+            "warm": {
+                "TURN_HOOKS_RESIDENT": "1",
+                "TURN_HOOKS_RESIDENT_DIR": run_dir,
+                "TURN_HOOKS_RESIDENT_IDLE_SECONDS": "600",
+            },
+        }
+        try:
+            for index in range(rounds):
+                for variant in VARIANTS:
+                    with tempfile.TemporaryDirectory() as scratch:
+                        times[variant].append(two_turns(Path(scratch), variant, envs[variant]))
+                print(
+                    f"round {index + 1}: "
+                    + ", ".join(f"{v} {times[v][-1]:.2f} s" for v in VARIANTS),
+                    file=sys.stderr,
+                )
+        finally:
+            # The resident server the warm variant started; its pid file names it.
+            for pid_file in Path(run_dir).glob("th-*.pid"):
+                try:
+                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+                except (OSError, ValueError):
+                    pass
+    base = statistics.median(times["without"])
+    report: dict[str, object] = {"rounds": rounds}
+    for variant, label in VARIANTS.items():
+        median = statistics.median(times[variant])
+        report[label] = {
+            "median_turn_s": round(median, 3),
+            "added_per_turn_s": round(median - base, 3),
+        }
+    print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
+    os.environ.pop("TURN_HOOKS_LOAD_PLUGINS", None)
     main(*(int(arg) for arg in sys.argv[1:]))
