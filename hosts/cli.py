@@ -295,13 +295,18 @@ def _validation_argv(args: argparse.Namespace) -> list[str] | None:
 
 def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts.settlement import replay_pending, settlement_store
+    from sidecars import name_binding
     from turn_hooks import make_plugin_manager
 
-    registry = args.registry or os.environ.get("TURN_HOOKS_REGISTRY")
     # A command: an unusable binding is one typed error and exit 2, nothing written.
-    store = settlement_store(registry, args.goal_id)
+    named = name_binding(args.registry, args.goal_id, args.agent_id)
+    store = settlement_store(named.registry, named.goal_id)
     summary = replay_pending(
-        make_plugin_manager(), store, goal_id=args.goal_id, agent_id=args.agent_id, limit=args.limit
+        make_plugin_manager(),
+        store,
+        goal_id=named.goal_id,
+        agent_id=named.agent_id,
+        limit=args.limit,
     )
     return summary, "Spooled settlements carried on"
 
@@ -453,8 +458,8 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     settle.add_argument(
         "--pending", action="store_true", required=True, help="work the queue of one Goal/Agent"
     )
-    settle.add_argument("--goal-id", required=True)
-    settle.add_argument("--agent-id", required=True)
+    settle.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
+    settle.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
     settle.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
     settle.add_argument(
         "--limit", type=int, default=None, help="at most this many entries (default: all)"
