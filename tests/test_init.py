@@ -175,3 +175,26 @@ def test_a_directory_name_without_letters_still_names_a_goal(capsys, monkeypatch
     monkeypatch.chdir(repo)
     code, done = cli(capsys, "init")
     assert (code, done["goal_id"]) == (0, "goal")
+
+
+def test_progress_goes_to_a_terminal_only(monkeypatch, tmp_path):
+    import pty
+    import shutil
+    import sys
+
+    repo = git_repo(tmp_path / "repo")
+    script = shutil.which("turn-hooks", path=str(Path(sys.executable).parent))
+    assert script
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [script, "init"], cwd=repo, stdout=subprocess.PIPE, stderr=follower, check=False
+        )
+        shown = os.read(leader, 4096).decode()
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert result.returncode == 0 and json.loads(result.stdout)["status"] == "initialised"
+    assert "canary write and exact readback" in shown
+    piped = subprocess.run([script, "init"], cwd=repo, capture_output=True, text=True, check=False)
+    assert piped.stderr == "" and json.loads(piped.stdout)["status"] == "unchanged"

@@ -12,11 +12,16 @@ from capabilities.reward_memory.cli._common import REGISTRY_ENV, Result, add_for
 def init(args: argparse.Namespace) -> Result:
     """``init``: bind one Goal and Agent of the current repository (idempotent)."""
     import os
+    import sys
 
     from capabilities.reward_memory.binding.setup import init_binding
     from sidecars import default_registry
 
     registry = args.registry or os.environ.get(REGISTRY_ENV) or str(default_registry())
+    if sys.stderr is not None and sys.stderr.isatty():  # progress for people, never for pipes
+        print(
+            "turn-hooks init: checking, then a canary write and exact readback...", file=sys.stderr
+        )
     document = init_binding(
         cwd=Path.cwd(),
         registry=Path(registry).absolute(),
