@@ -191,10 +191,12 @@ def test_configure_names_its_binding_by_the_same_rule(capsys, monkeypatch, tmp_p
 
 
 def test_ingest_event_without_ids_stays_a_fixture_preview(capsys, monkeypatch, tmp_path):
-    # required=False commands discover nothing: no ids means the fixture form.
+    # The ids choose ingest-event's mode, so only flags name them: no flags, a fixture.
     registry = bound_goal(tmp_path)
     monkeypatch.chdir(tmp_path / "repo")
     monkeypatch.setenv("TURN_HOOKS_REGISTRY", str(registry))
+    monkeypatch.setenv("TURN_HOOKS_GOAL", f1.GOAL)
+    monkeypatch.setenv("TURN_HOOKS_AGENT", f1.AGENT)
     source = tmp_path / "in.json"
     # A complete routed input: the fixture form refuses it for its missing keys.
     source.write_text(json.dumps({"event": f1.event(), "observed_at": f1.OBSERVED_AT}))

@@ -26,7 +26,8 @@ def bind(args: argparse.Namespace) -> argparse.Namespace:
     command line left them out (:func:`sidecars.name_binding`); explicit flags win.
 
     Idempotent, and returns ``args``. A parser built with ``required=False``
-    (``ingest-event``) discovers nothing: its ids come from flags or the environment.
+    (``ingest-event``, whose ids choose its mode) keeps its ids as the flags gave
+    them; only its registry is named by the rule.
 
     :raises RewardMemoryInputError: ``registry_missing``, ``goal_not_discovered``,
         ``agent_not_discovered``, ``binding_ambiguous`` or a registry refusal.
@@ -37,19 +38,21 @@ def bind(args: argparse.Namespace) -> argparse.Namespace:
 
     if getattr(args, "binding_sources", None) is not None:
         return args
+    discover = getattr(args, "discover_binding", True)
     try:
         named = name_binding(
             args.registry,
             getattr(args, "goal_id", None),
             getattr(args, "agent_id", None),
-            discover=getattr(args, "discover_binding", True),
+            discover=discover,
         )
     except InvalidInputError as exc:
         raise v.RewardMemoryInputError(
             exc.message, reason_code=exc.reason_code, field=exc.field or "registry"
         ) from exc
     args.registry = named.registry
-    args.goal_id, args.agent_id = named.goal_id or None, named.agent_id or None
+    if discover:
+        args.goal_id, args.agent_id = named.goal_id, named.agent_id
     args.binding_sources = named.sources
     return args
 
@@ -117,7 +120,7 @@ def add_binding_arguments(
 
     None of them is required by argparse: :func:`bind` names what is left out after
     parsing. With ``required`` false (``ingest-event``, which runs a full fixture
-    without ids) nothing is discovered. ``before_ids`` adds the command's own options
+    without ids) only the flags name the ids. ``before_ids`` adds the command's own options
     between ``--registry`` and the ids: ``ingest-event`` has always listed its
     ``--input`` there, and the ``--help`` output is pinned.
     """
@@ -125,7 +128,11 @@ def add_binding_arguments(
     parser.add_argument("--registry", help=f"binding registry file (or ${REGISTRY_ENV})")
     if before_ids is not None:
         before_ids(parser)
-    found = " or found from the repository" if required else ""
-    parser.add_argument("--goal-id", help=f"(or ${GOAL_ENV}{found})")
-    parser.add_argument("--agent-id", help=f"(or ${AGENT_ENV}{found})")
+    # Without discovery the ids choose the command's mode: only flags name them.
+    parser.add_argument(
+        "--goal-id", help=f"(or ${GOAL_ENV} or found from the repository)" if required else None
+    )
+    parser.add_argument(
+        "--agent-id", help=f"(or ${AGENT_ENV} or found from the repository)" if required else None
+    )
     parser.set_defaults(discover_binding=required)
