@@ -20,6 +20,7 @@ import pytest
 from fixtures import f1
 from test_claude_real import CLAUDE
 from test_codex_real import CODEX, REFLECTED, developer_texts
+from turn_support import journals_after_settlement
 
 from conformance.drivers import run_host
 from conformance.fakes import FakeMessages, FakeResponses
@@ -99,6 +100,9 @@ def test_codex_from_init_to_a_recalled_memory_and_back(repo, tmp_path):
         fake.reply(REFLECTED)
         first = codex_exec(home, repo, "fix the flaky parser test")
         assert first.returncode == 0, first.stderr[-2000:]
+        # A person types the next prompt later: the detached settlement has finished.
+        [journal] = journals_after_settlement(repo)
+        assert journal["public_receipt"]["status"] == "activated"
         fake.reply("Module tests first.")
         second = codex_exec(home, repo, "a change touches one module: which tests first?")
         assert second.returncode == 0, second.stderr[-2000:]
@@ -158,6 +162,8 @@ def test_claude_code_learns_then_recalls_from_an_installed_home(repo, tmp_path):
         )
         first = run_host([*argv, "fix the flaky parser test"], cwd=repo, env=env)
         assert first.returncode == 0, first.stderr[-2000:]
+        [journal] = journals_after_settlement(repo)
+        assert journal["public_receipt"]["status"] == "activated"
         fake.reply("Module tests first.")
         second = run_host([*argv, "which tests first?"], cwd=repo, env=env)
         assert second.returncode == 0, second.stderr[-2000:]

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from test_codex_real import CODEX, REFLECTED, developer_texts
+from turn_support import journals_after_settlement
 
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
@@ -78,6 +79,9 @@ def test_the_section_runs_as_written(tmp_path):
                 (cwd / "Makefile").write_text("test:\n\t@echo 3 passed\n")
                 continue
             if words[0] == "codex":
+                # A person types the next prompt later: what the last Turn's detached
+                # settlement was doing has finished by then.
+                journals_after_settlement(cwd)
                 fake.reply(replies.pop(0))
                 result = run_host(
                     [str(CODEX), *words[1:2], "--skip-git-repo-check", *words[2:]], cwd=cwd, env=env
@@ -90,5 +94,7 @@ def test_the_section_runs_as_written(tmp_path):
                 assert json.loads(result.stdout)["ok"] is True, (words, result.stdout)
             assert result.returncode == 0, (words, result.stdout, result.stderr[-2000:])
         assert replies == [], "both Turns ran"
+        [journal] = journals_after_settlement(cwd)
+        assert journal["public_receipt"]["status"] == "activated"
         assert not any("[memory 1]" in text for text in developer_texts(fake.requests[0]))
         assert any("[memory 1]" in text for text in developer_texts(fake.requests[-1]))
