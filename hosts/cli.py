@@ -192,7 +192,9 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
     return receipt, "PostSettlement receipt"
 
 
-CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host", "install", "settle"})
+CORE_COMMANDS = frozenset(
+    {"plugins", "schema", "sidecar", "dispatch", "host", "install", "doctor", "settle"}
+)
 HOST_NAMES = ("generic", "codex-cli", "dsh")
 HOOK_EVENTS = ("pre-turn", "post-settlement")
 
@@ -295,58 +297,20 @@ def _validation_argv(args: argparse.Namespace) -> list[str] | None:
 
 def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts.settlement import replay_pending, settlement_store
+    from sidecars import name_binding
     from turn_hooks import make_plugin_manager
 
-    registry = args.registry or os.environ.get("TURN_HOOKS_REGISTRY")
     # A command: an unusable binding is one typed error and exit 2, nothing written.
-    store = settlement_store(registry, args.goal_id)
+    named = name_binding(args.registry, args.goal_id, args.agent_id)
+    store = settlement_store(named.registry, named.goal_id)
     summary = replay_pending(
-        make_plugin_manager(), store, goal_id=args.goal_id, agent_id=args.agent_id, limit=args.limit
+        make_plugin_manager(),
+        store,
+        goal_id=named.goal_id,
+        agent_id=named.agent_id,
+        limit=args.limit,
     )
     return summary, "Spooled settlements carried on"
-
-
-def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
-    import shutil
-
-    from turn_hooks.errors import InvalidInputError
-
-    binding = {
-        "registry": str(Path(args.registry).absolute()),
-        "goal_id": args.goal_id,
-        "agent_id": args.agent_id,
-        "validation_argv": _validation_argv(args),
-        "prompt_in_recall": not args.no_prompt_in_recall,
-    }
-    if args.host == "dsh" and not args.patch_file:
-        raise InvalidInputError(
-            "install dsh needs --patch-file", reason_code="dsh_patch_file_missing"
-        )
-    # Checked before install() writes hooks.json: a binary that is missing or not
-    # executable would leave our hooks installed by a command that exits 2.
-    codex = shutil.which(args.codex_bin or "codex") if args.host == "codex" else None
-    if args.host == "codex" and not codex:
-        raise InvalidInputError(
-            "no executable codex binary; pass --codex-bin", reason_code="codex_not_found"
-        )
-    try:
-        if args.host == "dsh":
-            from hosts import dsh_install
-
-            patch = Path(args.patch_file).absolute()
-            return dsh_install.install(
-                patch_file=patch, uninstall=args.uninstall, **binding
-            ), "DSH plugin"
-        from hosts.codex_install import install
-
-        assert codex is not None
-        home = Path(args.codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-        report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
-    except InvalidInputError:
-        raise  # already typed: a hooks.json or patch file that is no regular file, say
-    except (ValueError, RuntimeError, OSError) as exc:
-        raise InvalidInputError(str(exc), reason_code=f"{args.host}_install_failed") from exc
-    return report, "Codex hooks"
 
 
 def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
@@ -453,37 +417,17 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     settle.add_argument(
         "--pending", action="store_true", required=True, help="work the queue of one Goal/Agent"
     )
-    settle.add_argument("--goal-id", required=True)
-    settle.add_argument("--agent-id", required=True)
+    settle.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
+    settle.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
     settle.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
     settle.add_argument(
         "--limit", type=int, default=None, help="at most this many entries (default: all)"
     )
     _format_option(settle)
     settle.set_defaults(handler=_cmd_settle)
-    installer = commands.add_parser("install", help="install the per-Turn hooks into a host")
-    installer.add_argument(
-        "host",
-        choices=("codex", "dsh"),
-        help="codex: hooks.json trusted through the app-server; dsh: a patch layer file",
-    )
-    installer.add_argument("--registry", required=True, help="binding registry file")
-    installer.add_argument("--goal-id", required=True)
-    installer.add_argument("--agent-id", required=True)
-    installer.add_argument("--validation-command-json", help="the independent validator argv")
-    installer.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
-    installer.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
-    installer.add_argument(
-        "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
-    )
-    installer.add_argument(
-        "--no-prompt-in-recall",
-        action="store_true",
-        help="keep the user's prompt out of the recall query (goal and project only)",
-    )
-    installer.add_argument("--uninstall", action="store_true", help="remove exactly our hooks")
-    _format_option(installer)
-    installer.set_defaults(handler=_cmd_install)
+    from hosts import install
+
+    install.add_commands(commands)
     if with_plugins:
         from conformance.commands import plugin as conformance_commands
         from turn_hooks import make_plugin_manager

@@ -3,7 +3,8 @@
 The handlers call this interpreter by absolute path. Trust is granted the way Codex
 itself records it: `hooks/list` reports each handler's current hash, and
 `config/batchWrite` upserts `hooks.state` with it (no hash is computed here).
-Installing twice changes nothing; `--uninstall` removes exactly our handlers.
+Installing twice changes nothing; `--uninstall` removes exactly our handlers (of any
+binding) and the trust entries Codex kept for them.
 """
 
 from __future__ import annotations
@@ -59,16 +60,40 @@ def hook_command(
     return shlex.join(parts)
 
 
-def _ours(handler: Any, goal_id: str, agent_id: str) -> bool:
+def _ours(handler: Any, goal_id: str | None, agent_id: str | None) -> bool:
+    """One of our handlers: of this binding, or of any with ``goal_id`` ``None``."""
     command = handler.get("command") if isinstance(handler, dict) else None
     return (
         isinstance(command, str)
         and any(marker in command for marker in MARKERS)
-        and f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}" in command
+        and (
+            goal_id is None
+            or f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(str(agent_id))}"
+            in command
+        )
     )
 
 
-def _without_ours(document: dict[str, Any], goal_id: str, agent_id: str) -> dict[str, Any]:
+def our_commands(document: dict[str, Any]) -> list[str]:
+    """The commands of every handler of ours in a hooks.json document (for ``doctor``)."""
+    hooks = document.get("hooks")
+    return [
+        handler["command"]
+        for groups in (hooks.values() if isinstance(hooks, dict) else [])
+        for group in (groups if isinstance(groups, list) else [])
+        for handler in (group.get("hooks", []) if isinstance(group, dict) else [])
+        if _ours(handler, None, None)
+    ]
+
+
+def read_hooks(path: Path) -> dict[str, Any]:
+    """hooks.json, read as the installer reads it."""
+    return _read(path)
+
+
+def _without_ours(
+    document: dict[str, Any], goal_id: str | None, agent_id: str | None
+) -> dict[str, Any]:
     raw = document.get("hooks")
     hooks: dict[str, Any] = raw if isinstance(raw, dict) else {}
     cleaned: dict[str, Any] = {}
@@ -219,6 +244,50 @@ def trust_our_hooks(
         server.close()
 
 
+def uninstall_all(*, codex: str, codex_home: Path) -> dict[str, Any]:
+    """Remove every handler of ours, whatever binding it names, and the
+    ``[hooks.state]`` trust entries Codex kept for them; nothing else."""
+    path = codex_home / "hooks.json"
+    before = _read(path)
+    document = _without_ours(before, None, None)
+    changed = document != before
+    forgotten = 0
+    server = AppServer(codex, {**os.environ, "CODEX_HOME": str(codex_home)})
+    try:
+        server.request("initialize", {"clientInfo": {"name": "turn-hooks", "version": "0.1"}})
+        server.notify("initialized")
+        listed = server.request("hooks/list", {"cwds": [str(Path.cwd())]})
+        keys = {
+            hook["key"]
+            for entry in listed.get("data", [])
+            for hook in entry.get("hooks", [])
+            if hook.get("sourcePath") == str(path) and _ours(hook, None, None)
+        }
+        if changed:
+            _write(path, document)
+        state = ((server.request("config/read", {}).get("config") or {}).get("hooks") or {}).get(
+            "state"
+        ) or {}
+        kept = {key: value for key, value in state.items() if key not in keys}
+        forgotten = len(state) - len(kept)
+        if forgotten:
+            server.request(
+                "config/batchWrite",
+                {"edits": [{"keyPath": "hooks.state", "mergeStrategy": "replace", "value": kept}]},
+            )
+    finally:
+        server.close()
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_install_v0",
+        "host": "codex_cli",
+        "action": "uninstall",
+        "changed": changed or forgotten > 0,
+        "events": [],
+        "trust_entries_removed": forgotten,
+    }
+
+
 def install(
     *,
     codex: str,
@@ -235,37 +304,36 @@ def install(
     An install whose hooks cannot all be trusted puts hooks.json back as it was
     (byte for byte, or absent): a command that fails leaves nothing behind.
     """
+    if uninstall:
+        return uninstall_all(codex=codex, codex_home=codex_home)
     path = codex_home / "hooks.json"
     before = _read(path)
     original = path.read_bytes() if path.exists() else None
     document = _without_ours(before, goal_id, agent_id)
-    if not uninstall:
-        for event in EVENTS:
-            handler = {
-                "type": "command",
-                "timeout": HOOK_TIMEOUT,
-                "command": hook_command(
-                    event,
-                    registry=registry,
-                    goal_id=goal_id,
-                    agent_id=agent_id,
-                    validation_argv=validation_argv,
-                    prompt_in_recall=prompt_in_recall,
-                ),
-            }
-            document["hooks"].setdefault(event, []).append({"hooks": [handler]})
+    for event in EVENTS:
+        handler = {
+            "type": "command",
+            "timeout": HOOK_TIMEOUT,
+            "command": hook_command(
+                event,
+                registry=registry,
+                goal_id=goal_id,
+                agent_id=agent_id,
+                validation_argv=validation_argv,
+                prompt_in_recall=prompt_in_recall,
+            ),
+        }
+        document["hooks"].setdefault(event, []).append({"hooks": [handler]})
     changed = document != before
     if changed:
         _write(path, document)
     try:
-        statuses = (
-            [] if uninstall else trust_our_hooks(codex, codex_home, Path.cwd(), goal_id, agent_id)
-        )
+        statuses = trust_our_hooks(codex, codex_home, Path.cwd(), goal_id, agent_id)
     except BaseException:
         if changed:
             _restore(path, original)
         raise
-    ok = uninstall or (bool(statuses) and all(s == "trusted" for s in statuses))
+    ok = bool(statuses) and all(s == "trusted" for s in statuses)
     if changed and not ok:
         _restore(path, original)
         changed = False
@@ -273,8 +341,8 @@ def install(
         "ok": ok,
         "schema_version": "turn_hooks_install_v0",
         "host": "codex_cli",
-        "action": "uninstall" if uninstall else "install",
+        "action": "install",
         "changed": changed,
-        "events": sorted(EVENTS) if not uninstall else [],
+        "events": sorted(EVENTS),
         "trust_statuses": statuses,
     }

@@ -61,6 +61,22 @@ def _is_ours(raw: bytes) -> bool:
         return False
 
 
+def installed_config(patch_file: Path) -> dict[str, Any] | None:
+    """Our plugin's config in the patch layer (for ``doctor``); ``None`` without one.
+
+    :raises InvalidInputError: the file is a FIFO, a device or too large.
+    :raises ValueError: the file exists but is not ours.
+    """
+    current = _read(patch_file)
+    if current is None:
+        return None
+    if not _is_ours(current):
+        raise ValueError("the patch file exists but was not written by turn-hooks")
+    config = loads_bounded(current)[0]["insert"][0].get("config")
+    valid = isinstance(config, dict) and isinstance(config.get("command"), list)
+    return config if valid else None
+
+
 def install(*, patch_file: Path, uninstall: bool = False, **binding: Any) -> dict[str, Any]:
     """Write (or remove) the patch layer; a public-safe report of what changed."""
     current = _read(patch_file)

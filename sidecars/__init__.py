@@ -1,6 +1,16 @@
 """Private JSON sidecar files: mode 0600, locked, atomically replaced, never via links."""
 
 from sidecars.files import kind_problem, read_bounded, read_source, read_stream
+from sidecars.naming import (
+    AGENT_ENV,
+    GOAL_ENV,
+    REGISTRY_ENV,
+    NamedBinding,
+    config_home,
+    default_registry,
+    name_binding,
+    name_registry,
+)
 from sidecars.paths import (
     SIDECAR_DIR,
     goal_agent_parts,
@@ -27,19 +37,27 @@ from sidecars.store import (
 )
 
 __all__ = [
+    "AGENT_ENV",
     "DEFAULT_LOCK_TIMEOUT",
     "DIR_MODE",
     "FILE_MODE",
+    "GOAL_ENV",
+    "REGISTRY_ENV",
     "SIDECAR_DIR",
+    "NamedBinding",
     "SidecarCheck",
     "SidecarStore",
     "SidecarTransaction",
     "atomic_write_text",
+    "config_home",
+    "default_registry",
     "dumps",
     "goal_agent_parts",
     "goal_repository",
     "kind_problem",
     "lock_path",
+    "name_binding",
+    "name_registry",
     "path_token",
     "read_bounded",
     "read_registry",

@@ -22,6 +22,7 @@ if os.environ.get("CI"):
 # Why autouse: a developer's shell may export TURN_HOOKS_* (say, a block-list);
 # every test must see the documented defaults instead, and hooks run by a test (also
 # in subprocesses) must log into the test's own state directory, not the user's.
+# The same holds for the default registry under $XDG_CONFIG_HOME/turn-hooks.
 @pytest.fixture(autouse=True)
 def _isolated_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -30,6 +31,7 @@ def _isolated_env(
         if name.startswith("TURN_HOOKS_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
     # The resident hook server is on by default for users. Here it stays off but in
     # the tests of it, which turn it on with their own socket directory; any server
     # that still starts uses this session's directory, where the check below finds it.

@@ -95,6 +95,7 @@ def install(tmp_path, *extra):
 
 
 def test_install_dsh_writes_one_patch_layer_idempotently_and_uninstalls_it(tmp_path):
+    bound_goal(tmp_path)  # install checks the binding before it writes
     patch = tmp_path / "dsh" / "turn-hooks.patch.yml"
     argv = ("--patch-file", str(patch), "--validation-command-json", json.dumps(VALIDATOR))
     code, report = install(tmp_path, *argv)

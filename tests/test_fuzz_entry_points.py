@@ -69,6 +69,7 @@ WRITERS = {
     "reward-memory reconcile": "retries pending journals",
     "reward-memory retire": "--execute replaces the record",
     "conformance run": "runs the scenarios in a temporary workspace",
+    "init": "writes the registry entry and the config, then enables the Agent",
 }
 # Accepted in full, these run real host binaries or a whole suite (seconds each): their
 # examples always carry one argument argparse refuses, so their argument parsing is
@@ -76,6 +77,7 @@ WRITERS = {
 ALWAYS_REFUSED = {
     "conformance run": "starts real hosts against fake model servers",
     "reward-memory evaluate": "runs the eight-case Stage 4 suite",
+    "validate command": "runs whatever command it is given",
 }
 
 

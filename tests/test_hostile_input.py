@@ -431,7 +431,7 @@ def test_host_hook_help_still_works():
 
 
 def test_other_commands_still_exit_2_on_bad_usage(capsys):
-    assert cli.main(["install", "codex", "--goal-id", "g"]) == 2
+    assert cli.main(["install", "vscode", "--goal-id", "g"]) == 2
     assert json.loads(capsys.readouterr().out)["reason_code"] == "usage_invalid"
     assert cli.main(["plugins", "--format", "a\0"]) == 2
     assert json.loads(capsys.readouterr().out)["reason_code"] == "argument_contains_nul"

@@ -12,11 +12,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from capabilities.reward_memory.cli import binding, curation, memory, reports, turn, utility
+from capabilities.reward_memory.cli import (
+    binding,
+    curation,
+    memory,
+    reports,
+    setup,
+    turn,
+    utility,
+    validate,
+)
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``reward-memory`` and ``codex-app`` and their sub-commands to the CLI."""
+    """Add ``reward-memory``, ``codex-app``, ``init`` and ``validate`` to the CLI."""
     turn.add_codex_app(commands)
     group = commands.add_parser("reward-memory", help="reward memory: status, ingest, recall")
     sub = group.add_subparsers(dest="reward_memory_command", required=True)
@@ -41,3 +50,5 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         reports.add_route_check,
     ):
         add(sub)
+    setup.add_init(commands)
+    validate.add_validate(commands)

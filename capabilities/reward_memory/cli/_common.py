@@ -2,30 +2,65 @@
 
 The one helper that adds ``--registry/--goal-id/--agent-id`` lives here, with the
 bounded ``--input`` reader and the registry resolution every bound command runs.
-Importing it costs only argparse: the core is imported inside the helpers that need
-it.
+The three options are optional: :func:`bind` names what they leave out by the rule
+of :mod:`sidecars.naming` (environment, then discovery from the repository), after
+parsing, so every command names its binding the same way. Importing it costs only
+argparse: the core is imported inside the helpers that need it.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import Any
 
 REGISTRY_ENV = "TURN_HOOKS_REGISTRY"
+GOAL_ENV = "TURN_HOOKS_GOAL"
+AGENT_ENV = "TURN_HOOKS_AGENT"
 Result = tuple[dict[str, Any], str]
 """What a handler returns: the document and the title of its Markdown rendering."""
 
 
-def registry_path(args: argparse.Namespace) -> str:
-    """``--registry``, else ``$TURN_HOOKS_REGISTRY``; a typed error when neither is set."""
-    from capabilities.reward_memory.contract import values as v
+def bind(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill in ``args.registry``, ``args.goal_id`` and ``args.agent_id`` where the
+    command line left them out (:func:`sidecars.name_binding`); explicit flags win.
 
-    path = args.registry or os.environ.get(REGISTRY_ENV)
-    if not path:
-        v.fail("registry", f"is required (--registry or {REGISTRY_ENV})", "registry_missing")
-    return str(path)
+    Idempotent, and returns ``args``. A parser built with ``required=False``
+    (``ingest-event``, whose ids choose its mode) keeps its ids as the flags gave
+    them; only its registry is named by the rule.
+
+    :raises RewardMemoryInputError: ``registry_missing``, ``goal_not_discovered``,
+        ``agent_not_discovered``, ``binding_ambiguous`` or a registry refusal.
+    """
+    from capabilities.reward_memory.contract import values as v
+    from sidecars import name_binding
+    from turn_hooks import InvalidInputError
+
+    if getattr(args, "binding_sources", None) is not None:
+        return args
+    discover = getattr(args, "discover_binding", True)
+    try:
+        named = name_binding(
+            args.registry,
+            getattr(args, "goal_id", None),
+            getattr(args, "agent_id", None),
+            discover=discover,
+        )
+    except InvalidInputError as exc:
+        raise v.RewardMemoryInputError(
+            exc.message, reason_code=exc.reason_code, field=exc.field or "registry"
+        ) from exc
+    args.registry = named.registry
+    if discover:
+        args.goal_id, args.agent_id = named.goal_id, named.agent_id
+    args.binding_sources = named.sources
+    return args
+
+
+def registry_path(args: argparse.Namespace) -> str:
+    """The registry :func:`bind` names: ``--registry``, ``$TURN_HOOKS_REGISTRY`` or
+    the default one ``turn-hooks init`` writes; ``registry_missing`` otherwise."""
+    return str(bind(args).registry)
 
 
 def read_input(source: str) -> Any:
@@ -58,10 +93,11 @@ def json_argv(text: str, field: str, reason_code: str) -> list[str]:
 
 
 def resolve_binding(args: argparse.Namespace) -> Any:
-    """The ``Resolution`` of ``--registry/--goal-id/--agent-id`` (typed errors)."""
+    """The ``Resolution`` of the binding :func:`bind` names (typed errors)."""
     from capabilities.reward_memory.binding.registry import load_registry, resolve
 
-    return resolve(load_registry(registry_path(args)), args.goal_id, args.agent_id)
+    bind(args)
+    return resolve(load_registry(args.registry), args.goal_id, args.agent_id)
 
 
 def add_format(parser: argparse.ArgumentParser) -> None:
@@ -82,14 +118,21 @@ def add_binding_arguments(
 ) -> None:
     """``--format``, ``--registry``, ``--goal-id`` and ``--agent-id`` of a bound command.
 
-    The ids are required unless ``required`` is false (``ingest-event``, which runs a
-    full fixture without them). ``before_ids`` adds the command's own options between
-    ``--registry`` and the ids: ``ingest-event`` has always listed its ``--input``
-    there, and the ``--help`` output is pinned.
+    None of them is required by argparse: :func:`bind` names what is left out after
+    parsing. With ``required`` false (``ingest-event``, which runs a full fixture
+    without ids) only the flags name the ids. ``before_ids`` adds the command's own options
+    between ``--registry`` and the ids: ``ingest-event`` has always listed its
+    ``--input`` there, and the ``--help`` output is pinned.
     """
     add_format(parser)
     parser.add_argument("--registry", help=f"binding registry file (or ${REGISTRY_ENV})")
     if before_ids is not None:
         before_ids(parser)
-    parser.add_argument("--goal-id", required=required)
-    parser.add_argument("--agent-id", required=required)
+    # Without discovery the ids choose the command's mode: only flags name them.
+    parser.add_argument(
+        "--goal-id", help=f"(or ${GOAL_ENV} or found from the repository)" if required else None
+    )
+    parser.add_argument(
+        "--agent-id", help=f"(or ${AGENT_ENV} or found from the repository)" if required else None
+    )
+    parser.set_defaults(discover_binding=required)

@@ -1,0 +1,147 @@
+"""``turn-hooks validate command -- ARGV``: the built-in independent validator.
+
+A host runs its validator after a settled Turn, with the Turn's result on stdin
+(``turn-lifecycle.md`` §8: ``{reward_memory_reflection_json, host, host_turn_id}``;
+the Codex App sends a ``reward_memory_reflection_validation_request_v0`` with the
+digest). This validator runs ARGV (the project's tests, say) in its working
+directory, which is the Turn's, bounded by ``--timeout-seconds``, and prints the
+attestation (``reward_memory_reflection_validation_v0``: the exact reflection
+digest and the reflection's own evidence refs, as §13.3 requires) only when ARGV
+exits 0. Otherwise, or without a reflection, it prints nothing: the Turn is
+settled, nothing is learned.
+
+Its own evidence is the run: ``validation:command:<hex20>``, a digest of ARGV, the
+exit status and the digest of the output. The attestation has no room for it (its
+keys are fixed), so it goes to stderr and, inside a git repository, into the private
+record ``.local/turn-hooks/validations/<hex20>.json`` (argv, exit status, output
+digest and size; never the output itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from capabilities.reward_memory.cli._common import add_format
+
+RECORD_SCHEMA = "turn_hooks_command_validation_v0"
+DEFAULT_TIMEOUT = 15
+"""Below the hook's default validator deadline (20 s), so the run ends first."""
+
+
+def _reflection(request: Any) -> tuple[str, list[str]] | None:
+    """(reflection digest, its evidence refs), or ``None`` when there is nothing to attest."""
+    from capabilities.reward_memory.contract.identities import reflection_digest
+
+    if not isinstance(request, dict):
+        return None
+    if isinstance(request.get("reflection"), dict):  # the Codex App's request names the digest
+        digest, reflection = request.get("reflection_digest"), request["reflection"]
+    else:
+        raw = request.get("reward_memory_reflection_json")
+        if not isinstance(raw, str) or not raw.strip():
+            return None
+        try:
+            reflection = json.loads(raw)
+            digest = reflection_digest(raw)
+        except ValueError:  # not JSON: a reflection the plugin refuses anyway
+            return None
+    refs = reflection.get("evidence_refs") if isinstance(reflection, dict) else None
+    if not isinstance(digest, str) or not isinstance(refs, list) or not refs:
+        return None
+    if not all(isinstance(ref, str) for ref in refs):
+        return None
+    return digest, refs
+
+
+def evidence_ref(argv: list[str], exit_status: int | None, output: bytes) -> str:
+    """``validation:command:`` + hex20 over ARGV, the exit status and the output digest."""
+    identity = [argv, exit_status, hashlib.sha256(output).hexdigest()]
+    canonical = json.dumps(identity, separators=(",", ":"), ensure_ascii=False)
+    return "validation:command:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:20]
+
+
+def _record(ref: str, digest: str, argv: list[str], exit_status: int | None, out: bytes) -> None:
+    """Keep the run's private record in the repository's state, when there is one."""
+    import contextlib
+
+    from capabilities.reward_memory.binding.setup import find_repository
+    from sidecars import SidecarStore, sidecar_root
+    from turn_hooks import InvalidInputError, TurnHooksError
+
+    with contextlib.suppress(InvalidInputError, TurnHooksError, OSError):
+        store = SidecarStore(sidecar_root(find_repository(Path.cwd())))
+        store.write(
+            store.path("validations", ref.rsplit(":", 1)[1] + ".json"),
+            {
+                "schema_version": RECORD_SCHEMA,
+                "evidence_ref": ref,
+                "reflection_digest": digest,
+                "argv": argv,
+                "exit_status": exit_status,
+                "output_sha256": hashlib.sha256(out).hexdigest(),
+                "output_bytes": len(out),
+            },
+        )
+
+
+def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
+    """Attest the reflection on stdin when ARGV exits 0; print nothing otherwise."""
+    import sys
+
+    from capabilities.reward_memory.cli._common import read_input
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.contract.experience import ATTESTATION_SCHEMA
+    from turn_hooks import run_external
+
+    argv = [arg for arg in args.argv if arg != "--"] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        v.fail("argv", "name the command to run after --", "validate_command_missing")
+    target = _reflection(read_input("-"))
+    if target is None:
+        return None, "No reflection to attest"  # nothing printed, exit 0
+    digest, refs = target
+    run = run_external(argv, None, timeout=args.timeout_seconds)
+    exit_status = (
+        run.exit_code if run.reason == "external_failed" else 0 if run.reason is None else None
+    )
+    ref = evidence_ref(argv, exit_status, run.stdout)
+    _record(ref, digest, argv, exit_status, run.stdout)
+    print(f"turn-hooks validate: {ref} exit={exit_status}", file=sys.stderr)
+    if run.reason is not None:
+        return None, "Not attested"  # a failed run attests nothing, exit 0
+    return {
+        "schema_version": ATTESTATION_SCHEMA,
+        "status": "validated",
+        "reflection_digest": digest,
+        "evidence_refs": refs,
+    }, "Reflection attested"
+
+
+def add_validate(commands: argparse._SubParsersAction[Any]) -> None:
+    """``turn-hooks validate command -- ARGV``."""
+    group = commands.add_parser("validate", help="built-in independent validators")
+    sub = group.add_subparsers(dest="validate_command", required=True)
+    command = sub.add_parser(
+        "command",
+        help="attest the reflection on stdin only when ARGV exits 0",
+        description=(
+            "Reads the settled Turn on stdin, runs ARGV in the working directory and "
+            "prints a reward_memory_reflection_validation_v0 attestation of the exact "
+            "reflection digest only when ARGV exits 0 within the timeout."
+        ),
+    )
+    add_format(command)
+    command.add_argument(
+        "--timeout-seconds",
+        type=int,
+        default=DEFAULT_TIMEOUT,
+        choices=range(1, 29),
+        metavar="1..28",
+        help=f"the run's deadline (default {DEFAULT_TIMEOUT}; below the hook's)",
+    )
+    command.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
+    command.set_defaults(handler=validate_command)

@@ -1,0 +1,203 @@
+"""`turn-hooks doctor`, and the checks `install` runs before it writes anything.
+
+Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
+
+- ``binding``: the registry reads, names the Goal with an existing repository, and
+  registers the Agent (whether a capability has enabled it is the capability's own
+  status command, e.g. ``reward-memory experiment-status``);
+- ``validator``: the declared validator's program resolves to an executable (none
+  declared is ``validator_missing`` unless the hooks are installed recall-only);
+- ``hook_command``: the interpreter a hook calls imports the package and loads its
+  plugins, in a child process as the host would start it. A warning (not a failure)
+  says when that interpreter runs an editable install inside a git clone: moving or
+  deleting the clone would break every installed hook.
+
+Installed hooks are found in the host's own files and checked by the commands
+written there, so a hook whose interpreter is gone fails loudly here, not quietly
+on every Turn. Rows never hold paths: this is a public receipt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sidecars import read_registry, registry_goal
+from turn_hooks import InvalidInputError, run_external
+
+CHECK_SCHEMA = "turn_hooks_check_v0"
+DOCTOR_SCHEMA = "turn_hooks_doctor_v0"
+PROBE_TIMEOUT = 25.0
+PROBE = """
+import json
+out = {"imports": False}
+try:
+    import hosts.cli
+    from turn_hooks import make_plugin_manager
+    out["load_failures"] = len(make_plugin_manager().load_failures)
+    out["imports"] = True
+    import importlib.metadata as metadata
+    try:
+        url = json.loads(metadata.distribution("turn-hooks").read_text("direct_url.json") or "{}")
+    except Exception:
+        url = {}
+    out["editable"] = bool((url.get("dir_info") or {}).get("editable"))
+    from pathlib import Path
+    here = Path(hosts.cli.__file__).resolve().parent.parent
+    out["in_git_clone"] = any((d / ".git").exists() for d in (here, *here.parents))
+except Exception as exc:
+    out["error"] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+def row(
+    check: str, subject: str, reason: str | None, message: str, *, warning: bool = False
+) -> dict[str, Any]:
+    """One check's result: failed when ``reason`` is set, unless it is a warning."""
+    return {
+        "schema_version": CHECK_SCHEMA,
+        "check": check,
+        "subject": subject,
+        "ok": reason is None or warning,
+        "warning": warning,
+        "reason_code": reason,
+        "message": message,
+    }
+
+
+def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> dict[str, Any]:
+    """The registry names the Goal, its repository exists, the Agent is registered."""
+    try:
+        goal = registry_goal(read_registry(registry), goal_id)
+    except InvalidInputError as exc:
+        return row("binding", subject, exc.reason_code, exc.message)
+    if goal is None:
+        return row("binding", subject, "goal_not_found", "the registry names no such Goal")
+    repo = goal.get("repo")
+    if not isinstance(repo, str) or not Path(repo).is_dir():
+        return row(
+            "binding", subject, "goal_repository_missing", "the Goal's repository is not there"
+        )
+    coordination = goal.get("coordination")
+    agents = coordination.get("registered_agents") if isinstance(coordination, dict) else None
+    if not isinstance(agents, list) or agent_id not in agents:
+        return row("binding", subject, "agent_not_registered", "the Agent is not registered")
+    return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}")
+
+
+def resolve_validator(argv: list[str]) -> list[str]:
+    """``argv`` with its program made absolute when ``PATH`` finds it: hooks run with
+    the host's ``PATH``, not the installing shell's."""
+    if os.sep in argv[0]:
+        return [str(Path(argv[0]).absolute()), *argv[1:]]
+    found = shutil.which(argv[0])
+    return [found, *argv[1:]] if found else argv
+
+
+def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) -> dict[str, Any]:
+    """The validator's program is an executable file (or none is needed)."""
+    if not argv:
+        if recall_only:
+            return row("validator", subject, None, "recall only: nothing will be learned")
+        return row(
+            "validator",
+            subject,
+            "validator_missing",
+            "no validator: nothing can ever be learned; pass --validation-command-json "
+            '(e.g. \'["turn-hooks", "validate", "command", "--", "make", "test"]\') '
+            "or --recall-only",
+        )
+    program = argv[0]
+    if not (os.path.isabs(program) and os.path.isfile(program) and os.access(program, os.X_OK)):
+        return row("validator", subject, "validator_not_found", "the validator does not resolve")
+    return row("validator", subject, None, f"runs {Path(program).name}")
+
+
+def hook_checks(subject: str, interpreter: str) -> list[dict[str, Any]]:
+    """The hook's interpreter imports the package; a warning for a fragile install."""
+    run = run_external([interpreter, "-c", PROBE], None, timeout=PROBE_TIMEOUT)
+    try:
+        probe = run.json() if run.reason is None else {}
+    except InvalidInputError:
+        probe = {}
+    if not isinstance(probe, dict) or probe.get("imports") is not True:
+        return [
+            row(
+                "hook_command",
+                subject,
+                "hook_command_unresolvable",
+                "the hook's interpreter cannot run turn-hooks: reinstall, then install again",
+            )
+        ]
+    rows = [row("hook_command", subject, None, "the hook command resolves")]
+    if probe.get("editable") and probe.get("in_git_clone"):
+        rows.append(
+            row(
+                "stable_installation",
+                subject,
+                "editable_install_in_clone",
+                "the hooks run an editable install inside a git clone: moving or deleting "
+                "the clone breaks them; install from a virtual environment of its own",
+                warning=True,
+            )
+        )
+    return rows
+
+
+def hook_binding(parts: list[str]) -> dict[str, Any]:
+    """Interpreter, binding and validator of an installed hook's argv."""
+
+    def flag(name: str) -> str | None:
+        return parts[parts.index(name) + 1] if name in parts[:-1] else None
+
+    validator = flag("--validation-command-json")
+    try:
+        argv = json.loads(validator) if validator else None
+    except ValueError:
+        argv = ["<not json>"]
+    return {
+        "interpreter": parts[0],
+        "registry": flag("--registry") or "",
+        "goal_id": flag("--goal-id") or "",
+        "agent_id": flag("--agent-id") or "",
+        "validation_argv": argv if isinstance(argv, list) or argv is None else ["<bad>"],
+        "event": "post-settlement" if "post-settlement" in parts else "pre-turn",
+    }
+
+
+def installed_checks(subject: str, commands: list[str]) -> list[dict[str, Any]]:
+    """Every check for the hook commands installed in one host."""
+    rows: list[dict[str, Any]] = []
+    probed: set[str] = set()
+    for command in commands:
+        try:
+            hook = hook_binding(shlex.split(command))
+        except (ValueError, IndexError):
+            rows.append(row("hook_command", subject, "hook_command_unresolvable", "unparsable"))
+            continue
+        if hook["interpreter"] not in probed:  # one child process per interpreter
+            probed.add(hook["interpreter"])
+            rows += hook_checks(subject, hook["interpreter"])
+        rows.append(binding_check(subject, hook["registry"], hook["goal_id"], hook["agent_id"]))
+        if hook["event"] == "post-settlement":
+            rows.append(validator_check(subject, hook["validation_argv"], recall_only=True))
+    unique: list[dict[str, Any]] = []
+    for item in rows:  # both hooks of one binding say the same: say it once
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def report(checks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """``turn_hooks_doctor_v0``: ok when every check is; the first failure's reason."""
+    failed = [check for check in checks if not check["ok"]]
+    document: dict[str, Any] = {"ok": not failed, "schema_version": DOCTOR_SCHEMA, **extra}
+    if failed:
+        document["reason_code"] = failed[0]["reason_code"]
+    document["checks"] = checks
+    return document

@@ -1,0 +1,240 @@
+"""``turn-hooks install HOST`` and ``turn-hooks doctor``: one flow for every host.
+
+``install`` names the binding by the common rule (``sidecars.name_binding``), runs
+the doctor's checks (:mod:`hosts.doctor`) and writes nothing if one fails, then hands
+over to the host's installer: ``codex_install`` (hooks.json, trusted through the
+app-server), ``settings_install`` (Claude Code's and Gemini's settings.json) or
+``dsh_install`` (a patch layer). ``--uninstall`` needs only the host's home.
+``doctor`` checks the hooks installed in the hosts' homes by the commands written
+there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def validation_argv(args: argparse.Namespace) -> list[str] | None:
+    """The declared validator argv, or ``None``; ``validation_declaration_invalid``."""
+    from turn_hooks import argv_from_json
+
+    if not args.validation_command_json:
+        return None
+    return argv_from_json(
+        args.validation_command_json,
+        reason_code="validation_declaration_invalid",
+        field="validation_command_json",
+    )
+
+
+INSTALL_HOSTS = ("codex", "claude-code", "gemini", "dsh")
+TITLES = {"codex": "Codex hooks", "claude-code": "Claude Code hooks", "gemini": "Gemini hooks"}
+
+
+def host_home(host: str, args: argparse.Namespace) -> Path:
+    from hosts import settings_install
+
+    if args.home:
+        return Path(args.home).absolute()
+    if host == "codex":
+        named = args.codex_home or os.environ.get("CODEX_HOME")
+        return Path(named).absolute() if named else Path.home() / ".codex"
+    return settings_install.default_home(host)
+
+
+def codex_binary(args: argparse.Namespace) -> str:
+    import shutil
+
+    from turn_hooks.errors import InvalidInputError
+
+    # Checked before anything is written: a binary that is missing or not executable
+    # would leave our hooks installed by a command that exits 2.
+    codex = shutil.which(args.codex_bin or "codex")
+    if not codex:
+        raise InvalidInputError(
+            "no executable codex binary; pass --codex-bin", reason_code="codex_not_found"
+        )
+    return codex
+
+
+def install_checks(host: str, args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """What ``install`` checks first (``hosts.doctor``), and the binding it installs."""
+    from hosts import doctor
+    from sidecars import name_binding
+
+    named = name_binding(args.registry, args.goal_id, args.agent_id)
+    argv = validation_argv(args)
+    argv = doctor.resolve_validator(argv) if argv else None
+    registry = str(Path(named.registry).absolute())
+    checks = [
+        doctor.binding_check(host, registry, named.goal_id, named.agent_id),
+        doctor.validator_check(host, argv, recall_only=args.recall_only),
+        *doctor.hook_checks(host, sys.executable),
+    ]
+    binding = {
+        "registry": registry,
+        "goal_id": named.goal_id,
+        "agent_id": named.agent_id,
+        "validation_argv": argv,
+        "prompt_in_recall": not args.no_prompt_in_recall,
+    }
+    return checks, binding
+
+
+def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts import doctor, dsh_install, settings_install
+    from turn_hooks.errors import InvalidInputError
+
+    host = args.host
+    if host == "dsh" and not args.patch_file:
+        raise InvalidInputError(
+            "install dsh needs --patch-file", reason_code="dsh_patch_file_missing"
+        )
+    validation_argv(args)  # a malformed declaration is refused first, as it always was
+    codex = codex_binary(args) if host == "codex" else None
+    home = None if host == "dsh" else host_home(host, args)
+    try:
+        # The host's own file first: a FIFO, a device or a foreign file is refused
+        # with its own reason before the checks start any process.
+        installed_commands(host, args)
+    except InvalidInputError:
+        raise
+    except ValueError as exc:
+        raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
+    checks: list[Any] = []
+    # Uninstalling needs nothing but the host's home: every handler of ours goes.
+    binding: dict[str, Any] = {
+        "registry": "",
+        "goal_id": "",
+        "agent_id": "",
+        "validation_argv": None,
+    }
+    if not args.uninstall:
+        checks, binding = install_checks(host, args)
+        if not all(check["ok"] for check in checks):
+            refused = doctor.report(checks, host=host, action="install", changed=False)
+            return refused, "Install refused"
+    try:
+        if host == "dsh":
+            patch = Path(args.patch_file).absolute()
+            report = dsh_install.install(patch_file=patch, uninstall=args.uninstall, **binding)
+        elif host == "codex":
+            from hosts.codex_install import install
+
+            assert codex is not None and home is not None
+            report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
+        else:
+            assert home is not None
+            report = settings_install.install(host, home=home, uninstall=args.uninstall, **binding)
+    except InvalidInputError:
+        raise  # already typed: a hooks.json or patch file that is no regular file, say
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
+    if checks:
+        report["checks"] = checks
+    return report, TITLES.get(host, "DSH plugin")
+
+
+def installed_commands(host: str, args: argparse.Namespace) -> list[str]:
+    """The commands of our hooks installed in one host (none when its file is absent)."""
+    import shlex
+
+    from hosts import codex_install, dsh_install, settings_install
+
+    if host == "dsh":
+        config = dsh_install.installed_config(Path(args.patch_file))
+        if config is None:
+            return []
+        parts = [*config["command"], "host", "dsh", "post-settlement"]
+        parts += ["--goal-id", config.get("goalId", ""), "--agent-id", config.get("agentId", "")]
+        parts += ["--registry", config.get("registry", "")]
+        if config.get("validationCommand"):
+            parts += ["--validation-command-json", json.dumps(config["validationCommand"])]
+        return [shlex.join(parts)]
+    home = host_home(host, args)
+    if host == "codex":
+        return codex_install.our_commands(codex_install.read_hooks(home / "hooks.json"))
+    spec = settings_install.HOSTS[host]
+    return settings_install.our_commands(
+        spec, settings_install.read_settings(home / "settings.json")
+    )
+
+
+def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts import doctor
+
+    hosts = [args.host] if args.host else ["codex", "claude-code", "gemini"]
+    if args.patch_file and "dsh" not in hosts:
+        hosts.append("dsh")
+    installed: dict[str, int] = {}
+    checks: list[Any] = []
+    for host in hosts:
+        try:
+            commands = installed_commands(host, args)
+        except ValueError:  # a file of the host's that is not ours: nothing installed
+            commands = []
+        if commands:
+            installed[host] = len(commands)
+            checks += doctor.installed_checks(host, commands)
+    if not installed:  # nothing installed yet: what install would check
+        checks, _ = install_checks(args.host or "turn-hooks", args)
+    return doctor.report(checks, installed=installed), "turn-hooks doctor"
+
+
+def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    """Add ``install`` and ``doctor`` to the command line."""
+    from hosts.cli import _format_option as format_option
+
+    installer = commands.add_parser(
+        "install",
+        help="install the per-Turn hooks into a host",
+        description=(
+            "Checks first (as `turn-hooks doctor`): the binding, the validator, the hook "
+            "command. The hooks call the absolute interpreter running this command: run it "
+            "from a stable installation, not a clone's editable one."
+        ),
+    )
+    installer.add_argument(
+        "host",
+        choices=INSTALL_HOSTS,
+        help="codex: hooks.json trusted through the app-server; claude-code, gemini: "
+        "settings.json; dsh: a patch layer file",
+    )
+    doctor_parser = commands.add_parser(
+        "doctor", help="check the binding, the validator and every installed hook command"
+    )
+    doctor_parser.add_argument(
+        "host", nargs="?", choices=INSTALL_HOSTS, help="one host (default: every one found)"
+    )
+    for sub in (installer, doctor_parser):
+        sub.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
+        sub.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
+        sub.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
+        sub.add_argument("--validation-command-json", help="the independent validator argv")
+        sub.add_argument(
+            "--recall-only",
+            action="store_true",
+            help="install without a validator: memories are recalled, nothing is learned",
+        )
+        sub.add_argument("--home", help="the host's config directory (default: its own)")
+        sub.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
+        sub.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
+        sub.add_argument(
+            "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
+        )
+        sub.add_argument(
+            "--no-prompt-in-recall",
+            action="store_true",
+            help="keep the user's prompt out of the recall query (goal and project only)",
+        )
+        format_option(sub)
+    installer.add_argument(
+        "--uninstall", action="store_true", help="remove exactly our hooks (needs only the home)"
+    )
+    installer.set_defaults(handler=cmd_install)
+    doctor_parser.set_defaults(handler=cmd_doctor)

@@ -1,0 +1,211 @@
+"""`turn-hooks install claude-code|gemini`: our handlers in the runtime's settings.json.
+
+Claude Code reads ``$CLAUDE_CONFIG_DIR/settings.json`` (``~/.claude``), Gemini CLI
+``~/.gemini/settings.json``; both take ``{"hooks": {Event: [{"hooks": [handler]}]}}``.
+The handlers call the generic CLI host with the runtime's dialect, through the
+absolute interpreter that ran ``install``. Our handlers are recognised by their
+command (``-m hosts._entry host generic ... --dialect <name>``); everything else in
+the file is kept as it was. Installing twice changes nothing; uninstalling removes
+every handler of ours and nothing else, whatever binding it named, so it needs
+nothing but the runtime's home.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sidecars import read_bounded
+from turn_hooks import InvalidInputError, loads_bounded
+
+MODULE = "hosts._entry"
+
+
+@dataclass(frozen=True)
+class SettingsHost:
+    """How one runtime names its events, its home and its timeouts."""
+
+    name: str
+    host: str
+    events: dict[str, str]  # runtime event -> our hook event
+    home_env: str | None
+    home_dir: str
+    timeout: int  # in the runtime's unit
+
+
+HOSTS = {
+    "claude-code": SettingsHost(
+        "claude-code",
+        "claude_code",
+        {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"},
+        "CLAUDE_CONFIG_DIR",
+        ".claude",
+        30,
+    ),
+    "gemini": SettingsHost(
+        "gemini",
+        "gemini",
+        {"BeforeAgent": "pre-turn", "AfterAgent": "post-settlement"},
+        None,
+        ".gemini",
+        30000,  # Gemini counts milliseconds
+    ),
+}
+
+
+def default_home(name: str) -> Path:
+    """The runtime's configuration directory."""
+    spec = HOSTS[name]
+    named = os.environ.get(spec.home_env) if spec.home_env else None
+    return Path(named) if named else Path.home() / spec.home_dir
+
+
+def hook_command(
+    spec: SettingsHost,
+    event: str,
+    *,
+    registry: str,
+    goal_id: str,
+    agent_id: str,
+    validation_argv: list[str] | None,
+    prompt_in_recall: bool = True,
+) -> str:
+    """The exact command line the runtime runs for one of our handlers."""
+    parts = [sys.executable, "-m", MODULE, "host", "generic", spec.events[event]]
+    parts += ["--goal-id", goal_id, "--agent-id", agent_id, "--registry", registry]
+    parts += ["--dialect", spec.name]
+    if spec.events[event] == "post-settlement" and validation_argv:
+        parts += ["--validation-command-json", json.dumps(validation_argv)]
+    if spec.events[event] == "pre-turn" and not prompt_in_recall:
+        parts.append("--no-prompt-in-recall")
+    return shlex.join(parts)
+
+
+def is_ours(spec: SettingsHost, handler: Any) -> bool:
+    """A handler this installer wrote (for any binding)."""
+    command = handler.get("command") if isinstance(handler, dict) else None
+    if not isinstance(command, str):
+        return False
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return False
+    return parts[1:5] == ["-m", MODULE, "host", "generic"] and f"--dialect {spec.name}" in " ".join(
+        parts
+    )
+
+
+def our_commands(spec: SettingsHost, document: dict[str, Any]) -> list[str]:
+    """The commands of our handlers in a settings document (for ``doctor``)."""
+    hooks = document.get("hooks")
+    found = []
+    for groups in hooks.values() if isinstance(hooks, dict) else []:
+        for group in groups if isinstance(groups, list) else []:
+            for handler in group.get("hooks", []) if isinstance(group, dict) else []:
+                if is_ours(spec, handler):
+                    found.append(handler["command"])
+    return found
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """settings.json, bounded and non-blocking; ``{}`` when there is none."""
+    raw = read_bounded(path, reason_prefix="settings_json", missing=b"{}", name="settings.json")
+    try:
+        document = loads_bounded(raw)
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            "settings.json exists but is not JSON; fix or move it first",
+            reason_code="settings_json_invalid",
+        ) from exc
+    if not isinstance(document, dict):
+        raise InvalidInputError(
+            "settings.json is not a JSON object", reason_code="settings_json_invalid"
+        )
+    return document
+
+
+def _without(spec: SettingsHost, document: dict[str, Any], keep: Any) -> dict[str, Any]:
+    raw = document.get("hooks")
+    if not isinstance(raw, dict):
+        return {**document, "hooks": {}} if raw is None else document
+    cleaned: dict[str, Any] = {}
+    for event, groups in raw.items():
+        if not isinstance(groups, list):
+            cleaned[event] = groups
+            continue
+        kept = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept.append(group)
+                continue
+            handlers = [h for h in group["hooks"] if not (is_ours(spec, h) and not keep(h))]
+            if handlers:
+                kept.append({**group, "hooks": handlers})
+        if kept:
+            cleaned[event] = kept
+    return {**document, "hooks": cleaned}
+
+
+def install(
+    name: str,
+    *,
+    home: Path,
+    registry: str,
+    goal_id: str,
+    agent_id: str,
+    validation_argv: list[str] | None,
+    prompt_in_recall: bool = True,
+    uninstall: bool = False,
+) -> dict[str, Any]:
+    """Install (or remove) our handlers; a public-safe report of what changed."""
+    spec = HOSTS[name]
+    path = home / "settings.json"
+    before = read_settings(path)
+    if not isinstance(before.get("hooks", {}), dict):
+        raise InvalidInputError(
+            "settings.json has a hooks value that is not an object",
+            reason_code="settings_json_invalid",
+        )
+    # Installing replaces our handlers of this binding (as for Codex); uninstalling
+    # removes every handler of ours.
+    binding = f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}"
+    document = _without(
+        spec, before, keep=lambda handler: not uninstall and binding not in handler["command"]
+    )
+    if not uninstall:
+        for event in spec.events:
+            handler = {
+                "type": "command",
+                "timeout": spec.timeout,
+                "command": hook_command(
+                    spec,
+                    event,
+                    registry=registry,
+                    goal_id=goal_id,
+                    agent_id=agent_id,
+                    validation_argv=validation_argv,
+                    prompt_in_recall=prompt_in_recall,
+                ),
+            }
+            document["hooks"].setdefault(event, []).append({"hooks": [handler]})
+    if not document["hooks"] and (uninstall or "hooks" not in before):
+        document.pop("hooks")  # an empty hooks object is ours to take away again
+    changed = document != before
+    if changed:
+        home.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(path.name + ".turn-hooks.tmp")
+        temp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        os.replace(temp, path)
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_install_v0",
+        "host": spec.host,
+        "action": "uninstall" if uninstall else "install",
+        "changed": changed,
+        "events": [] if uninstall else sorted(spec.events),
+    }
