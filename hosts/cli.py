@@ -635,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(arguments: list[str], first: str | None) -> int:
-    from hosts._render import render, to_json
+    from hosts._render import render
 
     fault = _argument_fault(arguments)
     try:
@@ -646,25 +646,41 @@ def _run(arguments: list[str], first: str | None) -> int:
         if first == "host":
             return _hook_arguments_invalid(arguments)
         reason = fault[0] if fault is not None else "usage_invalid"
-        _emit(to_json(_error(reason, str(exc), "UsageError")) + "\n")
+        error = _error(reason, str(exc), "UsageError")
+        _emit(render(error, fmt=_asked_format(arguments), title="Error"))
         return EXIT_INVALID
+    # A host hook's stdout is its host's protocol: JSON whatever the arguments say.
+    fmt = "json" if first == "host" else getattr(args, "format", "json")
     with _host_stdout() if first == "host" else contextlib.nullcontext():
         try:
             from turn_hooks.errors import TurnHooksError
 
             document, title = args.handler(args)
         except TurnHooksError as exc:
-            _emit(to_json(exc.to_public()) + "\n")
+            _emit(render(exc.to_public(), fmt=fmt, title="Error"))
             return EXIT_INVALID
         except Exception as exc:  # the last line of defence: no traceback for a user
             if os.environ.get("TURN_HOOKS_DEBUG") == "1":
                 raise
-            _emit(to_json(_error("internal_error", type(exc).__name__, "InternalError")) + "\n")
+            error = _error("internal_error", type(exc).__name__, "InternalError")
+            _emit(render(error, fmt=fmt, title="Error"))
             return EXIT_INTERNAL
         if document is None:  # a hook with nothing to say prints nothing
             return EXIT_OK
-        _emit(render(document, fmt=args.format, title=title))
+        note = getattr(args, "markdown_note", None)
+        _emit(render(document, fmt=args.format, title=title, note=note))
         return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
+
+
+def _asked_format(arguments: list[str]) -> str:
+    """The ``--format`` asked for, read from raw arguments that failed to parse, so a
+    usage error honours ``--format markdown`` too; JSON otherwise."""
+    for index, arg in enumerate(arguments):
+        if arg == "--format=markdown" or (
+            arg == "--format" and arguments[index + 1 : index + 2] == ["markdown"]
+        ):
+            return "markdown"
+    return "json"
 
 
 if __name__ == "__main__":

@@ -12,12 +12,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from capabilities.reward_memory.cli import binding, curation, memory, reports, turn, utility
+from capabilities.reward_memory.cli import (
+    binding,
+    curation,
+    memory,
+    memory_changes,
+    memory_views,
+    reports,
+    turn,
+    utility,
+)
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``reward-memory`` and ``codex-app`` and their sub-commands to the CLI."""
+    """Add ``reward-memory``, ``memory`` and ``codex-app`` and their sub-commands."""
     turn.add_codex_app(commands)
+    everyday = commands.add_parser(
+        "memory", help="see, search, forget, export and import what was learned"
+    )
+    views = everyday.add_subparsers(dest="memory_command", required=True)
+    memory_views.add_views(views)
+    memory_changes.add_changes(views)
     group = commands.add_parser("reward-memory", help="reward memory: status, ingest, recall")
     sub = group.add_subparsers(dest="reward_memory_command", required=True)
     # The order is the --help order that tests/golden/help.txt pins, not grouped by
