@@ -74,17 +74,24 @@ def _section(lines: list[str], heading: str, level: int, value: Any) -> None:
     if isinstance(value, dict):
         _mapping(lines, value, level)
         return
-    if not value:
-        lines += ["(none)", ""]
-        return
-    if all(isinstance(row, dict) for row in value):
+    if all(isinstance(row, dict) for row in value):  # never empty: [] is a flat value
         _rows(lines, heading, level, value)
         return
     nested = [item for item in value if isinstance(item, dict)]
     lines += [f"- {_cell(item)}" for item in value if not isinstance(item, dict)]
     lines.append("")
     for number, item in enumerate(nested, 1):
-        _section(lines, f"{heading} {number}", min(level + 1, 6), item)
+        _section(lines, f"{heading}: {number}", min(level + 1, 6), item)
+
+
+def _row_name(row: dict[str, Any], number: int) -> str:
+    """What a row's own section is called: its first naming field (an id, a name, a
+    ref, a host or scenario) when it has one, else its position."""
+    for key, value in row.items():
+        naming = key.endswith(("_id", "_ref")) or key in {"id", "name", "host", "scenario"}
+        if naming and isinstance(value, str) and value:
+            return _cell(value)
+    return str(number)
 
 
 def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]) -> None:
@@ -94,8 +101,7 @@ def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]
     flat = [c for c in columns if all(_is_flat(row.get(c, "")) for row in rows)]
     if not flat or len(flat) > MAX_TABLE_COLUMNS:
         for number, row in enumerate(rows, 1):
-            name = _cell(row[columns[0]]) if _is_flat(row.get(columns[0], {})) else number
-            _section(lines, f"{heading}: {name}", min(level + 1, 6), row)
+            _section(lines, f"{heading}: {_row_name(row, number)}", min(level + 1, 6), row)
         return
     lines.append("| " + " | ".join(flat) + " |")
     lines.append("|" + "---|" * len(flat))
@@ -104,10 +110,8 @@ def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]
     lines.append("")
     for number, row in enumerate(rows, 1):
         rest = {k: v for k, v in row.items() if k not in flat and v not in ({}, [])}
-        if rest:  # named by the row's first field, so it reads as that row's detail
-            _section(
-                lines, f"{heading}: {_cell(row.get(flat[0], number))}", min(level + 1, 6), rest
-            )
+        if rest:  # named like its row, so it reads as that row's detail
+            _section(lines, f"{heading}: {_row_name(row, number)}", min(level + 1, 6), rest)
 
 
 def _mapping(lines: list[str], document: dict[str, Any], level: int) -> None:
