@@ -85,12 +85,18 @@ def _section(lines: list[str], heading: str, level: int, value: Any) -> None:
 
 
 def _row_name(row: dict[str, Any], number: int) -> str:
-    """What a row's own section is called: its first naming field (an id, a name, a
-    ref, a host or scenario) when it has one, else its position."""
-    for key, value in row.items():
-        naming = key.endswith(("_id", "_ref")) or key in {"id", "name", "host", "scenario"}
-        if naming and isinstance(value, str) and value:
-            return _cell(value)
+    """What a row's own section is called: its most specific naming field (a name or
+    scenario, then an id, a ref, a host) when it has one, else its position."""
+    ranks = (
+        lambda key: key in {"name", "scenario", "id"},
+        lambda key: key.endswith("_id"),
+        lambda key: key.endswith("_ref"),
+        lambda key: key == "host",
+    )
+    for naming in ranks:
+        for key, value in row.items():
+            if naming(key) and isinstance(value, str) and value:
+                return _cell(value)
     return str(number)
 
 

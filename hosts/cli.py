@@ -192,7 +192,9 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
     return receipt, "PostSettlement receipt"
 
 
-CORE_COMMANDS = frozenset({"plugins", "schema", "sidecar", "dispatch", "host", "install", "settle"})
+CORE_COMMANDS = frozenset(
+    {"plugins", "schema", "sidecar", "dispatch", "host", "install", "settle", "log"}
+)
 HOST_NAMES = ("generic", "codex-cli", "dsh")
 HOOK_EVENTS = ("pre-turn", "post-settlement")
 
@@ -349,6 +351,21 @@ def _cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     return report, "Codex hooks"
 
 
+def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts.hook_log import KEEP_ENTRIES
+    from hosts.status import hook_log
+    from turn_hooks.errors import InvalidInputError
+
+    if not 1 <= args.limit <= KEEP_ENTRIES:
+        raise InvalidInputError(
+            f"--limit must be between 1 and {KEEP_ENTRIES}", reason_code="log_limit_invalid"
+        )
+    view = hook_log(args.limit)
+    if not view["entries"]:
+        args.markdown_note = "The hook log is empty: no hook has had a reason to log yet."
+    return view, "Hook log"
+
+
 def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     """The whole command tree; ``--help`` on any level explains it.
 
@@ -484,6 +501,10 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     installer.add_argument("--uninstall", action="store_true", help="remove exactly our hooks")
     _format_option(installer)
     installer.set_defaults(handler=_cmd_install)
+    log = commands.add_parser("log", help="the hook log: why a hook added or settled nothing")
+    log.add_argument("--limit", type=int, default=20, help="newest entries shown (default 20)")
+    _format_option(log)
+    log.set_defaults(handler=_cmd_log)
     if with_plugins:
         from conformance.commands import plugin as conformance_commands
         from turn_hooks import make_plugin_manager
@@ -493,11 +514,16 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         # registered here, for building the parser only, never as an entry point.
         pm.register(conformance_commands, name="conformance_commands")
         pm.hook.register_commands(commands=commands)
-        from hosts import codex_app
+        from hosts import codex_app, status
 
         # The composition root hands plugin commands the hosts they settle through,
-        # so a capability's command reaches a host without importing it.
-        parser.set_defaults(settlement_hosts={codex_app.HOST: codex_app})
+        # and the hosts' read-only views (`status`), so a capability's command
+        # reaches a host without importing it.
+        parser.set_defaults(
+            settlement_hosts={codex_app.HOST: codex_app},
+            host_status=status.installed_hooks,
+            hook_log=status.hook_log,
+        )
     return parser
 
 

@@ -93,6 +93,8 @@ def commands(goal):
         ["memory", "forget", _candidate_ref(), *binding, "--dry-run"],
         ["memory", "forget", _candidate_ref(), *binding],
         ["memory", "forget", "provider-000000", *binding],
+        ["status", *binding],
+        ["log"],
     ]
 
 

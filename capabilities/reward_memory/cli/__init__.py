@@ -19,13 +19,14 @@ from capabilities.reward_memory.cli import (
     memory_changes,
     memory_views,
     reports,
+    status,
     turn,
     utility,
 )
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``reward-memory``, ``memory`` and ``codex-app`` and their sub-commands."""
+    """Add ``reward-memory``, ``memory``, ``status`` and ``codex-app`` and their sub-commands."""
     turn.add_codex_app(commands)
     everyday = commands.add_parser(
         "memory", help="see, search, forget, export and import what was learned"
@@ -33,6 +34,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     views = everyday.add_subparsers(dest="memory_command", required=True)
     memory_views.add_views(views)
     memory_changes.add_changes(views)
+    status.add_status(commands)
     group = commands.add_parser("reward-memory", help="reward memory: status, ingest, recall")
     sub = group.add_subparsers(dest="reward_memory_command", required=True)
     # The order is the --help order that tests/golden/help.txt pins, not grouped by
