@@ -294,3 +294,29 @@ def test_every_memory_command_has_help(command, capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "--format" in out and "--registry" in out
+
+
+def test_import_shows_progress_on_a_terminal_only(capsys, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    args = bound(tmp_path / "a", "progress", "embedded_sqlite")
+    learn(capsys, tmp_path, "progress", args)
+    exported = tmp_path / "memories.jsonl"
+    call(capsys, "memory", "export", *args, "--output", str(exported))
+    to_args = bound(tmp_path / "b", "progress", "embedded_sqlite")
+    argv = [sys.executable, "-m", "hosts.cli", "memory", "import", str(exported), *to_args]
+    main, child = os.openpty()
+    try:
+        result = subprocess.run(argv, stderr=child, stdout=subprocess.PIPE, check=False)
+        os.close(child)
+        progress = os.read(main, 4096).decode()
+    finally:
+        os.close(main)
+    assert result.returncode == 0 and "importing 1/1" in progress
+    assert json.loads(result.stdout)["imported_count"] == 1
+    piped = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert piped.returncode == 0 and piped.stderr == "", "no progress when stderr is a pipe"
