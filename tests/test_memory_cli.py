@@ -320,3 +320,14 @@ def test_import_shows_progress_on_a_terminal_only(capsys, tmp_path):
     assert json.loads(result.stdout)["imported_count"] == 1
     piped = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert piped.returncode == 0 and piped.stderr == "", "no progress when stderr is a pipe"
+
+
+def test_search_says_when_a_turn_would_recall_nothing_at_all(capsys, tmp_path):
+    registry = health_goal(tmp_path, "quiet", "embedded_sqlite", automatic_recall=False)
+    args = ("--registry", str(registry), "--goal-id", "quiet", "--agent-id", f1.AGENT)
+    code, found = call(capsys, "memory", "search", QUERY, *args)
+    assert (code, found["recall_status"], found["results"]) == (0, "disabled", [])
+    assert cli.main(["memory", "search", QUERY, *args, "--format", "markdown"]) == 0
+    assert "Automatic recall is disabled" in capsys.readouterr().out
+    code, error = call(capsys, "memory", "search", QUERY, *args, "--surface-id", "a.b")
+    assert (code, error["reason_code"]) == (2, "surface_not_configured")

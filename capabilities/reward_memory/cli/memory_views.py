@@ -129,7 +129,11 @@ def memory_search(args: argparse.Namespace) -> Result:
         "content_exposed": True,
         "results": rows,
     }
-    if not rows:
+    if public.get("status") == "disabled":
+        args.markdown_note = (
+            "Automatic recall is disabled for this binding: a Turn recalls nothing."
+        )
+    elif not rows:
         args.markdown_note = "No memory yet matches this query."
     return document, "Memory search"
 
