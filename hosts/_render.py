@@ -23,40 +23,134 @@ def to_json(document: Any) -> str:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
 
 
+MAX_TABLE_COLUMNS = 8
+"""A list of rows wider than this is shown row by row, each as its own section."""
+
+
+def _text(value: Any) -> str:
+    """A scalar as text (JSON spelling for ``true``/``null``/numbers); a list of
+    scalars joined with commas. Never a JSON object or array in a cell."""
+    if isinstance(value, list):
+        return ", ".join(_text(item) for item in value) if value else "(none)"
+    if isinstance(value, dict):  # only an empty one reaches a cell
+        return "(none)"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _text(value).replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(document: Any, *, title: str) -> str:
-    """A heading, a field table for scalars and a table per list of objects."""
+def _is_flat(value: Any) -> bool:
+    """A scalar or a list of scalars: fits one cell."""
+    if isinstance(value, list):
+        return all(not isinstance(item, dict | list) for item in value)
+    return not isinstance(value, dict)
+
+
+def _pairs(mapping: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Flat ``(dotted key, value)`` pairs of a mapping: nested mappings are spelt out
+    key by key; a list of mappings stays one value (shown as its own section)."""
+    pairs: list[tuple[str, Any]] = []
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            pairs += _pairs(value, name + ".")
+        else:
+            pairs.append((name, {} if isinstance(value, dict) else value))
+    return pairs
+
+
+def _fields(lines: list[str], pairs: list[tuple[str, Any]]) -> None:
+    if pairs:
+        lines += ["| field | value |", "|---|---|"]
+        lines += [f"| {key} | {_cell(value)} |" for key, value in pairs]
+        lines.append("")
+
+
+def _section(lines: list[str], heading: str, level: int, value: Any) -> None:
+    """One titled key/value section, a table of flat rows, or a list, recursively."""
+    lines += [f"{'#' * level} {heading}", ""]
+    if isinstance(value, dict):
+        _mapping(lines, value, level)
+        return
+    if all(isinstance(row, dict) for row in value):  # never empty: [] is a flat value
+        _rows(lines, heading, level, value)
+        return
+    nested = [item for item in value if isinstance(item, dict)]
+    lines += [f"- {_cell(item)}" for item in value if not isinstance(item, dict)]
+    lines.append("")
+    for number, item in enumerate(nested, 1):
+        _section(lines, f"{heading}: {number}", min(level + 1, 6), item)
+
+
+def _row_name(row: dict[str, Any], number: int) -> str:
+    """What a row's own section is called: its most specific naming field (a name or
+    scenario, then an id, a ref, a host) when it has one, else its position."""
+    ranks = (
+        lambda key: key in {"name", "scenario", "id"},
+        lambda key: key.endswith("_id"),
+        lambda key: key.endswith("_ref"),
+        lambda key: key == "host",
+    )
+    for naming in ranks:
+        for key, value in row.items():
+            if naming(key) and isinstance(value, str) and value:
+                return _cell(value)
+    return str(number)
+
+
+def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]) -> None:
+    """A table of the fields that are flat in every row, then each row's nested
+    fields as its own section; a row too wide for a table is a section of its own."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    flat = [c for c in columns if all(_is_flat(row.get(c, "")) for row in rows)]
+    if not flat or len(flat) > MAX_TABLE_COLUMNS:
+        for number, row in enumerate(rows, 1):
+            _section(lines, f"{heading}: {_row_name(row, number)}", min(level + 1, 6), row)
+        return
+    lines.append("| " + " | ".join(flat) + " |")
+    lines.append("|" + "---|" * len(flat))
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row.get(c, "")) for c in flat) + " |")
+    lines.append("")
+    for number, row in enumerate(rows, 1):
+        rest = {k: v for k, v in row.items() if k not in flat and v not in ({}, [])}
+        if rest:  # named like its row, so it reads as that row's detail
+            _section(lines, f"{heading}: {_row_name(row, number)}", min(level + 1, 6), rest)
+
+
+def _mapping(lines: list[str], document: dict[str, Any], level: int) -> None:
+    # Nested mappings are sections of their own down to ####, dotted keys below that.
+    if level >= 4:
+        pairs = _pairs(document)
+    else:
+        pairs = [(k, {} if isinstance(v, dict) and not v else v) for k, v in document.items()]
+    _fields(lines, [(key, value) for key, value in pairs if _is_flat(value) or value == {}])
+    for key, value in pairs:
+        if not (_is_flat(value) or value == {}):
+            _section(lines, key, min(level + 1, 6), value)
+
+
+def to_markdown(document: Any, *, title: str, note: str | None = None) -> str:
+    """A heading, an optional one-line note, then short key/value sections.
+
+    Scalars form one ``field | value`` table; a nested mapping is a section of its
+    own (spelt out as dotted keys from the fourth level down); a list of rows is a
+    table of the fields flat in every row, each row's nested fields following as
+    sections. No cell holds JSON.
+    """
     lines = [f"## {title}", ""]
+    if note:
+        lines += [note, ""]
     if isinstance(document, list):
         document = {"items": document}
-    scalars = {k: v for k, v in document.items() if not isinstance(v, dict | list)}
-    nested = {k: v for k, v in document.items() if isinstance(v, dict | list)}
-    if scalars:
-        lines += ["| field | value |", "|---|---|"]
-        lines += [f"| {key} | {_cell(value)} |" for key, value in scalars.items()]
-        lines.append("")
-    for key, value in nested.items():
-        lines.append(f"### {key}")
-        lines.append("")
-        rows = value if isinstance(value, list) else [value]
-        if rows and all(isinstance(row, dict) for row in rows):
-            columns = list(dict.fromkeys(column for row in rows for column in row))
-            lines.append("| " + " | ".join(columns) + " |")
-            lines.append("|" + "---|" * len(columns))
-            for row in rows:
-                lines.append("| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |")
-        elif rows:
-            lines += [f"- {_cell(item)}" for item in rows]
-        else:
-            lines.append("(none)")
-        lines.append("")
+    _mapping(lines, document, 2)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(document: Any, *, fmt: str, title: str) -> str:
-    """Render ``document`` as ``json`` or ``markdown``."""
-    return to_json(document) + "\n" if fmt == "json" else to_markdown(document, title=title)
+def render(document: Any, *, fmt: str, title: str, note: str | None = None) -> str:
+    """Render ``document`` as ``json`` or ``markdown`` (``note`` is Markdown only)."""
+    if fmt == "json":
+        return to_json(document) + "\n"
+    return to_markdown(document, title=title, note=note)

@@ -193,7 +193,7 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 CORE_COMMANDS = frozenset(
-    {"plugins", "schema", "sidecar", "dispatch", "host", "install", "doctor", "settle"}
+    {"plugins", "schema", "sidecar", "dispatch", "host", "install", "doctor", "settle", "log"}
 )
 HOST_NAMES = ("generic", "codex-cli", "dsh")
 HOOK_EVENTS = ("pre-turn", "post-settlement")
@@ -313,6 +313,21 @@ def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
     return summary, "Spooled settlements carried on"
 
 
+def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts.hook_log import KEEP_ENTRIES
+    from hosts.status import hook_log
+    from turn_hooks.errors import InvalidInputError
+
+    if not 1 <= args.limit <= KEEP_ENTRIES:
+        raise InvalidInputError(
+            f"--limit must be between 1 and {KEEP_ENTRIES}", reason_code="log_limit_invalid"
+        )
+    view = hook_log(args.limit)
+    if not view["entries"]:
+        args.markdown_note = "The hook log is empty: no hook has had a reason to log yet."
+    return view, "Hook log"
+
+
 def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     """The whole command tree; ``--help`` on any level explains it.
 
@@ -428,6 +443,10 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     from hosts import install
 
     install.add_commands(commands)
+    log = commands.add_parser("log", help="the hook log: why a hook added or settled nothing")
+    log.add_argument("--limit", type=int, default=20, help="newest entries shown (default 20)")
+    _format_option(log)
+    log.set_defaults(handler=_cmd_log)
     if with_plugins:
         from conformance.commands import plugin as conformance_commands
         from turn_hooks import make_plugin_manager
@@ -437,11 +456,16 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         # registered here, for building the parser only, never as an entry point.
         pm.register(conformance_commands, name="conformance_commands")
         pm.hook.register_commands(commands=commands)
-        from hosts import codex_app
+        from hosts import codex_app, status
 
         # The composition root hands plugin commands the hosts they settle through,
-        # so a capability's command reaches a host without importing it.
-        parser.set_defaults(settlement_hosts={codex_app.HOST: codex_app})
+        # and the hosts' read-only views (`status`), so a capability's command
+        # reaches a host without importing it.
+        parser.set_defaults(
+            settlement_hosts={codex_app.HOST: codex_app},
+            host_status=status.installed_hooks,
+            hook_log=status.hook_log,
+        )
     return parser
 
 
@@ -579,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(arguments: list[str], first: str | None) -> int:
-    from hosts._render import render, to_json
+    from hosts._render import render
 
     fault = _argument_fault(arguments)
     try:
@@ -590,25 +614,41 @@ def _run(arguments: list[str], first: str | None) -> int:
         if first == "host":
             return _hook_arguments_invalid(arguments)
         reason = fault[0] if fault is not None else "usage_invalid"
-        _emit(to_json(_error(reason, str(exc), "UsageError")) + "\n")
+        error = _error(reason, str(exc), "UsageError")
+        _emit(render(error, fmt=_asked_format(arguments), title="Error"))
         return EXIT_INVALID
+    # A host hook's stdout is its host's protocol: JSON whatever the arguments say.
+    fmt = "json" if first == "host" else getattr(args, "format", "json")
     with _host_stdout() if first == "host" else contextlib.nullcontext():
         try:
             from turn_hooks.errors import TurnHooksError
 
             document, title = args.handler(args)
         except TurnHooksError as exc:
-            _emit(to_json(exc.to_public()) + "\n")
+            _emit(render(exc.to_public(), fmt=fmt, title="Error"))
             return EXIT_INVALID
         except Exception as exc:  # the last line of defence: no traceback for a user
             if os.environ.get("TURN_HOOKS_DEBUG") == "1":
                 raise
-            _emit(to_json(_error("internal_error", type(exc).__name__, "InternalError")) + "\n")
+            error = _error("internal_error", type(exc).__name__, "InternalError")
+            _emit(render(error, fmt=fmt, title="Error"))
             return EXIT_INTERNAL
         if document is None:  # a hook with nothing to say prints nothing
             return EXIT_OK
-        _emit(render(document, fmt=args.format, title=title))
+        note = getattr(args, "markdown_note", None)
+        _emit(render(document, fmt=args.format, title=title, note=note))
         return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
+
+
+def _asked_format(arguments: list[str]) -> str:
+    """The ``--format`` asked for, read from raw arguments that failed to parse, so a
+    usage error honours ``--format markdown`` too; JSON otherwise."""
+    for index, arg in enumerate(arguments):
+        if arg == "--format=markdown" or (
+            arg == "--format" and arguments[index + 1 : index + 2] == ["markdown"]
+        ):
+            return "markdown"
+    return "json"
 
 
 if __name__ == "__main__":

@@ -65,7 +65,10 @@ def test_markdown_is_a_readable_table(capsys):
     code, out = run(capsys, "plugins", "--format", "markdown")
     assert code == 0
     assert out.startswith("## Loaded turn-hooks plugins\n")
-    assert "| name | hooks | hook_ids | distribution |" in out
+    assert "| name | hooks |" in out
+    # A row's nested fields follow as its own key/value section, never JSON in a cell.
+    assert "#### plugins: reward_memory\n" in out and "| distribution.name | turn-hooks |" in out
+    assert "{" not in out
 
 
 @pytest.mark.parametrize(

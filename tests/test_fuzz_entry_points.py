@@ -68,6 +68,9 @@ WRITERS = {
     "reward-memory ingest-event": "--execute writes with exact readback",
     "reward-memory reconcile": "retries pending journals",
     "reward-memory retire": "--execute replaces the record",
+    "memory forget": "retires the named records with exact readback",
+    "memory import": "writes the checked records",
+    "memory export": "--output writes the JSON Lines file",
     "conformance run": "runs the scenarios in a temporary workspace",
     "init": "writes the registry entry and the config, then enables the Agent",
 }

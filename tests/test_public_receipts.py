@@ -86,7 +86,22 @@ def commands(goal):
             "turn-1",
             "--execute",
         ],
+        # The memory views print private text by design; these commands print receipts.
+        ["memory", "export", *binding, "--output", str(goal["root"] / "export.jsonl")],
+        ["memory", "import", str(goal["root"] / "export.jsonl"), *binding, "--dry-run"],
+        ["memory", "import", str(goal["root"] / "export.jsonl"), *binding],
+        ["memory", "forget", _candidate_ref(), *binding, "--dry-run"],
+        ["memory", "forget", _candidate_ref(), *binding],
+        ["memory", "forget", "provider-000000", *binding],
+        ["status", *binding],
+        ["log"],
     ]
+
+
+def _candidate_ref():
+    from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+
+    return build_candidate(normalise_event(f1.event()))["candidate"]["candidate_ref"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown"])

@@ -177,7 +177,9 @@ def test_the_corpus_registry_is_public_safe_and_complete(tmp_path):
     }
     assert not (tmp_path / "repo" / ".local").exists(), "a read model writes nothing"
     markdown = run_cli("reward-memory", "corpus-registry", *args, "--format", "markdown", stdin="")
-    assert "| experience | procedural_experience | owner:demo |" in markdown.stdout
+    # Seventeen fields are a key/value section per corpus, not a one-row table.
+    assert "### corpora: experience\n" in markdown.stdout
+    assert "| class_id | procedural_experience |\n| owner_ref | owner:demo |" in markdown.stdout
 
 
 @pytest.mark.parametrize("command", ["corpus-registry", "health-check"])

@@ -16,8 +16,11 @@ from capabilities.reward_memory.cli import (
     binding,
     curation,
     memory,
+    memory_changes,
+    memory_views,
     reports,
     setup,
+    status,
     turn,
     utility,
     validate,
@@ -25,8 +28,16 @@ from capabilities.reward_memory.cli import (
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``reward-memory``, ``codex-app``, ``init`` and ``validate`` to the CLI."""
+    """Add ``reward-memory``, ``memory``, ``status``, ``codex-app``, ``init`` and
+    ``validate`` and their sub-commands."""
     turn.add_codex_app(commands)
+    everyday = commands.add_parser(
+        "memory", help="see, search, forget, export and import what was learned"
+    )
+    views = everyday.add_subparsers(dest="memory_command", required=True)
+    memory_views.add_views(views)
+    memory_changes.add_changes(views)
+    status.add_status(commands)
     group = commands.add_parser("reward-memory", help="reward memory: status, ingest, recall")
     sub = group.add_subparsers(dest="reward_memory_command", required=True)
     # The order is the --help order that tests/golden/help.txt pins, not grouped by

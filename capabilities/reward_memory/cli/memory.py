@@ -126,6 +126,10 @@ def recall(args: argparse.Namespace) -> Result:
         reason = document.get("boundary_detail_code") or document["reason_code"]
         v.fail("request", "was rejected by the recall guard", reason)
     guidance = document.get("output", {}).get("guidance", [])
+    attempts = document.get("recall_attempts") or []
+    if not guidance and attempts and all(a.get("status") == "empty" for a in attempts):
+        # Markdown only: the JSON stays the reference's document, byte for byte.
+        args.markdown_note = "No memory yet: the provider answered and nothing matched."
     if not args.show_guidance:
         # Recalled text is private memory: the default output carries refs only.
         document["output"] = {

@@ -109,22 +109,37 @@ def retire(
             "reason_code": "already_retired",
             "exact_readback_verified": True,
         }
+    expected = retired_form(stored, "reviewed_retirement", receipt.get("control_ref"))
+    if not execute:
+        return {**result, "reason_code": "execute_required_for_verified_write"}
+    return {**result, **write_retired(provider, target, expected, peer=peer, timeout=timeout)}
+
+
+def retired_form(stored: dict[str, Any], reason: str, control_ref: object) -> str:
+    """The stored form of ``stored`` marked retired, naming why and by which control."""
     retired = copy.deepcopy(stored)
     retired["lifecycle"] = {
         **{k: val for k, val in stored["lifecycle"].items() if k != "state"},
         "state": "retired",
-        "retired_reason": "reviewed_retirement",
-        "retirement_control_ref": receipt.get("control_ref"),
+        "retired_reason": reason,
+        "retirement_control_ref": control_ref,
     }
-    expected = stored_form(record_body(retired))
-    if not execute:
-        return {**result, "reason_code": "execute_required_for_verified_write"}
+    return stored_form(record_body(retired))
+
+
+def write_retired(
+    provider: Provider, target: str, expected: str, *, peer: str | None, timeout: float
+) -> dict[str, Any]:
+    """Replace the record at ``target`` with ``expected`` and read it back exactly.
+
+    Returns the receipt fields the write decides: ``status`` (``retired``,
+    ``readback_unverified`` or ``unavailable``), ``reason_code`` and the write flags.
+    """
     try:
         provider.write(target, expected, actor_peer_id=peer, timeout=timeout)
         readback = provider.read_exact(target, actor_peer_id=peer, timeout=timeout)
     except ProviderError as exc:
         return {
-            **result,
             "status": "unavailable",
             "reason_code": exc.reason_code,
             "provider_write_performed": True,
@@ -132,7 +147,6 @@ def retire(
         }
     verified = readback is not None and stored_form(readback) == expected
     return {
-        **result,
         "status": "retired" if verified else "readback_unverified",
         "reason_code": None if verified else "retirement_readback_mismatch",
         "exact_readback_verified": verified,

@@ -19,6 +19,7 @@ from typing import Any
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, RAW_CONTENT
+from capabilities.reward_memory.memory.inventory import state_split
 from capabilities.reward_memory.turn.pre_turn import receipt_path
 from capabilities.reward_memory.turn.situation import SURFACE
 from turn_hooks import ProviderError
@@ -178,6 +179,8 @@ def _probe(provider: Provider, binding: dict[str, Any]) -> tuple[dict[str, Any],
             **states,
             "provider_status": "available",
             "record_count": 0,
+            "active_record_count": 0,
+            "retired_record_count": 0,
             "reason_codes": ["embedded_store_absent"],
         }, []
     if not preflight.ok:
@@ -185,6 +188,8 @@ def _probe(provider: Provider, binding: dict[str, Any]) -> tuple[dict[str, Any],
             **states,
             "provider_status": "unavailable",
             "record_count": None,
+            "active_record_count": None,
+            "retired_record_count": None,
             "reason_codes": [preflight.reason_code or "provider_unavailable"],
         }, None
     try:
@@ -212,12 +217,15 @@ def _probe(provider: Provider, binding: dict[str, Any]) -> tuple[dict[str, Any],
                 reasons.append("result_readback_mismatch")
         else:
             reasons.append("no_result_to_read_back")
+        split = state_split(provider, binding, uris)
     except ProviderError as exc:
         reasons.append(exc.reason_code)
         return {
             **states,
             "provider_status": "unavailable",
             "record_count": None,
+            "active_record_count": None,
+            "retired_record_count": None,
             "reason_codes": reasons,
         }, None
     if not uris:
@@ -226,6 +234,8 @@ def _probe(provider: Provider, binding: dict[str, Any]) -> tuple[dict[str, Any],
         **states,
         "provider_status": "available",
         "record_count": len(uris),
+        "active_record_count": split.get("active", 0),
+        "retired_record_count": split.get("retired", 0),
         "reason_codes": reasons,
     }, uris
 

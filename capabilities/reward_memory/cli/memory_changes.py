@@ -1,0 +1,102 @@
+"""``turn-hooks memory forget|import``: the two ``memory`` commands that write.
+
+Both check everything first (every ref, every line) and write nothing on bad input;
+both have a ``--dry-run`` that plans without a write. Their receipts are public:
+refs and counts, never a record's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from capabilities.reward_memory.cli._common import (
+    Result,
+    add_binding_arguments,
+    resolve_binding,
+)
+
+
+def _provider_for(resolution: Any, *, dry_run: bool) -> Any:
+    from capabilities.providers.factory import build_provider
+
+    return lambda binding: build_provider(binding, repo=resolution.repo, dry_run=dry_run)
+
+
+def memory_forget(args: argparse.Namespace) -> Result:
+    """``memory forget REF...``: the owner's retirement with exact readback, one step."""
+    from capabilities.reward_memory.curation.forget import forget
+
+    resolution = resolve_binding(args)
+    receipt = forget(
+        resolution,
+        list(args.refs),
+        provider_for=_provider_for(resolution, dry_run=args.dry_run),
+        execute=not args.dry_run,
+    )
+    return receipt, "Memory forget"
+
+
+def _progress(done: int, total: int) -> None:
+    """One rewritten line on stderr, only when stderr is a terminal."""
+    sys.stderr.write(f"\rimporting {done}/{total}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def memory_import(args: argparse.Namespace) -> Result:
+    """``memory import FILE``: canonical records back, through ingest's guards."""
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.memory.transfer import import_records, parse_import
+    from sidecars import read_source
+    from turn_hooks import InvalidInputError
+
+    try:
+        # An export of a large corpus is bigger than one JSON input: 64 MiB bound.
+        data = read_source(args.input, limit=64 * 1024 * 1024)
+    except InvalidInputError as exc:
+        raise v.RewardMemoryInputError(
+            exc.message, reason_code=exc.reason_code, field="input"
+        ) from exc
+    resolution = resolve_binding(args)
+    parsed = parse_import(resolution, data)
+    interactive = sys.stderr is not None and sys.stderr.isatty()
+    receipt = import_records(
+        resolution,
+        parsed,
+        provider_for=_provider_for(resolution, dry_run=args.dry_run),
+        execute=not args.dry_run,
+        observed_at=v.now_timestamp(),
+        progress=_progress if interactive and parsed else None,
+    )
+    return receipt, "Memory import"
+
+
+def add_changes(sub: argparse._SubParsersAction[Any]) -> None:
+    """``memory forget`` and ``memory import``."""
+    forget = sub.add_parser(
+        "forget",
+        help="retire memories now, with exact readback (the owner's retirement)",
+        description="Each REF (a memory_ref from `memory list`, or a unique prefix) is read "
+        "exactly, replaced by the same record marked retired and read back. Recall stops "
+        "returning it; `memory list` still shows it as retired. Every REF is resolved "
+        "before anything is written.",
+    )
+    forget.add_argument("refs", nargs="+", metavar="REF", help="memory_ref (or unique prefix)")
+    add_binding_arguments(forget)
+    forget.add_argument("--dry-run", action="store_true", help="say what would be retired")
+    forget.set_defaults(handler=memory_forget)
+    importer = sub.add_parser(
+        "import",
+        help="write exported records into this binding, through ingest's guards",
+        description="Reads JSON Lines written by `memory export` (from either provider). "
+        "Every line is checked first (record contract, standing policy, experience "
+        "quality, activation identity); one bad line writes nothing. A record already "
+        "stored is left as it is; a different record at its address is a conflict.",
+    )
+    importer.add_argument("input", help="the JSON Lines file, or - for stdin")
+    add_binding_arguments(importer)
+    importer.add_argument("--dry-run", action="store_true", help="check and plan, write nothing")
+    importer.set_defaults(handler=memory_import)

@@ -1,0 +1,169 @@
+"""``turn-hooks status``: one screen of what is installed, bound and happening.
+
+The host half (hooks installed per host, the hook log) is read by ``hosts/``, which
+hands its read-only views to this command through the parsed arguments
+(``host_status``, ``hook_log``), as it hands plugin commands their settlement hosts:
+a capability never imports a host. The reward-memory half is read here, from the
+binding and its sidecars, with no provider call: the binding's state, the last
+recall and the last settlement (when and what), and the pending journals.
+
+Everything shown is public: ids, states, reason codes and times. The journals hold
+the reflection text; only their status, Turn key and time are read out of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from capabilities.reward_memory.cli._common import (
+    Result,
+    add_binding_arguments,
+    resolve_binding,
+)
+
+SCHEMA = "turn_hooks_status_v0"
+RECENT_REASONS = 5
+_BINDING_FIELDS = (
+    "goal_id",
+    "agent_id",
+    "status",
+    "available",
+    "reason_code",
+    "provider_id",
+    "corpus_count",
+    "automatic_recall",
+    "automatic_ingest",
+)
+
+
+def _last_recall(resolution: Any) -> dict[str, Any] | None:
+    from capabilities.reward_memory.turn.pre_turn import receipt_path
+    from turn_hooks import SidecarError
+
+    status, store = resolution.status, resolution.sidecars
+    try:
+        receipt = store.read(receipt_path(store, status["goal_id"], status["agent_id"]))
+    except SidecarError as exc:
+        return {"reason_code": exc.reason_code}
+    if not receipt:
+        return None
+    context = receipt.get("context") if isinstance(receipt.get("context"), dict) else {}
+    return {
+        "observed_at": receipt.get("observed_at"),
+        "status": receipt.get("source_status"),
+        "reason_code": receipt.get("reason_code"),
+        "guidance_count": len(context.get("guidance") or []),
+        "provider_call_count": receipt.get("provider_call_count"),
+    }
+
+
+def _journals(resolution: Any) -> tuple[dict[str, Any] | None, int, int]:
+    """The newest settlement journal (public fields), the pending and unreadable counts."""
+    from capabilities.reward_memory.turn.journal import JOURNAL_DIR
+    from sidecars import goal_agent_parts
+    from turn_hooks import SidecarError
+
+    status, store = resolution.status, resolution.sidecars
+    newest: dict[str, Any] | None = None
+    pending = unreadable = 0
+    try:
+        paths = list(
+            store.iter_documents(
+                *goal_agent_parts(JOURNAL_DIR, status["goal_id"], status["agent_id"])
+            )
+        )
+    except SidecarError:
+        return None, 0, 1
+    for path in paths:
+        try:
+            journal = store.read(path) or {}
+        except SidecarError:
+            unreadable += 1
+            continue
+        pending += journal.get("status") == "pending"
+        when = str(journal.get("observed_at") or "")
+        if newest is None or when > str(newest["observed_at"] or ""):
+            receipt = journal.get("public_receipt")
+            receipt = receipt if isinstance(receipt, dict) else {}
+            newest = {
+                "observed_at": journal.get("observed_at"),
+                "turn_key": journal.get("turn_key"),
+                "journal_status": journal.get("status"),
+                "ingest_status": receipt.get("status"),
+                "reason_code": receipt.get("reason_code"),
+                "attempt_count": journal.get("attempt_count"),
+            }
+    return newest, pending, unreadable
+
+
+def _binding(args: argparse.Namespace) -> dict[str, Any]:
+    from turn_hooks import TurnHooksError
+
+    try:
+        resolution = resolve_binding(args)
+    except TurnHooksError as exc:
+        # status is for looking: an unnamed or broken binding is a state, not an exit 2.
+        return {"state": "unresolved", "reason_code": exc.reason_code}
+    status = resolution.status
+    view: dict[str, Any] = {"state": "resolved"}
+    view.update({key: status.get(key) for key in _BINDING_FIELDS})
+    if status.get("goal_id") is None:
+        return view
+    settlement, pending, unreadable = _journals(resolution)
+    view["last_recall"] = _last_recall(resolution)
+    view["last_settlement"] = settlement
+    view["pending_journal_count"] = pending
+    view["unreadable_journal_count"] = unreadable
+    return view
+
+
+def status_command(args: argparse.Namespace) -> Result:
+    """``status``: hosts, binding, last recall and settlement, recent hook-log reasons."""
+    host_status = getattr(args, "host_status", None)
+    hook_log = getattr(args, "hook_log", None)
+    hosts = (
+        host_status(
+            home=Path.home(),
+            codex_home=Path(args.codex_home) if args.codex_home else None,
+            dsh_patch_file=Path(args.dsh_patch_file) if args.dsh_patch_file else None,
+        )
+        if host_status
+        else []
+    )
+    log = hook_log(RECENT_REASONS) if hook_log else {"entries": [], "reason_counts": {}}
+    document = {
+        "ok": True,
+        "schema_version": SCHEMA,
+        "binding": _binding(args),
+        "hosts": [
+            {key: value for key, value in view.items() if key != "handlers"}
+            | {
+                "bound_to": ", ".join(
+                    sorted({f"{h['goal_id']}/{h['agent_id']}" for h in view["handlers"]})
+                )
+            }
+            for view in hosts
+        ],
+        "hook_log": {
+            "entry_count": log.get("entry_count", 0),
+            "reason_counts": log["reason_counts"],
+            "recent": log["entries"],
+        },
+    }
+    return document, "turn-hooks status"
+
+
+def add_status(commands: argparse._SubParsersAction[Any]) -> None:
+    """``turn-hooks status``."""
+    parser = commands.add_parser(
+        "status",
+        help="one screen: hooks per host, the binding, last recall and settlement, hook log",
+        description="Read-only. The binding part needs a binding (flags or environment); "
+        "without one it says why and shows the rest.",
+    )
+    add_binding_arguments(parser, required=False)
+    parser.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
+    parser.add_argument("--dsh-patch-file", help="the DSH patch layer `install dsh` wrote")
+    parser.set_defaults(handler=status_command)

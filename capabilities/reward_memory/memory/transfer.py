@@ -1,0 +1,181 @@
+"""``memory export`` and ``memory import``: records as JSON Lines, between providers.
+
+An export line is the canonical record itself (S1, the form every provider stores),
+so a file exported from the embedded store imports into OpenViking and back. Import
+is a write of already-activated records, so it passes the guards ingest applies to
+what it activates: the record contract, the standing policy of its corpus, the
+experience-quality check and the activation identity, which must recompute from the
+record's own fields. The record is written at the address its corpus and candidate
+determine on the destination binding, through :func:`sync`, which never overwrites
+a different record and counts a write only after exact readback.
+
+Every line is checked before the first write: one bad line writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from capabilities.providers.sync import sync
+from capabilities.reward_memory.binding.registry import Resolution
+from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
+from capabilities.reward_memory.contract.identities import (
+    activation_ref,
+    provider_ref,
+    record_body,
+    target_uri,
+)
+from capabilities.reward_memory.memory.ingest import standing_policy_reasons
+from capabilities.reward_memory.memory.inventory import (
+    RECORD_SCHEMA,
+    ProviderFor,
+    StoredRecord,
+    bound_config,
+)
+
+IMPORT_SCHEMA = "reward_memory_import_receipt_v0"
+EXPORT_SCHEMA = "reward_memory_export_receipt_v0"
+MAX_LINES = 10_000
+_CANDIDATE = re.compile(r"candidate:[0-9a-f]{20}")
+_STATES = ("active", "retired")
+
+Progress = Callable[[int, int], None]
+"""``(done, total)`` after each record, for a progress line on a terminal."""
+
+
+def export_lines(records: list[StoredRecord]) -> list[str]:
+    """One canonical record per line, in the order given."""
+    return [record_body(stored.record) for stored in records]
+
+
+def export_receipt(records: list[StoredRecord]) -> dict[str, Any]:
+    """The public receipt of an export: counts only, never a record's text."""
+    states: dict[str, int] = {}
+    for stored in records:
+        states[stored.state] = states.get(stored.state, 0) + 1
+    return {
+        "ok": True,
+        "schema_version": EXPORT_SCHEMA,
+        "record_count": len(records),
+        "state_counts": dict(sorted(states.items())),
+        "corpus_ids": sorted({stored.corpus_id for stored in records}),
+        "format": "jsonl",
+        v.EXTERNAL_WRITES: False,
+        v.RAW_CONTENT: False,
+    }
+
+
+def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
+    """The ingest guards for one record destined for corpus ``entry`` (typed errors)."""
+    corpus, policy = entry["corpus"], entry["standing_policy"]
+    candidate = record.get("candidate_ref")
+    if not isinstance(candidate, str) or not _CANDIDATE.fullmatch(candidate):
+        v.fail(f"{field}.candidate_ref", "is not a candidate ref", "import_record_invalid")
+    activated = v.timestamp(record.get("activated_at"), f"{field}.activated_at")
+    if record.get("activation_ref") != activation_ref(corpus["corpus_id"], candidate, activated):
+        v.fail(f"{field}.activation_ref", "does not recompute", "import_record_tampered")
+    v.compact(record.get("content_summary"), 500, f"{field}.content_summary")
+    lifecycle = v.mapping(record.get("lifecycle"), f"{field}.lifecycle")
+    v.enum(lifecycle.get("state"), _STATES, f"{field}.lifecycle.state")
+    scope = v.mapping(record.get("scope"), f"{field}.scope")
+    v.listing(scope.get("surface_ids"), f"{field}.scope.surface_ids", 1, 1)
+    source = v.mapping(record.get("source"), f"{field}.source")
+    for key in ("source_kind", "actor_role"):
+        v.token(source.get(key), f"{field}.source.{key}")
+    if v.mapping(record.get("privacy"), f"{field}.privacy").get(v.RAW_CONTENT) is not False:
+        v.fail(f"{field}.privacy", "must not capture raw content", "import_record_invalid")
+    experience = record.get("experience")
+    normal = None if experience is None else normalise_experience(experience, f"{field}.experience")
+    if not experience_quality(str(record.get("target_class")), normal)["passed"]:
+        v.fail(f"{field}.experience", "fails the quality check", "import_quality_failed")
+    # An imported record carries no action authority: the policy sees none requested.
+    reasons = standing_policy_reasons({**record, "requested_action_scopes": []}, corpus, policy)
+    if reasons:
+        v.fail(field, f"is refused by the standing policy ({reasons[0]})", "import_guard_blocked")
+
+
+def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, Any], str]]:
+    """Each line's record and its destination corpus id; typed errors name the line."""
+    config = bound_config(resolution)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        v.fail("input", "is not UTF-8", "import_not_utf8")
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(lines) > MAX_LINES:
+        v.fail("input", f"holds more than {MAX_LINES} records", "import_too_large")
+    parsed = []
+    for number, line in lines:
+        field = f"input.line_{number}"
+        try:
+            record = json.loads(line)
+        except ValueError:
+            v.fail(field, "is not JSON", "import_line_invalid")
+        if not isinstance(record, dict) or record.get("schema_version") != RECORD_SCHEMA:
+            v.fail(field, f"is not a {RECORD_SCHEMA}", "import_line_invalid")
+        corpus_id = record.get("corpus_id")
+        entry = config["corpora"].get(corpus_id) if isinstance(corpus_id, str) else None
+        if entry is None:
+            v.fail(f"{field}.corpus_id", "is not a corpus of this binding", "corpus_not_declared")
+        _guard(record, entry, field)
+        parsed.append((record, str(corpus_id)))
+    return parsed
+
+
+def import_records(
+    resolution: Resolution,
+    parsed: list[tuple[dict[str, Any], str]],
+    *,
+    provider_for: ProviderFor,
+    execute: bool,
+    observed_at: str,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Write each checked record (``execute``) or plan it; the receipt counts each outcome."""
+    config = bound_config(resolution)
+    counts = {"imported": 0, "unchanged": 0, "planned": 0, "conflict": 0, "unavailable": 0}
+    refs: list[str] = []
+    reasons: set[str] = set()
+    for done, (record, corpus_id) in enumerate(parsed, 1):
+        entry = config["corpora"][corpus_id]
+        binding = entry["provider_binding"]
+        target = target_uri(
+            binding["scope_ref"], entry["standing_policy"]["policy_id"], record["candidate_ref"]
+        )
+        result = sync(
+            provider_for(binding),
+            [(record_body(record), target)],
+            namespace=binding["namespace"],
+            execute=execute,
+            actor_peer_id=binding.get("actor_peer_id"),
+            timeout=float(binding["timeout_seconds"]),
+            observed_at=observed_at,
+        )
+        refs.append(provider_ref(binding["provider_id"], binding["namespace"], target))
+        if not execute:
+            outcome = "planned"
+        elif result.status == "completed" and target in result.result_refs:
+            outcome = "imported" if result.write_count else "unchanged"
+        else:
+            outcome = "unavailable" if result.status == "unavailable" else "conflict"
+            reasons.add(result.reason_code or "provider_sync_unverified")
+        counts[outcome] += 1
+        if progress is not None:
+            progress(done, len(parsed))
+    failed = counts["conflict"] + counts["unavailable"]
+    return {
+        "ok": not failed,
+        "schema_version": IMPORT_SCHEMA,
+        "status": "planned" if not execute else ("incomplete" if failed else "imported"),
+        "dry_run": not execute,
+        "record_count": len(parsed),
+        **{f"{name}_count": count for name, count in counts.items()},
+        "memory_refs": refs,
+        "reason_codes": sorted(reasons),
+        v.EXTERNAL_WRITES: counts["imported"] > 0,
+        v.RAW_CONTENT: False,
+    }

@@ -1,0 +1,208 @@
+"""What the hosts have installed, and what the hook log says: read-only views.
+
+``turn-hooks status`` shows, per host, whether our hooks are in the host's own
+configuration (the files ``install`` writes), for which Goal and Agent, and whether
+the interpreter each hook runs still exists. ``turn-hooks log`` shows the hook log.
+One small function per host reads that host's files and never writes; a file that
+cannot be read is a reason code in the view, never an error.
+
+The views are public: goal and agent ids, event names, counts and reason codes.
+Commands, paths and file contents stay out of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sidecars import SidecarStore, read_bounded
+from turn_hooks import InvalidInputError, SidecarError, loads_bounded
+
+STATUS_SCHEMA = "turn_hooks_host_status_v0"
+LOG_VIEW_SCHEMA = "turn_hooks_hook_log_view_v0"
+# Our handlers enter through one of these modules (or the console script) as `host`.
+_ENTRIES = ("hosts._entry", "hosts.cli")
+
+
+def _read_json(path: Path, name: str) -> tuple[Any, str | None]:
+    """A host's JSON file, or ``None`` with why not (absent, unreadable, not JSON)."""
+    if not os.path.lexists(path):
+        return None, f"{name}_absent"
+    try:
+        raw = read_bounded(path, reason_prefix=name, name=name)
+    except InvalidInputError as exc:
+        return None, exc.reason_code
+    try:
+        return loads_bounded(raw), None
+    except InvalidInputError:
+        return None, f"{name}_not_json"
+
+
+def _option(parts: list[str], flag: str) -> str | None:
+    return parts[parts.index(flag) + 1] if flag in parts[:-1] else None
+
+
+def _resolves(program: str) -> bool:
+    """The hook's interpreter (or console script) still exists and is executable."""
+    if os.path.isabs(program):
+        return os.path.isfile(program) and os.access(program, os.X_OK)
+    return shutil.which(program) is not None
+
+
+def our_handler(command: object) -> dict[str, Any] | None:
+    """What one hook command of ours runs (adapter, event, binding); ``None`` if not ours."""
+    if not isinstance(command, str):
+        return None
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return None
+    if "host" not in parts:
+        return None
+    at = parts.index("host")
+    program = parts[0]
+    entry = parts[at - 1] if at >= 1 else ""
+    ours = entry in _ENTRIES or Path(program).name == "turn-hooks"
+    if not ours or len(parts) < at + 3:
+        return None
+    return {
+        "adapter": parts[at + 1],
+        "hook_event": parts[at + 2],
+        "goal_id": _option(parts, "--goal-id"),
+        "agent_id": _option(parts, "--agent-id"),
+        "validator_configured": "--validation-command-json" in parts,
+        "command_resolves": _resolves(program),
+    }
+
+
+def _handlers(document: Any) -> list[dict[str, Any]]:
+    """Our handlers in a ``{"hooks": {event: [{"hooks": [handler]}]}}`` document
+    (Codex hooks.json, Claude Code and Gemini settings share the shape)."""
+    hooks = document.get("hooks") if isinstance(document, dict) else None
+    found = []
+    for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                command = handler.get("command") if isinstance(handler, dict) else None
+                ours = our_handler(command)
+                if ours is not None:
+                    found.append({"event": str(event), **ours})
+    return found
+
+
+def _view(host: str, handlers: list[dict[str, Any]], reason: str | None) -> dict[str, Any]:
+    return {
+        "host": host,
+        "installed": bool(handlers),
+        "handler_count": len(handlers),
+        "all_commands_resolve": all(h["command_resolves"] for h in handlers),
+        "reason_code": reason,
+        "handlers": handlers,
+    }
+
+
+def codex_hooks(codex_home: Path) -> dict[str, Any]:
+    """Codex: our handlers in ``hooks.json`` and the trust entries in ``config.toml``."""
+    document, reason = _read_json(codex_home / "hooks.json", "hooks_json")
+    view = _view("codex_cli", _handlers(document), reason)
+    view["trust_entry_count"] = _trust_entries(codex_home / "config.toml")
+    return view
+
+
+def _trust_entries(path: Path) -> int | None:
+    """How many ``[hooks.state]`` trust entries Codex recorded (``None``: no readable file).
+
+    Codex checks each entry's hash itself when it runs; here they are only counted.
+    """
+    import tomllib
+
+    if not os.path.lexists(path):  # False for a name the system refuses, too
+        return None
+    try:
+        config = tomllib.loads(read_bounded(path, reason_prefix="config_toml").decode("utf-8"))
+    except (InvalidInputError, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    state = config.get("hooks", {}).get("state") if isinstance(config.get("hooks"), dict) else None
+    return len(state) if isinstance(state, dict) else 0
+
+
+def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
+    """Claude Code or Gemini: our handlers in the user's ``settings.json``."""
+    document, reason = _read_json(settings, "settings_json")
+    return _view(host, _handlers(document), reason)
+
+
+def dsh_patch(patch_file: Path | None) -> dict[str, Any]:
+    """DSH: the patch layer ``install dsh`` wrote, when its path is given."""
+    if patch_file is None:
+        return {**_view("dsh", [], "dsh_patch_file_not_given"), "handler_count": None}
+    document, reason = _read_json(patch_file, "patch_file")
+    handlers = []
+    try:
+        entry = document[0]["insert"][0]
+        if entry["id"] == "turn-hooks":
+            config = entry["config"]
+            command = config["command"]
+            handlers.append(
+                {
+                    "event": "agent/pre-step, session/event turn/end",
+                    "adapter": "dsh",
+                    "hook_event": "pre-turn, post-settlement",
+                    "goal_id": config.get("goalId"),
+                    "agent_id": config.get("agentId"),
+                    "validator_configured": bool(config.get("validationCommand")),
+                    "command_resolves": bool(command) and _resolves(str(command[0])),
+                }
+            )
+    except (TypeError, LookupError):
+        reason = reason or "patch_file_not_ours"
+    return _view("dsh", handlers, reason)
+
+
+def installed_hooks(
+    *, home: Path, codex_home: Path | None = None, dsh_patch_file: Path | None = None
+) -> list[dict[str, Any]]:
+    """One view per host, from the files each host reads."""
+    codex = codex_home or Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    return [
+        codex_hooks(codex),
+        settings_hooks("claude_code", home / ".claude" / "settings.json"),
+        settings_hooks("gemini", home / ".gemini" / "settings.json"),
+        dsh_patch(dsh_patch_file),
+    ]
+
+
+def hook_log(limit: int) -> dict[str, Any]:
+    """The hook log, newest first: at most ``limit`` entries, and every reason counted."""
+    from hosts.hook_log import LOG_FILE, SPILL_DIR, log_root
+
+    reason = None
+    entries: list[Any] = []
+    root = log_root()
+    if root.is_dir():
+        store = SidecarStore(root)
+        try:
+            document = store.read(store.path(LOG_FILE)) or {}
+            entries = list(document.get("entries") or [])
+            for path in store.iter_documents(SPILL_DIR):  # not folded in yet: still shown
+                entries += list((store.read(path) or {}).get("entries") or [])
+        except SidecarError as exc:
+            reason = exc.reason_code
+    # The log appends in order (spilled entries are the newest): newest first is reversed.
+    fields = ("observed_at", "host", "event", "source", "reason_code")
+    entries = [{k: e.get(k) for k in fields} for e in reversed(entries) if isinstance(e, dict)]
+    counts = Counter(str(e.get("reason_code")) for e in entries)
+    return {
+        "ok": True,
+        "schema_version": LOG_VIEW_SCHEMA,
+        "entry_count": len(entries),
+        "shown_count": min(limit, len(entries)),
+        "reason_code": reason,
+        "reason_counts": dict(counts.most_common()),
+        "entries": entries[:limit],
+    }

@@ -1,0 +1,333 @@
+"""`turn-hooks memory list|show|search|forget|export|import` on both providers.
+
+Each test runs on the embedded store and on a real `openviking-server` (the fixtures
+of tests/test_openviking_real.py), with a Goal of its own, so its own scope.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fixtures import f1
+from test_openviking_real import event_for, health_goal, ov_env, ov_server  # noqa: F401 (fixtures)
+
+from conformance.public_safety import public_safety_violations
+from hosts import cli
+
+SUMMARY = f1.REFLECTION["content_summary"]
+QUERY = "a change touches one module"
+
+
+@pytest.fixture(params=["embedded_sqlite", "openviking"])
+def provider_id(request):
+    """The same test on both providers, chosen only by the config."""
+    if request.param == "openviking":
+        request.getfixturevalue("ov_env")
+    return request.param
+
+
+def call(capsys, *argv, public=True):
+    code = cli.main(list(argv))
+    out = capsys.readouterr().out
+    document = json.loads(out)
+    if public:
+        assert not public_safety_violations(document, raw_texts=(SUMMARY,)), document
+    return code, document
+
+
+def bound(tmp_path, goal, provider_id):
+    registry = health_goal(tmp_path, goal, provider_id)
+    return ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
+
+
+def learn(capsys, tmp_path, goal, args):
+    source = tmp_path / f"{goal}-event.json"
+    source.write_text(json.dumps(event_for(goal)))
+    code, written = call(
+        capsys, "reward-memory", "ingest-event", *args, "--input", str(source), "--execute"
+    )
+    assert (code, written["status"]) == (0, "activated")
+    return written
+
+
+def health_split(capsys, args):
+    _code, health = call(capsys, "reward-memory", "health-check", *args)
+    [row] = health["corpora"]
+    return row["record_count"], row["active_record_count"], row["retired_record_count"]
+
+
+def goal_name(prefix, provider_id):
+    return f"{prefix}-{provider_id.replace('_', '-')}"
+
+
+def test_list_show_search_and_forget(provider_id, capsys, tmp_path):
+    goal = goal_name("mem", provider_id)
+    args = bound(tmp_path, goal, provider_id)
+    code, empty = call(capsys, "memory", "list", *args)
+    assert (code, empty["record_count"], empty["records"]) == (0, 0, [])
+    assert cli.main(["memory", "list", *args, "--format", "markdown"]) == 0
+    assert "No memory yet" in capsys.readouterr().out
+    written = learn(capsys, tmp_path, goal, args)
+
+    code, listed = call(capsys, "memory", "list", *args, public=False)
+    [row] = listed["records"]
+    assert (code, listed["active_count"], listed["retired_count"]) == (0, 1, 0)
+    assert row["memory_ref"] == written["provider_ref"], "the ref ingest printed"
+    assert (row["state"], row["class"], row["summary"]) == (
+        "active",
+        "procedural_experience",
+        SUMMARY,
+    )
+    assert (row["surface"], row["turn"], row["activated_at"]) == (
+        f1.SURFACE,
+        f1.TURN_KEY,
+        f1.OBSERVED_AT,
+    )
+    ref = row["memory_ref"]
+    code, shown = call(capsys, "memory", "show", ref[:14], *args, public=False)
+    assert (code, shown["record"]["memory_ref"], shown["record"]["summary"]) == (0, ref, SUMMARY)
+    assert shown["record"]["experience"] == f1.EXPERIENCE
+    code, found = call(capsys, "memory", "search", QUERY, *args, public=False)
+    assert (code, [r["memory_ref"] for r in found["results"]]) == (0, [ref])
+    assert found["results"][0]["summary"] == SUMMARY
+
+    assert health_split(capsys, args) == (1, 1, 0)
+
+    code, planned = call(capsys, "memory", "forget", ref, *args, "--dry-run")
+    assert (code, planned["status"], planned["retired_count"], planned["would_retire_count"]) == (
+        0,
+        "planned",
+        0,
+        1,
+    )
+    _code, still = call(capsys, "memory", "list", *args, public=False)
+    assert still["active_count"] == 1, "a dry run writes nothing"
+    code, forgotten = call(capsys, "memory", "forget", ref, *args)
+    assert (code, forgotten["status"], forgotten["retired_count"]) == (0, "forgotten", 1)
+    assert forgotten["records"][0]["exact_readback_verified"] is True
+    code, again = call(capsys, "memory", "forget", ref, *args)
+    assert (code, again["retired_count"], again["already_retired_count"]) == (0, 0, 1)
+
+    _code, after = call(capsys, "memory", "list", *args, public=False)
+    assert (after["active_count"], after["retired_count"]) == (0, 1)
+    assert after["records"][0]["state"] == "retired"
+    assert health_split(capsys, args) == (1, 0, 1), "health-check splits active and retired"
+    _code, retired_only = call(capsys, "memory", "list", *args, "--state", "active")
+    assert retired_only["records"] == []
+    _code, none = call(capsys, "memory", "search", QUERY, *args)
+    assert none["results"] == [], "a forgotten memory is not recalled"
+    _code, recall = call(capsys, "reward-memory", "recall", *args, "--query", QUERY)
+    assert recall["status"] != "applied"
+
+
+@pytest.mark.parametrize(
+    ("source", "destination"),
+    [
+        pytest.param("embedded_sqlite", "openviking", id="embedded-to-openviking"),
+        pytest.param("openviking", "embedded_sqlite", id="openviking-to-embedded"),
+    ],
+)
+@pytest.mark.usefixtures("ov_env")
+def test_export_imports_into_the_other_provider(source, destination, capsys, tmp_path):
+    goal = f"xfer-{source[:4]}-{destination[:4]}"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    from_args = bound(tmp_path / "a", goal, source)
+    to_args = bound(tmp_path / "b", goal, destination)
+    learn(capsys, tmp_path, goal, from_args)
+    exported = tmp_path / "memories.jsonl"
+    code, receipt = call(capsys, "memory", "export", *from_args, "--output", str(exported))
+    assert (code, receipt["record_count"], receipt["state_counts"]) == (0, 1, {"active": 1})
+    assert exported.stat().st_mode & 0o777 == 0o600, "the file holds private text"
+    [line] = exported.read_text().splitlines()
+    assert json.loads(line)["content_summary"] == SUMMARY
+
+    code, planned = call(capsys, "memory", "import", str(exported), *to_args, "--dry-run")
+    assert (code, planned["planned_count"], planned["imported_count"]) == (0, 1, 0)
+    _code, nothing = call(capsys, "memory", "list", *to_args)
+    assert nothing["record_count"] == 0, "a dry run writes nothing"
+    code, imported = call(capsys, "memory", "import", str(exported), *to_args)
+    assert (code, imported["status"], imported["imported_count"]) == (0, "imported", 1)
+    code, again = call(capsys, "memory", "import", str(exported), *to_args)
+    assert (code, again["unchanged_count"], again["imported_count"]) == (0, 1, 0)
+
+    _code, there = call(capsys, "memory", "list", *to_args, public=False)
+    [row] = there["records"]
+    assert (row["state"], row["summary"], row["turn"]) == ("active", SUMMARY, f1.TURN_KEY)
+    assert row["memory_ref"] == imported["memory_refs"][0]
+    _code, back = call(capsys, "memory", "export", *to_args, "--output", "-", public=False)
+    assert back is not None
+    assert line == exported.read_text().strip(), "the same canonical bytes on both providers"
+
+
+def test_export_to_stdout_is_the_lines_themselves(capsys, tmp_path):
+    args = bound(tmp_path, "stdout-export", "embedded_sqlite")
+    learn(capsys, tmp_path, "stdout-export", args)
+    assert cli.main(["memory", "export", *args, "--output", "-"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["schema_version"] == "reward_memory_active_record_v0"
+
+
+def _tamper(record):
+    record["activation_ref"] = "activation:" + "0" * 20
+
+
+def _foreign_corpus(record):
+    record["corpus_id"] = "nope"
+
+
+def _raw(record):
+    record["privacy"] = {"raw_content_captured": True}
+
+
+def _role(record):
+    record["source"]["actor_role"] = "maintainer"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        pytest.param(_tamper, "import_record_tampered", id="tampered"),
+        pytest.param(_foreign_corpus, "corpus_not_declared", id="foreign-corpus"),
+        pytest.param(_raw, "import_record_invalid", id="raw-content"),
+        pytest.param(_role, "import_guard_blocked", id="policy-refuses"),
+    ],
+)
+def test_a_bad_line_imports_nothing(change, reason, capsys, tmp_path):
+    (tmp_path / "a").mkdir()
+    args = bound(tmp_path / "a", "bad", "embedded_sqlite")
+    learn(capsys, tmp_path, "bad", args)
+    exported = tmp_path / "good.jsonl"
+    call(capsys, "memory", "export", *args, "--output", str(exported))
+    good = exported.read_text().strip()
+    record = json.loads(good)
+    change(record)
+    (tmp_path / "b").mkdir()
+    to_args = bound(tmp_path / "b", "bad", "embedded_sqlite")
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(good + "\n" + json.dumps(record) + "\n")
+    code, error = call(capsys, "memory", "import", str(mixed), *to_args)
+    assert (code, error["reason_code"]) == (2, reason)
+    assert "line_2" in error["field"]
+    assert not (tmp_path / "b" / "repo" / ".local").exists(), "not even the good line"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        pytest.param("{not json\n", "import_line_invalid", id="not-json"),
+        pytest.param('{"schema_version": "other"}\n', "import_line_invalid", id="other-schema"),
+        pytest.param("\udcff", "import_not_utf8", id="not-utf8"),
+    ],
+)
+def test_unreadable_imports_are_typed_errors(text, reason, capsys, tmp_path):
+    args = bound(tmp_path, "unreadable", "embedded_sqlite")
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(text.encode("utf-8", "surrogateescape"))
+    code, error = call(capsys, "memory", "import", str(source), *args)
+    assert (code, error["reason_code"]) == (2, reason)
+    assert not (tmp_path / "repo" / ".local").exists()
+
+
+@pytest.mark.parametrize(
+    ("ref", "reason"),
+    [
+        pytest.param("provider-0000000000", "memory_ref_unknown", id="unknown"),
+        pytest.param("provider-", "memory_ref_invalid", id="too-short"),
+        pytest.param("xyz", "memory_ref_invalid", id="not-a-ref"),
+        pytest.param("candidate:0000", "memory_ref_unknown", id="unknown-candidate"),
+    ],
+)
+def test_bad_refs_are_typed_errors_and_forget_nothing(ref, reason, capsys, tmp_path):
+    args = bound(tmp_path, "refs", "embedded_sqlite")
+    learn(capsys, tmp_path, "refs", args)
+    _code, listed = call(capsys, "memory", "list", *args, public=False)
+    good = listed["records"][0]["memory_ref"]
+    code, error = call(capsys, "memory", "forget", good, ref, *args)
+    assert (code, error["reason_code"]) == (2, reason)
+    code, error = call(capsys, "memory", "show", ref, *args)
+    assert (code, error["reason_code"]) == (2, reason)
+    _code, after = call(capsys, "memory", "list", *args, public=False)
+    assert after["active_count"] == 1, "one bad ref forgets nothing"
+
+
+def test_export_refuses_a_link_or_a_missing_directory(capsys, tmp_path):
+    args = bound(tmp_path, "links", "embedded_sqlite")
+    (tmp_path / "elsewhere").write_text("keep")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    for output in (tmp_path / "link", tmp_path / "no" / "dir.jsonl", tmp_path):
+        code, error = call(capsys, "memory", "export", *args, "--output", str(output))
+        assert (code, error["reason_code"]) == (2, "export_output_invalid")
+    assert (tmp_path / "elsewhere").read_text() == "keep"
+
+
+def test_an_unavailable_binding_is_a_typed_error(capsys, tmp_path):
+    from rm_support import unenabled_goal
+
+    registry = unenabled_goal(tmp_path)
+    args = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)
+    for command in (("list",), ("show", "provider-000"), ("search", "q"), ("forget", "x")):
+        code, error = call(capsys, "memory", *command, *args)
+        assert (code, error["reason_code"]) == (2, "experiment_unavailable"), command
+
+
+def test_errors_and_lists_honour_markdown(capsys, tmp_path):
+    args = bound(tmp_path, "markdown", "embedded_sqlite")
+    learn(capsys, tmp_path, "markdown", args)
+    assert cli.main(["memory", "list", *args, "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## Memories\n")
+    assert "| memory_ref | state | class | summary | surface | activated_at | turn |" in out
+    assert "{" not in out, "no JSON in a cell"
+    assert cli.main(["memory", "show", "nope", *args, "--format", "markdown"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("## Error\n") and "| reason_code | memory_ref_invalid |" in out
+    assert cli.main(["memory", "list", "--bogus", "--format", "markdown"]) == 2
+    assert capsys.readouterr().out.startswith("## Error\n")
+
+
+@pytest.mark.parametrize("command", ["list", "show", "search", "forget", "export", "import"])
+def test_every_memory_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["memory", command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "--format" in out and "--registry" in out
+
+
+def test_import_shows_progress_on_a_terminal_only(capsys, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    args = bound(tmp_path / "a", "progress", "embedded_sqlite")
+    learn(capsys, tmp_path, "progress", args)
+    exported = tmp_path / "memories.jsonl"
+    call(capsys, "memory", "export", *args, "--output", str(exported))
+    to_args = bound(tmp_path / "b", "progress", "embedded_sqlite")
+    argv = [sys.executable, "-m", "hosts.cli", "memory", "import", str(exported), *to_args]
+    main, child = os.openpty()
+    try:
+        result = subprocess.run(argv, stderr=child, stdout=subprocess.PIPE, check=False)
+        os.close(child)
+        progress = os.read(main, 4096).decode()
+    finally:
+        os.close(main)
+    assert result.returncode == 0 and "importing 1/1" in progress
+    assert json.loads(result.stdout)["imported_count"] == 1
+    piped = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert piped.returncode == 0 and piped.stderr == "", "no progress when stderr is a pipe"
+
+
+def test_search_says_when_a_turn_would_recall_nothing_at_all(capsys, tmp_path):
+    registry = health_goal(tmp_path, "quiet", "embedded_sqlite", automatic_recall=False)
+    args = ("--registry", str(registry), "--goal-id", "quiet", "--agent-id", f1.AGENT)
+    code, found = call(capsys, "memory", "search", QUERY, *args)
+    assert (code, found["recall_status"], found["results"]) == (0, "disabled", [])
+    assert cli.main(["memory", "search", QUERY, *args, "--format", "markdown"]) == 0
+    assert "Automatic recall is disabled" in capsys.readouterr().out
+    code, error = call(capsys, "memory", "search", QUERY, *args, "--surface-id", "a.b")
+    assert (code, error["reason_code"]) == (2, "surface_not_configured")

@@ -1,0 +1,248 @@
+"""`turn-hooks status` and `turn-hooks log`: read-only views of hosts, binding and log.
+
+The host files are the ones `install` writes (its own writers and command builder),
+the binding is a real embedded-store Goal that learned through the generic hook, and
+the pending journal comes from a real settlement against a stopped OpenViking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+import pytest
+from fixtures import f1
+from test_host_generic import VALIDATOR, message, run_cli
+from test_openviking_real import health_goal
+
+from conformance.public_safety import public_safety_violations
+from hosts import cli, codex_install, dsh_install, hook_log, status
+
+
+def call(capsys, *argv):
+    code = cli.main(list(argv))
+    out = capsys.readouterr().out
+    document = json.loads(out)
+    assert not public_safety_violations(document, raw_texts=(f1.REFLECTION["content_summary"],))
+    return code, document, out
+
+
+def binding_args(registry, goal):
+    return ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
+
+
+def by_host(document):
+    return {view["host"]: view for view in document["hosts"]}
+
+
+def write_codex(home, *, goal, interpreter_exists=True):
+    commands = [
+        codex_install.hook_command(
+            event,
+            registry="/r.json",
+            goal_id=goal,
+            agent_id=f1.AGENT,
+            validation_argv=["true"] if event == "Stop" else None,
+        )
+        for event in codex_install.EVENTS
+    ]
+    if not interpreter_exists:
+        commands = [c.replace(sys.executable, "/nonexistent/python", 1) for c in commands]
+    document = {
+        "hooks": {
+            event: [{"hooks": [{"type": "command", "command": command}]}]
+            for event, command in zip(codex_install.EVENTS, commands, strict=True)
+        }
+    }
+    document["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "echo other"}]})
+    home.mkdir(parents=True)
+    (home / "hooks.json").write_text(json.dumps(document))
+    (home / "config.toml").write_text(
+        '[hooks.state."a:1"]\ntrusted_hash = "x"\n[hooks.state."b:2"]\ntrusted_hash = "y"\n'
+    )
+
+
+def test_status_reads_what_install_wrote_per_host(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    write_codex(tmp_path / "home" / ".codex", goal="g1")
+    claude = tmp_path / "home" / ".claude"
+    claude.mkdir()
+    command = (
+        f"{sys.executable} -m hosts._entry host claude-code pre-turn --goal-id g2 --agent-id a"
+    )
+    (claude / "settings.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"command": command}]}]}})
+    )
+    gemini = tmp_path / "home" / ".gemini"
+    gemini.mkdir()
+    (gemini / "settings.json").write_text("not json")
+    patch = tmp_path / "dsh.json"
+    dsh_install.install(
+        patch_file=patch, registry="/r.json", goal_id="g3", agent_id="a", validation_argv=None
+    )
+    code, document, out = call(capsys, "status", "--dsh-patch-file", str(patch))
+    assert code == 0 and str(tmp_path) not in out
+    hosts = by_host(document)
+    codex = hosts["codex_cli"]
+    assert (codex["installed"], codex["handler_count"], codex["trust_entry_count"]) == (True, 2, 2)
+    assert (codex["bound_to"], codex["all_commands_resolve"]) == (f"g1/{f1.AGENT}", True)
+    assert (hosts["claude_code"]["installed"], hosts["claude_code"]["bound_to"]) == (True, "g2/a")
+    assert (hosts["gemini"]["installed"], hosts["gemini"]["reason_code"]) == (
+        False,
+        "settings_json_not_json",
+    )
+    assert (hosts["dsh"]["installed"], hosts["dsh"]["bound_to"]) == (True, "g3/a")
+    assert document["binding"] == {"state": "unresolved", "reason_code": "registry_missing"}
+
+
+def test_a_hook_whose_interpreter_is_gone_is_shown(tmp_path):
+    write_codex(tmp_path / "codex", goal="g", interpreter_exists=False)
+    view = status.codex_hooks(tmp_path / "codex")
+    assert view["installed"] and not view["all_commands_resolve"]
+    assert {h["hook_event"] for h in view["handlers"]} == {"pre-turn", "post-settlement"}
+    assert [h["validator_configured"] for h in view["handlers"]] == [False, True]
+
+
+def test_host_views_without_files(tmp_path):
+    assert status.codex_hooks(tmp_path)["reason_code"] == "hooks_json_absent"
+    assert status.codex_hooks(tmp_path)["trust_entry_count"] is None
+    (tmp_path / "config.toml").write_text("[[broken")
+    assert status.codex_hooks(tmp_path)["trust_entry_count"] is None
+    (tmp_path / "config.toml").write_text("model = 'x'\n")
+    assert status.codex_hooks(tmp_path)["trust_entry_count"] == 0
+    os.mkfifo(tmp_path / "fifo.json")
+    assert status.settings_hooks("gemini", tmp_path / "fifo.json")["reason_code"] == (
+        "settings_json_not_regular"
+    )
+    (tmp_path / "foreign.json").write_text('[{"insert": [{"id": "someone-else"}]}]')
+    assert status.dsh_patch(tmp_path / "foreign.json")["installed"] is False
+    (tmp_path / "broken.json").write_text("{}")
+    assert status.dsh_patch(tmp_path / "broken.json")["reason_code"] == "patch_file_not_ours"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo host codex-cli pre-turn",
+        "python -m other host x y",
+        "'unbalanced",
+        f"{sys.executable} -m hosts._entry host",
+        None,
+    ],
+)
+def test_other_commands_are_not_ours(command):
+    assert status.our_handler(command) is None
+
+
+def test_turn_hooks_console_script_is_ours():
+    found = status.our_handler("turn-hooks host codex-cli pre-turn --goal-id g --agent-id a")
+    assert found is not None and (found["goal_id"], found["agent_id"]) == ("g", "a")
+
+
+def test_status_shows_the_last_recall_and_settlement(capsys, tmp_path):
+    goal = "status-goal"
+    registry = health_goal(tmp_path, goal, "embedded_sqlite")
+    args = binding_args(registry, goal)
+    code, before, _out = call(capsys, "status", *args)
+    assert (code, before["binding"]["state"], before["binding"]["status"]) == (
+        0,
+        "resolved",
+        "available",
+    )
+    assert (before["binding"]["last_recall"], before["binding"]["last_settlement"]) == (None, None)
+    hook = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
+    run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        *hook,
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
+    )
+    run_cli(
+        "host",
+        "generic",
+        "pre-turn",
+        *hook,
+        stdin=json.dumps({"turn_id": "t2", "prompt": "a change touches one module"}),
+    )
+    code, after, out = call(capsys, "status", *args)
+    binding = after["binding"]
+    assert binding["last_recall"]["status"] == "applied"
+    assert binding["last_recall"]["guidance_count"] == 1
+    settled = binding["last_settlement"]
+    assert (settled["journal_status"], settled["ingest_status"]) == ("completed", "activated")
+    assert binding["pending_journal_count"] == 0
+    assert str(tmp_path) not in out
+    assert cli.main(["status", *args, "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert "### binding" in text and "#### last_recall" in text and "{" not in text
+
+
+def test_status_counts_a_pending_journal(capsys, tmp_path, monkeypatch):
+    with socket.socket() as probe:  # a loopback port nobody listens on: a stopped server
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OPENVIKING_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OPENVIKING_API_KEY", "k")
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "none"))
+    goal = "status-pending"
+    registry = health_goal(tmp_path, goal, "openviking")
+    run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        *("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry)),
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
+    )
+    _code, document, _out = call(capsys, "status", *binding_args(registry, goal))
+    binding = document["binding"]
+    assert binding["pending_journal_count"] == 1
+    assert binding["last_settlement"]["journal_status"] == "pending"
+    assert document["hook_log"]["entry_count"] >= 1, "the failed settlement logged its reason"
+
+
+def test_log_shows_the_newest_entries_and_counts_reasons(capsys):
+    hook_log.record("codex_cli", "pre_turn", [("adapter", "registry_unreadable")])
+    hook_log.record("codex_cli", "post_settlement", [("a", "x_code"), ("b", "registry_unreadable")])
+    code, document, _out = call(capsys, "log", "--limit", "2")
+    assert (code, document["entry_count"], document["shown_count"]) == (0, 3, 2)
+    assert document["reason_counts"] == {"registry_unreadable": 2, "x_code": 1}
+    assert all(entry["event"] == "post_settlement" for entry in document["entries"])
+    code, error, _out = call(capsys, "log", "--limit", "0")
+    assert (code, error["reason_code"]) == (2, "log_limit_invalid")
+    assert cli.main(["log", "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("## Hook log\n")
+    assert "### reason_counts" in text and "| registry_unreadable | 2 |" in text
+    assert "| observed_at | host | event | source | reason_code |" in text
+
+
+def test_an_empty_log_says_so(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(tmp_path / "nothing"))
+    assert cli.main(["log", "--format", "markdown"]) == 0
+    assert "The hook log is empty" in capsys.readouterr().out
+
+
+def test_an_unreadable_log_is_a_reason_not_an_error(capsys, tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / hook_log.LOG_FILE).write_text("{not json")
+    os.chmod(state / hook_log.LOG_FILE, 0o600)
+    monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(state))
+    code, document, _out = call(capsys, "log")
+    assert (code, document["entries"], document["reason_code"]) == (0, [], "sidecar_corrupt")
+
+
+@pytest.mark.parametrize("command", [["status"], ["log"]])
+def test_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*command, "--help"])
+    assert exit_.value.code == 0
+    assert "--format" in capsys.readouterr().out
