@@ -448,3 +448,12 @@ def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.2)
+
+
+def host_events(host: str) -> tuple[str, ...]:
+    """The host events ``--without-event`` may name for ``host`` (none without a driver)."""
+    if host in REAL_DRIVERS:
+        return (REAL_DRIVERS[host].recall_event, REAL_DRIVERS[host].ingest_event)
+    if host in PAYLOAD_DIALECTS:
+        return (PAYLOAD_DIALECTS[host].recall_event, PAYLOAD_DIALECTS[host].ingest_event)
+    return ()

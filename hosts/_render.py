@@ -28,8 +28,14 @@ def _cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(document: Any, *, title: str) -> str:
-    """A heading, a field table for scalars and a table per list of objects."""
+def to_markdown(
+    document: Any, *, title: str, notes: dict[str, tuple[str, str]] | None = None
+) -> str:
+    """A heading, a field table for scalars and a table per list of objects.
+
+    ``notes`` qualify a nested table: key -> (words added to its heading, a paragraph
+    before it), so a field kept for wire compatibility is not read as what it is not.
+    """
     lines = [f"## {title}", ""]
     if isinstance(document, list):
         document = {"items": document}
@@ -40,8 +46,11 @@ def to_markdown(document: Any, *, title: str) -> str:
         lines += [f"| {key} | {_cell(value)} |" for key, value in scalars.items()]
         lines.append("")
     for key, value in nested.items():
-        lines.append(f"### {key}")
+        qualifier, note = (notes or {}).get(key, ("", ""))
+        lines.append(f"### {key} ({qualifier})" if qualifier else f"### {key}")
         lines.append("")
+        if note:
+            lines += [note, ""]
         rows = value if isinstance(value, list) else [value]
         if rows and all(isinstance(row, dict) for row in rows):
             columns = list(dict.fromkeys(column for row in rows for column in row))
@@ -57,6 +66,10 @@ def to_markdown(document: Any, *, title: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(document: Any, *, fmt: str, title: str) -> str:
-    """Render ``document`` as ``json`` or ``markdown``."""
-    return to_json(document) + "\n" if fmt == "json" else to_markdown(document, title=title)
+def render(
+    document: Any, *, fmt: str, title: str, notes: dict[str, tuple[str, str]] | None = None
+) -> str:
+    """Render ``document`` as ``json`` or ``markdown`` (``notes``: see :func:`to_markdown`)."""
+    if fmt == "json":
+        return to_json(document) + "\n"
+    return to_markdown(document, title=title, notes=notes)

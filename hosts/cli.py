@@ -648,6 +648,8 @@ def _run(arguments: list[str], first: str | None) -> int:
         reason = fault[0] if fault is not None else "usage_invalid"
         _emit(to_json(_error(reason, str(exc), "UsageError")) + "\n")
         return EXIT_INVALID
+    # A command that reports how it was invoked (a conformance report) reads it here.
+    args.command_line = arguments
     with _host_stdout() if first == "host" else contextlib.nullcontext():
         try:
             from turn_hooks.errors import TurnHooksError
@@ -663,8 +665,17 @@ def _run(arguments: list[str], first: str | None) -> int:
             return EXIT_INTERNAL
         if document is None:  # a hook with nothing to say prints nothing
             return EXIT_OK
-        _emit(render(document, fmt=args.format, title=title))
-        return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
+        # A command may render its own Markdown (one pasteable section) and name the
+        # exit code of a completed run that found failures (conformance: 3).
+        custom = getattr(args, "markdown", None)
+        if args.format == "markdown" and custom is not None:
+            _emit(custom(document))
+        else:
+            notes = getattr(args, "markdown_notes", None)
+            _emit(render(document, fmt=args.format, title=title, notes=notes))
+        if document.get("ok", True) is not False:
+            return EXIT_OK
+        return int(getattr(args, "failure_exit", EXIT_INVALID))
 
 
 if __name__ == "__main__":
