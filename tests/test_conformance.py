@@ -213,7 +213,8 @@ def test_an_edge_needs_every_delivery_scenario_passed_and_no_failure():
     assert edge_value(RECALL, rows, ["d1"]) == "connected"
     assert edge_value(RECALL, rows, ["d1", "d3"]) == "uncovered", "a delivery scenario not run"
     assert edge_verdict(RECALL, rows, ["d1", "d3"])["reason"] == "not run in this run: d3"
-    assert edge_value(INGEST, rows, ["d2"]) == "uncovered", "skips earn nothing"
+    assert edge_verdict(INGEST, rows, ["d2"])["value"] == "uncovered", "skips earn nothing"
+    assert edge_verdict(INGEST, rows, ["d2"])["reason"] == "skipped, so unproven: d2"
     assert edge_value(INGEST, rows, []) == "uncovered", "a guard alone vouches for nothing"
     rows.append({"scenario": "g2", "edges": [RECALL], "result": "fail"})
     assert edge_verdict(RECALL, rows, ["d1"]) == {
