@@ -151,10 +151,11 @@ def register(commands: Any) -> None:
         "run",
         help="run the scenarios against one host and print turn_hooks_host_coverage_v0",
         description="Real hosts (codex-cli, claude-code, dsh) run their own binary offline "
-        "against a fake model server on 127.0.0.1; gemini and generic replay their "
-        "documented hook payloads. An edge is reported connected only if every delivery "
-        "scenario it needs ran and passed in this run and none of its scenarios failed; "
-        "a run narrowed with --scenario is marked partial.",
+        "against a fake model server on 127.0.0.1, and codex-app drives `codex app-server` "
+        "over JSON-RPC and settles through codex-app refresh-state and spend-slot; gemini "
+        "and generic replay their documented hook payloads. An edge is reported connected "
+        "only if every delivery scenario it needs ran and passed in this run and none of its "
+        "scenarios failed; a run narrowed with --scenario is marked partial.",
         epilog=EXIT_CODES,
     )
     runner.add_argument("--host", required=True, choices=HOSTS)
@@ -167,7 +168,8 @@ def register(commands: Any) -> None:
         action="append",
         metavar="EVENT",
         help="leave this host event out of the install (e.g. Stop) to see what it costs; "
-        "codex-cli, claude-code: UserPromptSubmit, Stop; dsh: agent/pre-step, turn/end; "
+        "codex-cli, claude-code: UserPromptSubmit, Stop; codex-app: UserPromptSubmit, "
+        "turn/completed (its refresh and spend); dsh: agent/pre-step, turn/end; "
         "gemini: BeforeAgent, AfterAgent; generic: pre-turn, post-settlement",
     )
     runner.add_argument(

@@ -36,9 +36,11 @@ SCHEMA = "turn_hooks_host_coverage_v0"
 CONNECTED = {RECALL: "connected", INGEST: "connected_post_settlement"}
 UNCOVERED = "uncovered"
 NOT_VERIFIED = "not_verified"
-DEFAULT_BINARIES = {"codex-cli": "codex", "claude-code": "claude", "dsh": "dsh"}
-NO_DRIVER = {
-    "codex-app": "no conformance driver for the Codex App refresh/spend path yet",
+DEFAULT_BINARIES = {
+    "codex-cli": "codex",
+    "codex-app": "codex",
+    "claude-code": "claude",
+    "dsh": "dsh",
 }
 Progress = Callable[[int, int, dict[str, Any]], None]
 """Called after each scenario with (its 1-based number, the total, its row)."""
@@ -140,7 +142,7 @@ def run(
     chosen = [s for s in CATALOGUE if not scenario_ids or s.id in scenario_ids]
     rows: list[dict[str, Any]] = []
     if driver is None:
-        reason = NO_DRIVER.get(host) or f"no {DEFAULT_BINARIES[host]} binary: pass --binary"
+        reason = f"no {DEFAULT_BINARIES[host]} binary: pass --binary"
         for index, s in enumerate(chosen, 1):
             rows.append(
                 {

@@ -21,6 +21,7 @@ from typing import Any
 
 from conformance.drivers import (
     HOOK_COMMAND,
+    INGEST_RESULT,
     REAL,
     HookSetup,
     HostDriver,
@@ -57,7 +58,7 @@ REQUEST_END = "or an empty block when there is none."
 TEXT_START = "reward_memory_recall may hold guidance"
 OMITTED = "context items omitted to fit the context limit"
 RECALL_PROMPT = "a change touches one module: which tests should run first?"
-INGEST_STATUS = "reward-memory.outcome-ingest"
+INGEST_STATUS = INGEST_RESULT
 UNRECORDED = "evidence:never-recorded"
 
 
@@ -179,13 +180,11 @@ def carrying(run: TurnRun, marker: str) -> list[str]:
 
 
 def settled_spools(harness: Harness, workspace: Workspace, count: int) -> list[Any]:
-    """Settlement spool entries that hold a receipt, waiting if settlement is detached."""
+    """The Turns the host settled, each with its receipt (the driver knows where a host
+    records them), waiting if settlement is detached."""
 
     def done() -> list[Any]:
-        directory = workspace.sidecars / "settlements"
-        paths = sorted(directory.rglob("*.json")) if directory.is_dir() else []
-        entries = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
-        found = [e for e in entries if isinstance(e.get("post_settlement"), dict)]
+        found = harness.driver.settlements(workspace)
         return found if len(found) >= count else []
 
     return wait_for(done, harness.settle_timeout) or []
@@ -552,7 +551,8 @@ def _failed_turn(harness: Harness) -> dict[str, Any]:
     if harness.settle_timeout:  # a detached settlement, had one started, writes by now
         time.sleep(2)
     check(not workspace.journals(), "a failed Turn was settled")
-    check(not (workspace.sidecars / "settlements").exists(), "a failed Turn was spooled")
+    spooled = workspace.sidecars / harness.driver.spool_dir
+    check(not spooled.exists(), "a failed Turn was spooled")
     return {
         "observed": "the host reported the Turn failed; no journal and no spool entry",
         "journals": 0,

@@ -1,8 +1,9 @@
 """The conformance suite run against every host adapter we ship (hosts.md §6).
 
 Real hosts run their real binaries (installed by `make test`; a missing one fails
-the run); gemini and generic replay documented payloads; the Codex App has no driver
-yet and must say so. Each report is checked against the scenario rows it came from.
+the run), the Codex App as `codex app-server` driven over JSON-RPC; gemini and
+generic replay documented payloads. Each report is checked against the scenario rows
+it came from.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from conformance.scenarios import (
 
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
+CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0") / "bin" / "codex"
 BINARIES = {
-    "codex-cli": Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0")
-    / "bin"
-    / "codex",
+    "codex-cli": CODEX,
+    "codex-app": CODEX,
     "claude-code": Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
     / "node_modules/.bin/claude",
     "dsh": Path(os.environ.get("TURN_HOOKS_DSH_DIR") or CACHE / "dsh-0.1.0-rc.8")
@@ -180,13 +181,40 @@ def test_payload_hosts_are_recorded_contracts(host):
     assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
 
 
-def test_a_host_without_a_driver_reports_not_verified_and_uncovered():
-    entry = consistent(json.loads(conformance("codex-app")))
-    assert (entry["verification"], entry[RECALL], entry[INGEST]) == (
-        "not_verified",
-        "uncovered",
-        "uncovered",
+def test_the_codex_app_row_is_earned_through_app_server_and_refresh_spend():
+    """Issue 18: the Codex App row comes from a run of the real `codex app-server`."""
+    report = json.loads(conformance("codex-app"))
+    entry = consistent(report)
+    failures = [(r["scenario"], r["reason"]) for r in report["scenarios"] if r["result"] != "pass"]
+    assert failures == []
+    assert (entry["host"], entry["verification"]) == ("codex-app", "real_host_run")
+    assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
+    assert report["identity"]["host_version"] == "0.147.0"
+    by_id = {row["scenario"]: row for row in report["scenarios"]}
+    # Settled by the App's refresh and spend, not a Stop hook: an unattested reflection
+    # is staged and the spend's finalize says validation is required.
+    for guard in ("ingest.no_evidence_no_write", "ingest.unvalidated_zero_calls"):
+        assert by_id[guard]["evidence"]["ingest_status"] == "evidence_validation_required"
+    assert by_id["ingest.validated_activated"]["evidence"]["status"] == "activated"
+
+
+def test_without_the_apps_settlement_ingest_fails_and_the_failed_turn_guard_is_vacuous():
+    scenarios = [
+        "--scenario",
+        "ingest.validated_activated",
+        "--scenario",
+        "ingest.failed_turn_nothing",
+    ]
+    report = json.loads(
+        conformance("codex-app", "--without-event", "turn/completed", *scenarios, code=3)
     )
+    consistent(report, ids=["ingest.validated_activated", "ingest.failed_turn_nothing"])
+    results = [(row["result"], row["reason"]) for row in report["scenarios"]]
+    assert results == [
+        ("fail", "the Turn was never settled"),
+        ("skipped", "vacuous: this run left out turn/completed"),
+    ]
+    assert report["hosts"][0][INGEST] == "uncovered"
 
 
 def test_a_missing_binary_is_reported_not_guessed(tmp_path):
@@ -287,6 +315,9 @@ def test_bad_events_and_binaries_are_typed_errors(tmp_path):
     assert nope["message"].endswith("valid: UserPromptSubmit, Stop")
     assert error("--host", "dsh", "--without-event", "Stop")["message"].endswith(
         "valid: agent/pre-step, turn/end"
+    )
+    assert error("--host", "codex-app", "--without-event", "Stop")["message"].endswith(
+        "valid: UserPromptSubmit, turn/completed"
     )
     plain = tmp_path / "codex"
     plain.write_text("not a program")
