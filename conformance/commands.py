@@ -8,13 +8,71 @@ command runs.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from turn_hooks import hookimpl
 from turn_hooks.errors import InvalidInputError
 
+EXIT_SCENARIO_FAILED = 3
+"""``conformance run``: the report was printed and at least one scenario failed."""
+EXIT_CODES = (
+    "exit codes: 0 every scenario that ran passed or was skipped; 2 bad input (one typed "
+    "error: unknown scenario or event, unusable --binary), nothing run; 3 the report was "
+    "printed and at least one scenario failed"
+)
+
+
+def _events(host: str) -> tuple[str, ...]:
+    from conformance.drivers import host_events
+
+    return host_events(host)
+
+
+def _binary(args: argparse.Namespace) -> tuple[str | None, dict[str, str] | None]:
+    """The host binary to drive and what it says its version is (``None``: none)."""
+    import shutil
+
+    from conformance.drivers import REAL_DRIVERS
+    from conformance.report import probe_binary
+    from conformance.runner import DEFAULT_BINARIES
+
+    if args.host not in REAL_DRIVERS:
+        if args.binary:
+            raise InvalidInputError(
+                f"--binary is not used for host {args.host!r}: it has no real-binary driver",
+                reason_code="conformance_binary_unused",
+                field="binary",
+            )
+        return None, None
+    binary = args.binary or shutil.which(DEFAULT_BINARIES[args.host])
+    if binary is None:
+        return None, None
+    return binary, probe_binary(args.host, binary)
+
+
+def _progress(total_label: str) -> Any:
+    def report(index: int, total: int, row: dict[str, Any]) -> None:
+        seconds = row.get("seconds")
+        took = f" ({seconds} s)" if seconds is not None else ""
+        line = f"conformance {total_label} [{index}/{total}] {row['scenario']}: {row['result']}"
+        sys.stderr.write(line + took + "\n")
+        sys.stderr.flush()
+
+    return report
+
+
+def _wants_progress(args: argparse.Namespace) -> bool:
+    if args.progress:
+        return True
+    try:
+        return bool(sys.stderr is not None and sys.stderr.isatty())
+    except (OSError, ValueError):
+        return False
+
 
 def _run(args: argparse.Namespace) -> tuple[Any, str]:
+    from conformance.report import identity
     from conformance.runner import run
     from conformance.scenarios import CATALOGUE
 
@@ -23,37 +81,61 @@ def _run(args: argparse.Namespace) -> tuple[Any, str]:
         raise InvalidInputError(
             f"unknown scenario {unknown[0]!r} (see `turn-hooks conformance list`)",
             reason_code="conformance_scenario_unknown",
+            field="scenario",
         )
-
+    events = _events(args.host)
+    strange = sorted(set(args.without_event or ()) - set(events))
+    if strange:
+        valid = ", ".join(events) or "none (this host has no driver)"
+        raise InvalidInputError(
+            f"unknown event {strange[0]!r} for host {args.host!r}; valid: {valid}",
+            reason_code="conformance_event_unknown",
+            field="without_event",
+        )
+    binary, probed = _binary(args)
+    label = args.host + (f" {probed['version']}" if probed else "")
+    if _wants_progress(args):
+        chosen = len(set(args.scenario or ())) or len(CATALOGUE)
+        sys.stderr.write(f"conformance {label}: {chosen} scenario(s)\n")
     try:
         report = run(
             args.host,
-            binary=args.binary,
+            binary=binary,
             provider=args.provider,
             without_events=frozenset(args.without_event or ()),
             scenario_ids=frozenset(args.scenario or ()),
+            progress=_progress(label) if _wants_progress(args) else None,
         )
     except ValueError as exc:
         raise InvalidInputError(str(exc), reason_code="conformance_input_invalid") from exc
+    arguments = list(getattr(args, "command_line", None) or sys.argv[1:])
+    report["identity"] = identity(
+        args.host,
+        probed=probed,
+        provider=args.provider,
+        arguments=arguments,
+        partial=report["partial"],
+    )
+    report["exit_code"] = 0 if report["ok"] else EXIT_SCENARIO_FAILED
     return report, f"Host coverage: {args.host}"
 
 
-def _list(args: argparse.Namespace) -> tuple[Any, str]:
-    from conformance.scenarios import CATALOGUE
+def _markdown(document: dict[str, Any]) -> str:
+    from conformance.report import to_markdown
 
-    rows = [
-        {
-            "scenario": s.id,
-            "edges": list(s.edges),
-            "real_host_only": s.real_host_only,
-            "proves": s.proves,
-        }
-        for s in CATALOGUE
-    ]
+    return to_markdown(document, document["exit_code"])
+
+
+def _list(args: argparse.Namespace) -> tuple[Any, str]:
+    from conformance.report import catalogue_digest
+    from conformance.scenarios import CATALOGUE, CATALOGUE_VERSION
+
     return {
         "ok": True,
         "schema_version": "turn_hooks_conformance_catalogue_v0",
-        "scenarios": rows,
+        "catalogue_version": CATALOGUE_VERSION,
+        "catalogue_digest": catalogue_digest(),
+        "scenarios": [s.describe() for s in CATALOGUE],
     }, ("Conformance scenarios")
 
 
@@ -69,25 +151,40 @@ def register(commands: Any) -> None:
         "run",
         help="run the scenarios against one host and print turn_hooks_host_coverage_v0",
         description="Real hosts (codex-cli, claude-code, dsh) run their own binary offline "
-        "against a fake model server on 127.0.0.1; gemini and generic replay their "
-        "documented hook payloads. An edge is reported connected only if its scenarios "
-        "passed in this run.",
+        "against a fake model server on 127.0.0.1, and codex-app drives `codex app-server` "
+        "over JSON-RPC and settles through codex-app refresh-state and spend-slot; gemini "
+        "and generic replay their documented hook payloads. An edge is reported connected "
+        "only if every delivery scenario it needs ran and passed in this run and none of its "
+        "scenarios failed; a run narrowed with --scenario is marked partial.",
+        epilog=EXIT_CODES,
     )
     runner.add_argument("--host", required=True, choices=HOSTS)
-    runner.add_argument("--binary", help="the host binary (default: found on PATH)")
+    runner.add_argument(
+        "--binary", help="the host binary (default: found on PATH); it must answer --version"
+    )
     runner.add_argument("--provider", choices=("embedded", "openviking"), default="embedded")
     runner.add_argument(
         "--without-event",
         action="append",
         metavar="EVENT",
-        help="leave this host event out of the install (e.g. Stop) to see what it costs",
+        help="leave this host event out of the install (e.g. Stop) to see what it costs; "
+        "codex-cli, claude-code: UserPromptSubmit, Stop; codex-app: UserPromptSubmit, "
+        "turn/completed (its refresh and spend); dsh: agent/pre-step, turn/end; "
+        "gemini: BeforeAgent, AfterAgent; generic: pre-turn, post-settlement",
     )
     runner.add_argument(
         "--scenario",
         action="append",
         metavar="ID",
-        help="run only this scenario (repeatable; see `conformance list`)",
+        help="run only this scenario (repeatable; see `conformance list`); the report is "
+        "then partial",
     )
+    runner.add_argument(
+        "--progress",
+        action="store_true",
+        help="one line per scenario on stderr (the default when stderr is a terminal)",
+    )
+    runner.set_defaults(markdown=_markdown, failure_exit=EXIT_SCENARIO_FAILED)
     listing = sub.add_parser("list", help="the scenario catalogue: ids and what each proves")
     for parser, handler in ((runner, _run), (listing, _list)):
         parser.add_argument("--format", choices=("json", "markdown"), default="json")

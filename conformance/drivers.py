@@ -10,11 +10,15 @@ turn-hooks through its command line, as the hosts do, never through imports.
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import os
+import queue
+import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +28,8 @@ from conformance.fakes import FakeChat, FakeMessages, FakeResponses, LoopbackSer
 from conformance.workspace import AGENT, GOAL, Workspace
 
 HOOK_COMMAND = [sys.executable, "-m", "hosts.cli"]
+INGEST_RESULT = "reward-memory.outcome-ingest"
+"""The ingest hook's result in a settlement receipt (scenarios read its status)."""
 REAL = "real_host_run"
 PAYLOAD = "recorded_payload_contract"
 RUN_TIMEOUT = 180
@@ -85,6 +91,8 @@ class HostDriver(abc.ABC):
     settles_detached = False
     """Settlement may still be running when ``turn`` returns: DSH detaches the hook,
     and Codex CLI's and Claude Code's Stop hooks hand settlement to a child."""
+    spool_dir = "settlements"
+    """The sidecar directory this host's settlement step records a Turn in."""
 
     def prepare(self, workspace: Workspace, setup: HookSetup) -> None:
         """Install the hooks for this scenario into a fresh, private host home."""
@@ -114,6 +122,14 @@ class HostDriver(abc.ABC):
         if validation and self.setup.validation:
             argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
         return argv
+
+    def settlements(self, workspace: Workspace) -> list[dict[str, Any]]:
+        """The settled Turns so far, each with its dispatcher receipt as
+        ``post_settlement``: the settlement spool entries that hold one."""
+        directory = workspace.sidecars / self.spool_dir
+        paths = sorted(directory.rglob("*.json")) if directory.is_dir() else []
+        entries = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+        return [e for e in entries if isinstance(e.get("post_settlement"), dict)]
 
     def replay_settlement(self, spool: dict[str, Any], final: str) -> None:
         """Deliver a settled Turn's end event again, as an at-least-once host may."""
@@ -177,6 +193,16 @@ class RealDriver(HostDriver):
         return list(self.fake.requests[start:])
 
 
+def codex_config(port: int) -> str:
+    """A Codex ``config.toml`` whose only model is the fake on ``port``, never retried."""
+    return (
+        'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\n'
+        f'name = "fake"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        'wire_api = "responses"\nenv_key = "FAKE_API_KEY"\nrequest_max_retries = 0\n'
+        "stream_max_retries = 0\n"
+    )
+
+
 class CodexCliDriver(RealDriver):
     """Codex CLI: hooks installed and trusted by ``turn-hooks install codex``."""
 
@@ -189,12 +215,7 @@ class CodexCliDriver(RealDriver):
 
     def install(self) -> None:
         """Our installer, then the scenario's edits; edited hooks run untrusted-bypassed."""
-        (self.home / "config.toml").write_text(
-            'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\n'
-            f'name = "fake"\nbase_url = "http://127.0.0.1:{self.fake.port}/v1"\n'
-            'wire_api = "responses"\nenv_key = "FAKE_API_KEY"\nrequest_max_retries = 0\n'
-            "stream_max_retries = 0\n"
-        )
+        (self.home / "config.toml").write_text(codex_config(self.fake.port))
         argv = [*HOOK_COMMAND, "install", "codex", "--codex-home", str(self.home)]
         argv += ["--codex-bin", str(self.binary), "--registry", str(self.workspace.registry)]
         argv += ["--goal-id", GOAL, "--agent-id", AGENT]
@@ -335,6 +356,221 @@ class DshDriver(RealDriver):
         return TurnRun(result.returncode == 0, result.stdout, self.requests_since(start))
 
 
+class JsonRpc:
+    """A JSON-RPC client of a child process over stdio, one JSON document a line.
+
+    Every read has a deadline: a reader thread queues the child's lines, so a host
+    that stops answering fails the scenario instead of hanging the run.
+    """
+
+    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.kept: list[dict[str, Any]] = []
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _next(self, deadline: float) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            raise RuntimeError("codex app-server did not answer in time") from None
+        if line is None:
+            raise RuntimeError("codex app-server exited")
+        message = json.loads(line)
+        return message if isinstance(message, dict) else {}
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message."""
+        assert self.process.stdin
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request and return its result; notifications meanwhile are kept."""
+        self.next_id += 1
+        ident = self.next_id
+        self.send({"id": ident, "method": method, "params": params})
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while True:
+            message = self._next(deadline)
+            if message.get("id") == ident and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(f"{method} failed: {message['error'].get('message')}")
+                return message.get("result")
+            self.kept.append(message)
+
+    def notification(self, method: str, match: Any) -> dict[str, Any]:
+        """The params of the first notification ``method`` that ``match`` accepts."""
+        for index, message in enumerate(self.kept):
+            if message.get("method") == method and match(message.get("params") or {}):
+                return dict(self.kept.pop(index).get("params") or {})
+        self.kept.clear()  # nothing else kept is waited for
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while True:
+            message = self._next(deadline)
+            if message.get("method") == method and match(message.get("params") or {}):
+                return dict(message.get("params") or {})
+
+    def close(self) -> None:
+        """Close stdin and wait for the child (killed after 10 s)."""
+        if self.process.stdin:
+            with contextlib.suppress(OSError):  # a child that died leaves a broken pipe
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+REFLECTION_BLOCK = re.compile(
+    r"<reward_memory_reflection_json>(.*?)</reward_memory_reflection_json>", re.DOTALL
+)
+
+
+class CodexAppDriver(RealDriver):
+    """The Codex App: ``codex app-server`` driven over JSON-RPC, settled by refresh/spend.
+
+    The App runs the same trusted ``UserPromptSubmit`` hook as Codex CLI (recall).
+    It settles a Turn itself: on ``turn/completed`` with status ``completed`` it runs
+    ``turn-hooks codex-app refresh-state`` with the final message's reflection (the
+    Todo is the thread, the App turn its turn), then ``codex-app spend-slot
+    --execute``, as its quota owner does. Both run to the end before the next Turn.
+    """
+
+    host = "codex-app"
+    recall_event = "UserPromptSubmit"
+    ingest_event = "turn/completed"
+    settle_parts = ("codex-app",)
+    fake_class = FakeResponses
+    spool_dir = "codex-app-settlements"
+
+    def install(self) -> None:
+        """Our recall hook in hooks.json, trusted through app-server itself."""
+        (self.home / "config.toml").write_text(codex_config(self.fake.port))
+        hooks = {}
+        if self.recall_event not in self.setup.without_events:
+            handler = {
+                "type": "command",
+                "command": shlex.join(self.hook_argv("host", "codex-cli", "pre-turn")),
+                "timeout": self.setup.timeout_seconds,
+            }
+            hooks[self.recall_event] = [{"hooks": [handler]}]
+        (self.home / "hooks.json").write_text(json.dumps({"hooks": hooks}))
+        env = {**self.env(), "CODEX_HOME": str(self.home), "FAKE_API_KEY": "dummy"}
+        self.server = JsonRpc([str(self.binary), "app-server"], env=env, cwd=self.workspace.work)
+        self.receipts: list[dict[str, Any]] = []
+        try:
+            info = {"clientInfo": {"name": "turn-hooks-conformance", "version": "0.1"}}
+            self.server.request("initialize", info)
+            self.server.send({"method": "initialized"})
+            listed = self.server.request("hooks/list", {"cwds": [str(self.workspace.work)]})
+            pending = {
+                hook["key"]: {"trusted_hash": hook["currentHash"]}
+                for entry in listed.get("data", [])
+                for hook in entry.get("hooks", [])
+                if hook.get("trustStatus") in {"untrusted", "modified"}
+            }
+            if pending:
+                edit = {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": pending}
+                self.server.request("config/batchWrite", {"edits": [edit]})
+        except BaseException:
+            self.server.close()
+            raise
+
+    def close(self) -> None:
+        """Stop app-server, then the fake model server."""
+        self.server.close()
+        super().close()
+
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """One prompt on a fresh thread (a Todo); a completed Turn is then settled."""
+        start = self.queue(reply)
+        work = str(self.workspace.work)
+        thread = self.server.request("thread/start", {"cwd": work})["thread"]["id"]
+        text = [{"type": "text", "text": prompt}]
+        started = self.server.request("turn/start", {"threadId": thread, "input": text})
+        turn_id = started["turn"]["id"]
+        done = self.server.notification(
+            "turn/completed", lambda params: params.get("turn", {}).get("id") == turn_id
+        )["turn"]
+        messages = [
+            item.get("text")
+            for item in done.get("items") or []
+            if isinstance(item, dict) and item.get("type") == "agentMessage"
+        ]
+        answer = next((m for m in reversed(messages) if isinstance(m, str)), "")
+        completed = done.get("status") == "completed"
+        if completed and self.ingest_event not in self.setup.without_events:
+            self.settle({"todo_id": thread, "turn_id": turn_id}, answer)
+        return TurnRun(completed, answer, self.requests_since(start))
+
+    def _app(self, command: str, ids: dict[str, Any], *extra: str) -> dict[str, Any]:
+        argv = self.hook_argv("codex-app", command, validation=command == "refresh-state")
+        if self.setup.command is None:
+            argv += ["--todo-id", ids["todo_id"], "--turn-id", ids["turn_id"], *extra]
+        try:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                env=self.env(),
+                cwd=self.workspace.work,
+                timeout=self.setup.timeout_seconds,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:  # the App gives up on it and goes on
+            return {}
+        try:
+            document = json.loads(done.stdout)
+        except ValueError:
+            return {}
+        return document if isinstance(document, dict) and done.returncode == 0 else {}
+
+    def settle(self, ids: dict[str, Any], final: str) -> None:
+        """The App's settlement of one completed Turn: refresh, then the spend."""
+        found = REFLECTION_BLOCK.search(final)
+        extra = ["--reward-memory-reflection-json", found.group(1)] if found else []
+        refreshed = self._app("refresh-state", ids, *extra)
+        spent = self._app("spend-slot", ids, "--execute")
+        if refreshed.get("ok") is True and spent.get("spend_read_back") is True:
+            results = {}
+            if isinstance(spent.get("finalize"), dict):
+                results[INGEST_RESULT] = spent["finalize"]
+            self.receipts.append({**ids, "post_settlement": {"results": results}})
+
+    def settlements(self, workspace: Workspace) -> list[dict[str, Any]]:
+        """The Turns whose refresh and spend both read back, with reward memory's
+        finalize receipt; only as many as the host's ledger holds complete."""
+        directory = workspace.sidecars / self.spool_dir
+        paths = sorted(directory.rglob("*.json")) if directory.is_dir() else []
+        ledgers = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+        complete = sum(
+            all((ledger.get(step) or {}).get("appended") is True for step in ("writeback", "spend"))
+            for ledger in ledgers
+        )
+        return self.receipts[:complete]
+
+    def replay_settlement(self, spool: dict[str, Any], final: str) -> None:
+        """The App settles the same Turn again: refresh and spend once more."""
+        self.settle(spool, final)
+
+
 @dataclass(frozen=True)
 class PayloadDialect:
     """A host known from its documented hook payloads."""
@@ -428,6 +664,7 @@ REAL_DRIVERS: dict[str, type[RealDriver]] = {
     "codex-cli": CodexCliDriver,
     "claude-code": ClaudeCodeDriver,
     "dsh": DshDriver,
+    "codex-app": CodexAppDriver,
 }
 
 
@@ -448,3 +685,12 @@ def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.2)
+
+
+def host_events(host: str) -> tuple[str, ...]:
+    """The host events ``--without-event`` may name for ``host`` (none without a driver)."""
+    if host in REAL_DRIVERS:
+        return (REAL_DRIVERS[host].recall_event, REAL_DRIVERS[host].ingest_event)
+    if host in PAYLOAD_DIALECTS:
+        return (PAYLOAD_DIALECTS[host].recall_event, PAYLOAD_DIALECTS[host].ingest_event)
+    return ()

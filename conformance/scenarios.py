@@ -21,6 +21,7 @@ from typing import Any
 
 from conformance.drivers import (
     HOOK_COMMAND,
+    INGEST_RESULT,
     REAL,
     HookSetup,
     HostDriver,
@@ -42,6 +43,13 @@ from conformance.workspace import (
 
 RECALL = "automatic_recall"
 INGEST = "automatic_ingest"
+DELIVERY = "delivery"
+"""A scenario that sees its edge deliver: memory reached the Turn, a record was written."""
+GUARD = "guard"
+"""A scenario that sees nothing bad happen. It can take an edge away, never grant one:
+with the hook missing, "nothing was written" holds trivially."""
+CATALOGUE_VERSION = "turn_hooks_conformance_catalogue_v1"
+"""Bumped whenever a scenario is added, removed, or changes what it proves or its kind."""
 RENDER_LIMIT = 8000
 REFLECTION_TAG = "<reward_memory_reflection_json>"
 REQUEST_END = "or an empty block when there is none."
@@ -50,7 +58,7 @@ REQUEST_END = "or an empty block when there is none."
 TEXT_START = "reward_memory_recall may hold guidance"
 OMITTED = "context items omitted to fit the context limit"
 RECALL_PROMPT = "a change touches one module: which tests should run first?"
-INGEST_STATUS = "reward-memory.outcome-ingest"
+INGEST_STATUS = INGEST_RESULT
 UNRECORDED = "evidence:never-recorded"
 
 
@@ -172,13 +180,11 @@ def carrying(run: TurnRun, marker: str) -> list[str]:
 
 
 def settled_spools(harness: Harness, workspace: Workspace, count: int) -> list[Any]:
-    """Settlement spool entries that hold a receipt, waiting if settlement is detached."""
+    """The Turns the host settled, each with its receipt (the driver knows where a host
+    records them), waiting if settlement is detached."""
 
     def done() -> list[Any]:
-        directory = workspace.sidecars / "settlements"
-        paths = sorted(directory.rglob("*.json")) if directory.is_dir() else []
-        entries = [json.loads(p.read_text(encoding="utf-8")) for p in paths]
-        found = [e for e in entries if isinstance(e.get("post_settlement"), dict)]
+        found = harness.driver.settlements(workspace)
         return found if len(found) >= count else []
 
     return wait_for(done, harness.settle_timeout) or []
@@ -200,26 +206,66 @@ class Scenario:
     edges: tuple[str, ...]
     run: Callable[[Harness], dict[str, Any]]
     real_host_only: bool = False
+    kind: str = DELIVERY
+    embedded_only: bool = False
+    """It needs a store outage on demand, which only the embedded store allows here."""
+
+    def inapplicable(self, driver: HostDriver, provider: str) -> str | None:
+        """Why this scenario cannot run with this driver and provider (``None``: it can).
+
+        An inapplicable delivery scenario is not required for its edge; any other one is.
+        """
+        if self.real_host_only and driver.verification != REAL:
+            return "needs a real host run; payload contracts cannot show it"
+        if self.embedded_only and provider != "embedded":
+            return "needs a store outage on demand; only the embedded store allows one here"
+        return None
 
     def execute(self, harness: Harness) -> dict[str, Any]:
-        """Run it; :class:`Skipped` where the driver's verification mode cannot show it."""
-        if self.real_host_only and harness.driver.verification != REAL:
-            raise Skipped("needs a real host run; payload contracts cannot show it")
+        """Run it; :class:`Skipped` where it cannot run or could only pass vacuously."""
+        reason = self.inapplicable(harness.driver, harness.provider)
+        if reason:
+            raise Skipped(reason)
+        events = {RECALL: harness.driver.recall_event, INGEST: harness.driver.ingest_event}
+        removed = sorted(events[e] for e in self.edges if events[e] in harness.without_events)
+        if self.kind == GUARD and len(removed) == len(self.edges):
+            # "Nothing happened" proves nothing when the hook that could act is gone.
+            raise Skipped(f"vacuous: this run left out {', '.join(removed)}")
         return self.run(harness)
+
+    def describe(self) -> dict[str, Any]:
+        """The catalogue entry as ``conformance list`` shows it."""
+        return {
+            "scenario": self.id,
+            "edges": list(self.edges),
+            "kind": self.kind,
+            "real_host_only": self.real_host_only,
+            "proves": self.proves,
+        }
 
 
 CATALOGUE: list[Scenario] = []
 
 
 def scenario(
-    scenario_id: str, proves: str, *edges: str, real_host_only: bool = False
+    scenario_id: str,
+    proves: str,
+    *edges: str,
+    real_host_only: bool = False,
+    kind: str = DELIVERY,
+    embedded_only: bool = False,
 ) -> Callable[[Callable[[Harness], dict[str, Any]]], Callable[[Harness], dict[str, Any]]]:
-    """Register a scenario function in :data:`CATALOGUE`."""
+    """Register a scenario function in :data:`CATALOGUE`.
+
+    The function returns its evidence with an ``observed`` sentence: what this run saw.
+    """
 
     def register(
         function: Callable[[Harness], dict[str, Any]],
     ) -> Callable[[Harness], dict[str, Any]]:
-        CATALOGUE.append(Scenario(scenario_id, proves, edges, function, real_host_only))
+        CATALOGUE.append(
+            Scenario(scenario_id, proves, edges, function, real_host_only, kind, embedded_only)
+        )
         return function
 
     return register
@@ -241,7 +287,11 @@ def _delivered_in_budget(harness: Harness) -> dict[str, Any]:
     size = len(our_text(texts[0]))
     check(size <= RENDER_LIMIT, "the context exceeds the bound", chars=size)
     check(REQUEST_END in texts[0], "the context was cut short", chars=size)
-    return {"memory_occurrences": 1, "context_chars": size}
+    return {
+        "observed": f"the seeded memory arrived once, in {size} characters of context",
+        "memory_occurrences": 1,
+        "context_chars": size,
+    }
 
 
 def _long_reflection(index: int) -> dict[str, Any]:
@@ -272,7 +322,12 @@ def _overflow_degrades(harness: Harness) -> dict[str, Any]:
     check(OMITTED in text, "nothing was omitted: the overflow was not degraded", chars=len(text))
     check(REQUEST_END in text, "the reflection request was lost", chars=len(text))
     check(len(text) <= RENDER_LIMIT, "over the bound", chars=len(text))
-    return {"context_chars": len(text), "omission_noted": True}
+    return {
+        "observed": f"6 long memories were cut to {len(text)} characters with the omission "
+        "noted and the reflection request kept",
+        "context_chars": len(text),
+        "omission_noted": True,
+    }
 
 
 @scenario(
@@ -285,7 +340,12 @@ def _governing_fields_locked(harness: Harness) -> dict[str, Any]:
     run = completed_turn(harness, "hello", "ok")
     check(not carrying(run, MARKER), "a governing field override reached the Turn")
     check(bool(carrying(run, REFLECTION_TAG)), "the other contribution was lost too")
-    return {"override_delivered": False, "other_contributions_delivered": True}
+    return {
+        "observed": "the probe's governing-field override was dropped; the reflection request "
+        "still arrived",
+        "override_delivered": False,
+        "other_contributions_delivered": True,
+    }
 
 
 @scenario(
@@ -299,7 +359,11 @@ def _reaches_model_request(harness: Harness) -> dict[str, Any]:
     run = completed_turn(harness, "hello", "ok")
     check(bool(run.requests), "the model was never asked")
     check(bool(carrying(run, REFLECTION_TAG)), "the contribution is not in the model request")
-    return {"model_requests": len(run.requests)}
+    return {
+        "observed": f"the reflection request was in the body of the model request "
+        f"({len(run.requests)} request(s) received)",
+        "model_requests": len(run.requests),
+    }
 
 
 @scenario(
@@ -322,7 +386,13 @@ def _validated_activated(harness: Harness) -> dict[str, Any]:
     check(receipts[0].get("exact_readback_verified") is True, "no exact readback")
     stored = workspace.stored_records()
     check(stored in (None, 1), "the store does not hold exactly one record", stored=stored)
-    return {"status": "activated", "exact_readback_verified": True, "stored_records": stored}
+    held = "unknown records" if stored is None else f"{stored} record"
+    return {
+        "observed": f"one journal ended activated after exact readback; the store holds {held}",
+        "status": "activated",
+        "exact_readback_verified": True,
+        "stored_records": stored,
+    }
 
 
 def _nothing_written(harness: Harness, workspace: Workspace) -> dict[str, Any]:
@@ -333,13 +403,20 @@ def _nothing_written(harness: Harness, workspace: Workspace) -> dict[str, Any]:
     check(not workspace.journals(), "an outcome journal was written", status=status)
     stored = workspace.stored_records()
     check(stored in (None, 0), "the store holds a record", stored=stored)
-    return {"ingest_status": status, "journals": 0, "stored_records": stored}
+    return {
+        "observed": f"the Turn was settled (ingest {status or 'no status'}); no journal, "
+        f"{stored or 0} stored records",
+        "ingest_status": status,
+        "journals": 0,
+        "stored_records": stored,
+    }
 
 
 @scenario(
     "ingest.no_evidence_no_write",
     "with no validator declared there is no evidence, so nothing is written",
     INGEST,
+    kind=GUARD,
 )
 def _no_evidence(harness: Harness) -> dict[str, Any]:
     workspace = harness.start(HookSetup(validation=False))
@@ -351,6 +428,7 @@ def _no_evidence(harness: Harness) -> dict[str, Any]:
     "ingest.unvalidated_zero_calls",
     "a reflection the validator does not attest makes zero provider calls",
     INGEST,
+    kind=GUARD,
 )
 def _unvalidated(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
@@ -364,6 +442,7 @@ def _unvalidated(harness: Harness) -> dict[str, Any]:
         after = workspace.store_fingerprint()
         check(after == before, "the store was written", before=before, after=after)
         evidence["store_unchanged"] = True
+        evidence["observed"] += "; the store file is unchanged"
     return evidence
 
 
@@ -387,13 +466,20 @@ def _replay(harness: Harness) -> dict[str, Any]:
         check(workspace.store_fingerprint() == before, "the replay wrote to the store")
     stored = workspace.stored_records()
     check(stored in (None, 1), "the store holds duplicates", stored=stored)
-    return {"journals": 1, "store_unchanged": before is not None, "stored_records": stored}
+    return {
+        "observed": "the end event delivered twice left one journal and the same receipt"
+        + ("; the store is unchanged" if before is not None else ""),
+        "journals": 1,
+        "store_unchanged": before is not None,
+        "stored_records": stored,
+    }
 
 
 @scenario(
     "ingest.disabled_zero_calls",
     "an explicit disable makes zero provider calls and reconciles nothing",
     INGEST,
+    kind=GUARD,
 )
 def _disabled(harness: Harness) -> dict[str, Any]:
     workspace = harness.start(automation={"automatic_recall": False, "automatic_ingest": False})
@@ -403,6 +489,7 @@ def _disabled(harness: Harness) -> dict[str, Any]:
     if workspace.provider_id == "embedded_sqlite":
         check(not (workspace.sidecars / STORE_FILE).exists(), "the provider was called")
         evidence["provider_calls"] = 0
+        evidence["observed"] += "; the store was never opened"
     return evidence
 
 
@@ -410,10 +497,9 @@ def _disabled(harness: Harness) -> dict[str, Any]:
     "ingest.pending_reconciled",
     "a write the store could not take stays pending and the next Turn reconciles it",
     INGEST,
+    embedded_only=True,
 )
 def _pending_reconciled(harness: Harness) -> dict[str, Any]:
-    if harness.provider != "embedded":
-        raise Skipped("needs a store outage on demand; only the embedded store allows one here")
     workspace = harness.start()
     workspace.sidecars.mkdir(mode=0o700, parents=True, exist_ok=True)
     store = workspace.sidecars / STORE_FILE
@@ -443,7 +529,12 @@ def _pending_reconciled(harness: Harness) -> dict[str, Any]:
         harness.settle_timeout,
     )
     check(bool(done), "the pending write was not reconciled", journals=len(workspace.journals()))
-    return {"pending_then": "activated", "stored_records": workspace.stored_records()}
+    return {
+        "observed": "the write stayed pending while the store was locked; the next Turn "
+        "reconciled it to activated",
+        "pending_then": "activated",
+        "stored_records": workspace.stored_records(),
+    }
 
 
 @scenario(
@@ -451,6 +542,7 @@ def _pending_reconciled(harness: Harness) -> dict[str, Any]:
     "a failed Turn (model HTTP 400) settles nothing",
     INGEST,
     real_host_only=True,
+    kind=GUARD,
 )
 def _failed_turn(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
@@ -459,14 +551,20 @@ def _failed_turn(harness: Harness) -> dict[str, Any]:
     if harness.settle_timeout:  # a detached settlement, had one started, writes by now
         time.sleep(2)
     check(not workspace.journals(), "a failed Turn was settled")
-    check(not (workspace.sidecars / "settlements").exists(), "a failed Turn was spooled")
-    return {"journals": 0, "spooled": 0}
+    spooled = workspace.sidecars / harness.driver.spool_dir
+    check(not spooled.exists(), "a failed Turn was spooled")
+    return {
+        "observed": "the host reported the Turn failed; no journal and no spool entry",
+        "journals": 0,
+        "spooled": 0,
+    }
 
 
 @scenario(
     "sidecars.private_locked",
     "every sidecar is 0600 in 0700 directories, has its lock beside it, and parses",
     INGEST,
+    kind=GUARD,
 )
 def _sidecars(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
@@ -485,7 +583,10 @@ def _sidecars(harness: Harness) -> dict[str, Any]:
             mode = directory.stat().st_mode & 0o777
             check(mode == 0o700, "a sidecar directory is not 0700", area=name)
             directory = directory.parent
-    return {"sidecars_checked": len(files)}
+    return {
+        "observed": f"{len(files)} sidecar file(s): 0600, locked, parse; directories 0700",
+        "sidecars_checked": len(files),
+    }
 
 
 @scenario(
@@ -493,6 +594,7 @@ def _sidecars(harness: Harness) -> dict[str, Any]:
     "a crashing or hanging hook never blocks the Turn",
     RECALL,
     INGEST,
+    kind=GUARD,
 )
 def _fail_open(harness: Harness) -> dict[str, Any]:
     python = [sys.executable, "-c"]
@@ -501,7 +603,7 @@ def _fail_open(harness: Harness) -> dict[str, Any]:
         harness.start()
         out = harness.driver.broken_input_probe()
         check(out[0] == 0 and out[1] in ("", "{}"), "the hook did not fail open", exit=out[0])
-        return {"exit_code": 0}
+        return {"observed": "our hook exited 0 with no output on broken stdin", "exit_code": 0}
     for command, timeout in (
         ([*python, "import sys; sys.exit(3)"], 30),
         ([*python, "import time; time.sleep(120)"], 2),
@@ -510,13 +612,19 @@ def _fail_open(harness: Harness) -> dict[str, Any]:
         run = harness.turn("hello", "Still answered.")
         check(run.completed, "the Turn was blocked by a failing hook")
         check("Still answered." in run.answer, "the Turn lost its answer")
-    return {"crash_turn_completed": True, "hang_turn_completed": True}
+    return {
+        "observed": "with a hook exiting 3 and one hanging past its 2 s timeout, both Turns "
+        "completed with their answer",
+        "crash_turn_completed": True,
+        "hang_turn_completed": True,
+    }
 
 
 @scenario(
     "receipts.public_safe",
     "public receipts and the hook log hold no raw text, paths, scope refs or secrets",
     INGEST,
+    kind=GUARD,
 )
 def _public_safe(harness: Harness) -> dict[str, Any]:
     workspace = harness.start()
@@ -530,4 +638,8 @@ def _public_safe(harness: Harness) -> dict[str, Any]:
         documents.append(json.loads(log.read_text(encoding="utf-8")))
     problems = sorted({p for d in documents for p in public_safety_violations(d, raw_texts=raw)})
     check(not problems, "a public document is not public-safe", problems=problems)
-    return {"documents_scanned": len(documents)}
+    return {
+        "observed": f"{len(documents)} public document(s) scanned: no raw text, path, scope "
+        "ref or secret",
+        "documents_scanned": len(documents),
+    }

@@ -68,9 +68,14 @@ def _fields(lines: list[str], pairs: list[tuple[str, Any]]) -> None:
         lines.append("")
 
 
-def _section(lines: list[str], heading: str, level: int, value: Any) -> None:
-    """One titled key/value section, a table of flat rows, or a list, recursively."""
+def _section(
+    lines: list[str], heading: str, level: int, value: Any, paragraph: str = ""
+) -> None:
+    """One titled key/value section, a table of flat rows, or a list, recursively;
+    ``paragraph`` goes between the heading and the content."""
     lines += [f"{'#' * level} {heading}", ""]
+    if paragraph:
+        lines += [paragraph, ""]
     if isinstance(value, dict):
         _mapping(lines, value, level)
         return
@@ -120,7 +125,12 @@ def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]
             _section(lines, f"{heading}: {_row_name(row, number)}", min(level + 1, 6), rest)
 
 
-def _mapping(lines: list[str], document: dict[str, Any], level: int) -> None:
+def _mapping(
+    lines: list[str],
+    document: dict[str, Any],
+    level: int,
+    notes: dict[str, tuple[str, str]] | None = None,
+) -> None:
     # Nested mappings are sections of their own down to ####, dotted keys below that.
     if level >= 4:
         pairs = _pairs(document)
@@ -129,28 +139,46 @@ def _mapping(lines: list[str], document: dict[str, Any], level: int) -> None:
     _fields(lines, [(key, value) for key, value in pairs if _is_flat(value) or value == {}])
     for key, value in pairs:
         if not (_is_flat(value) or value == {}):
-            _section(lines, key, min(level + 1, 6), value)
+            qualifier, paragraph = (notes or {}).get(key, ("", ""))
+            heading = f"{key} ({qualifier})" if qualifier else key
+            _section(lines, heading, min(level + 1, 6), value, paragraph)
 
 
-def to_markdown(document: Any, *, title: str, note: str | None = None) -> str:
+def to_markdown(
+    document: Any,
+    *,
+    title: str,
+    note: str | None = None,
+    notes: dict[str, tuple[str, str]] | None = None,
+) -> str:
     """A heading, an optional one-line note, then short key/value sections.
 
     Scalars form one ``field | value`` table; a nested mapping is a section of its
     own (spelt out as dotted keys from the fourth level down); a list of rows is a
     table of the fields flat in every row, each row's nested fields following as
-    sections. No cell holds JSON.
+    sections. No cell holds JSON. ``notes`` qualify a top-level section: key ->
+    (words added to its heading, a paragraph before it), so a field kept for wire
+    compatibility is not read as what it is not.
     """
     lines = [f"## {title}", ""]
     if note:
         lines += [note, ""]
     if isinstance(document, list):
         document = {"items": document}
-    _mapping(lines, document, 2)
+    _mapping(lines, document, 2, notes)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(document: Any, *, fmt: str, title: str, note: str | None = None) -> str:
-    """Render ``document`` as ``json`` or ``markdown`` (``note`` is Markdown only)."""
+def render(
+    document: Any,
+    *,
+    fmt: str,
+    title: str,
+    note: str | None = None,
+    notes: dict[str, tuple[str, str]] | None = None,
+) -> str:
+    """Render ``document`` as ``json`` or ``markdown`` (``note`` and ``notes`` are
+    Markdown only: see :func:`to_markdown`)."""
     if fmt == "json":
         return to_json(document) + "\n"
-    return to_markdown(document, title=title, note=note)
+    return to_markdown(document, title=title, note=note, notes=notes)

@@ -617,6 +617,8 @@ def _run(arguments: list[str], first: str | None) -> int:
         error = _error(reason, str(exc), "UsageError")
         _emit(render(error, fmt=_asked_format(arguments), title="Error"))
         return EXIT_INVALID
+    # A command that reports how it was invoked (a conformance report) reads it here.
+    args.command_line = arguments
     # A host hook's stdout is its host's protocol: JSON whatever the arguments say.
     fmt = "json" if first == "host" else getattr(args, "format", "json")
     with _host_stdout() if first == "host" else contextlib.nullcontext():
@@ -635,9 +637,18 @@ def _run(arguments: list[str], first: str | None) -> int:
             return EXIT_INTERNAL
         if document is None:  # a hook with nothing to say prints nothing
             return EXIT_OK
-        note = getattr(args, "markdown_note", None)
-        _emit(render(document, fmt=args.format, title=title, note=note))
-        return EXIT_OK if document.get("ok", True) is not False else EXIT_INVALID
+        # A command may render its own Markdown (one pasteable section) and name the
+        # exit code of a completed run that found failures (conformance: 3).
+        custom = getattr(args, "markdown", None)
+        if args.format == "markdown" and custom is not None:
+            _emit(custom(document))
+        else:
+            note = getattr(args, "markdown_note", None)
+            notes = getattr(args, "markdown_notes", None)
+            _emit(render(document, fmt=args.format, title=title, note=note, notes=notes))
+        if document.get("ok", True) is not False:
+            return EXIT_OK
+        return int(getattr(args, "failure_exit", EXIT_INVALID))
 
 
 def _asked_format(arguments: list[str]) -> str:

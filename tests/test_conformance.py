@@ -1,8 +1,9 @@
 """The conformance suite run against every host adapter we ship (hosts.md §6).
 
 Real hosts run their real binaries (installed by `make test`; a missing one fails
-the run); gemini and generic replay documented payloads; the Codex App has no driver
-yet and must say so. Each report is checked against the scenario rows it came from.
+the run), the Codex App as `codex app-server` driven over JSON-RPC; gemini and
+generic replay documented payloads. Each report is checked against the scenario rows
+it came from.
 """
 
 from __future__ import annotations
@@ -17,15 +18,27 @@ from pathlib import Path
 import pytest
 
 from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
-from conformance.runner import edge_value
-from conformance.scenarios import CATALOGUE, INGEST, RECALL, TEXT_START, our_text
+from conformance.drivers import driver_for
+from conformance.public_safety import public_safety_violations
+from conformance.report import command_line
+from conformance.runner import edge_value, edge_verdict, required
+from conformance.scenarios import (
+    CATALOGUE,
+    CATALOGUE_VERSION,
+    DELIVERY,
+    GUARD,
+    INGEST,
+    RECALL,
+    TEXT_START,
+    our_text,
+)
 
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
+CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0") / "bin" / "codex"
 BINARIES = {
-    "codex-cli": Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0")
-    / "bin"
-    / "codex",
+    "codex-cli": CODEX,
+    "codex-app": CODEX,
     "claude-code": Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
     / "node_modules/.bin/claude",
     "dsh": Path(os.environ.get("TURN_HOOKS_DSH_DIR") or CACHE / "dsh-0.1.0-rc.8")
@@ -35,7 +48,7 @@ SCENARIO_IDS = [s.id for s in CATALOGUE]
 REAL_ONLY = {s.id for s in CATALOGUE if s.real_host_only}
 
 
-def conformance(host: str, *extra: str, fmt: str = "json") -> str:
+def run_conformance(host: str, *extra: str, fmt: str = "json") -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "hosts.cli", "conformance", "run", "--host", host]
     if host in BINARIES:
         assert BINARIES[host].exists(), f"{host} is not installed: run `make test`"
@@ -45,23 +58,35 @@ def conformance(host: str, *extra: str, fmt: str = "json") -> str:
     result = subprocess.run(
         [*argv, *extra, "--format", fmt], capture_output=True, text=True, env=env, check=False
     )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "Traceback" not in result.stderr
+    return result
+
+
+def conformance(host: str, *extra: str, fmt: str = "json", code: int = 0) -> str:
+    result = run_conformance(host, *extra, fmt=fmt)
+    assert result.returncode == code, result.stdout[-2000:] + result.stderr[-2000:]
     return result.stdout
 
 
-def consistent(report: dict) -> dict:
+def consistent(report: dict, *, ids: list[str] = SCENARIO_IDS) -> dict:
     """The host entry agrees with its rows, and the rows with the catalogue."""
     [entry] = report["hosts"]
     rows = report["scenarios"]
     assert report["schema_version"] == "turn_hooks_host_coverage_v0"
-    assert [row["scenario"] for row in rows] == SCENARIO_IDS
+    assert [row["scenario"] for row in rows] == ids
+    driver = driver_for(entry["host"], BINARIES.get(entry["host"]))
     for edge in (RECALL, INGEST):
-        assert entry[edge] == edge_value(edge, rows)
+        assert entry[edge] == edge_value(edge, rows, required(edge, driver, report["provider"]))
     counts = {r: sum(row["result"] == r for row in rows) for r in ("pass", "fail", "skipped")}
     assert (entry["passed"], entry["failed"], entry["skipped"]) == tuple(counts.values())
-    text = json.dumps(report)
-    assert "/tmp/" not in text and "viking://" not in text, "the report is public-safe"
+    assert report["ok"] is (counts["fail"] == 0)
+    assert report["exit_code"] == (0 if report["ok"] else 3)
+    assert entry["partial"] is report["partial"] is (ids != SCENARIO_IDS)
+    assert public_safety_violations(report) == [], "the report is public-safe"
+    proves = {s.id: s.proves for s in CATALOGUE}
+    for row in rows:
+        if row["result"] == "pass":  # passing evidence says what was seen, not the claim
+            assert row["reason"] and row["reason"] != proves[row["scenario"]]
     return entry
 
 
@@ -75,24 +100,75 @@ def test_real_hosts_earn_both_edges(host):
     assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
 
 
-def test_codex_cli_markdown_is_an_honest_table_from_real_runs():
+def cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def test_codex_cli_markdown_is_one_pasteable_section_from_real_runs():
     text = conformance("codex-cli", fmt="markdown")
-    assert text.startswith("## Host coverage: codex-cli")
-    lines = [line for line in text.splitlines() if line.startswith("| codex-cli | ")]
-    host, *scenarios = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
-    assert host[1:4] == ["real_host_run", "connected", "connected_post_settlement"]
+    assert text.startswith("## turn-hooks conformance: codex-cli 0.147.0\n")
+    assert [line for line in text.splitlines() if line.startswith("#")] == [text.splitlines()[0]]
+    fields = {c[0]: c[1] for c in map(cells, text.splitlines()) if len(c) == 2}
+    assert fields["verification"] == "real_host_run"
+    assert fields["host"] == "codex-cli — `codex-cli 0.147.0`"
+    assert fields["command"].startswith("`turn-hooks conformance run --host codex-cli --binary ")
+    assert ".../codex" in fields["command"] and str(Path.home()) not in text
+    assert fields["catalogue"].startswith(CATALOGUE_VERSION)
+    assert fields["scope"] == "full" and fields["result"].endswith("(exit 0)")
+    edges = {c[0]: c[1:4] for c in map(cells, text.splitlines()) if c[0] in (RECALL, INGEST)}
+    assert edges == {
+        RECALL: ["connected", "real_host_run", "4/4"],
+        INGEST: ["connected_post_settlement", "real_host_run", "3/3"],
+    }
+    scenarios = [c for c in map(cells, text.splitlines()) if c[0].isdigit()]
     assert [row[1] for row in scenarios] == SCENARIO_IDS
-    assert {row[3] for row in scenarios} == {"pass"}
+    assert {row[4] for row in scenarios} == {"pass"}
+    assert public_safety_violations(text) == []
 
 
-def test_removing_the_codex_stop_hook_drops_ingest_to_uncovered():
-    report = json.loads(conformance("codex-cli", "--without-event", "Stop"))
+def test_removing_the_codex_stop_hook_drops_ingest_to_uncovered_and_fails_the_run():
+    report = json.loads(conformance("codex-cli", "--without-event", "Stop", code=3))
     entry = consistent(report)
     assert (entry[RECALL], entry[INGEST]) == ("connected", "uncovered")
     assert entry["without_events"] == ["Stop"]
     by_id = {row["scenario"]: row for row in report["scenarios"]}
     assert by_id["ingest.validated_activated"]["result"] == "fail"
     assert by_id["recall.delivered_in_budget"]["result"] == "pass"
+    # "Nothing was written" proves nothing once the settlement hook is gone.
+    assert by_id["ingest.failed_turn_nothing"]["result"] == "skipped"
+    assert by_id["ingest.failed_turn_nothing"]["reason"] == "vacuous: this run left out Stop"
+
+
+def test_a_run_with_no_hooks_and_one_scenario_earns_nothing():
+    """Issue 18's faking command: no hooks installed, one scenario that cannot fail."""
+    faking = ["--without-event", "UserPromptSubmit", "--without-event", "Stop"]
+    faking += ["--scenario", "hook.fail_open"]
+    report = json.loads(conformance("codex-cli", *faking))
+    entry = consistent(report, ids=["hook.fail_open"])
+    assert report["partial"] is True and report["identity"]["partial"] is True
+    assert (entry[RECALL], entry[INGEST], entry["verification"]) == (
+        "uncovered",
+        "uncovered",
+        "not_verified",
+    )
+    assert {(e["value"], e["verification"]) for e in report["edges"]} == {
+        ("uncovered", "not_verified")
+    }
+    text = conformance("codex-cli", *faking, fmt="markdown")
+    assert text.splitlines()[0].endswith("(partial run)")
+    assert "connected" not in text
+
+
+def test_a_partial_run_with_hooks_installed_still_earns_nothing_from_a_guard():
+    report = json.loads(conformance("codex-cli", "--scenario", "hook.fail_open"))
+    entry = consistent(report, ids=["hook.fail_open"])
+    assert report["scenarios"][0]["result"] == "pass"
+    assert (entry[RECALL], entry[INGEST], entry["verification"]) == (
+        "uncovered",
+        "uncovered",
+        "not_verified",
+    )
+    assert report["edges"][0]["reason"].startswith("not run in this run: recall.")
 
 
 @pytest.mark.parametrize("host", ["gemini", "generic"])
@@ -105,13 +181,40 @@ def test_payload_hosts_are_recorded_contracts(host):
     assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
 
 
-def test_a_host_without_a_driver_reports_not_verified_and_uncovered():
-    entry = consistent(json.loads(conformance("codex-app")))
-    assert (entry["verification"], entry[RECALL], entry[INGEST]) == (
-        "not_verified",
-        "uncovered",
-        "uncovered",
+def test_the_codex_app_row_is_earned_through_app_server_and_refresh_spend():
+    """Issue 18: the Codex App row comes from a run of the real `codex app-server`."""
+    report = json.loads(conformance("codex-app"))
+    entry = consistent(report)
+    failures = [(r["scenario"], r["reason"]) for r in report["scenarios"] if r["result"] != "pass"]
+    assert failures == []
+    assert (entry["host"], entry["verification"]) == ("codex-app", "real_host_run")
+    assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
+    assert report["identity"]["host_version"] == "0.147.0"
+    by_id = {row["scenario"]: row for row in report["scenarios"]}
+    # Settled by the App's refresh and spend, not a Stop hook: an unattested reflection
+    # is staged and the spend's finalize says validation is required.
+    for guard in ("ingest.no_evidence_no_write", "ingest.unvalidated_zero_calls"):
+        assert by_id[guard]["evidence"]["ingest_status"] == "evidence_validation_required"
+    assert by_id["ingest.validated_activated"]["evidence"]["status"] == "activated"
+
+
+def test_without_the_apps_settlement_ingest_fails_and_the_failed_turn_guard_is_vacuous():
+    scenarios = [
+        "--scenario",
+        "ingest.validated_activated",
+        "--scenario",
+        "ingest.failed_turn_nothing",
+    ]
+    report = json.loads(
+        conformance("codex-app", "--without-event", "turn/completed", *scenarios, code=3)
     )
+    consistent(report, ids=["ingest.validated_activated", "ingest.failed_turn_nothing"])
+    results = [(row["result"], row["reason"]) for row in report["scenarios"]]
+    assert results == [
+        ("fail", "the Turn was never settled"),
+        ("skipped", "vacuous: this run left out turn/completed"),
+    ]
+    assert report["hosts"][0][INGEST] == "uncovered"
 
 
 def test_a_missing_binary_is_reported_not_guessed(tmp_path):
@@ -129,15 +232,130 @@ def test_a_missing_binary_is_reported_not_guessed(tmp_path):
     }
 
 
-def test_edges_need_a_pass_and_no_failure():
+def test_an_edge_needs_every_delivery_scenario_passed_and_no_failure():
     rows = [
-        {"edges": [RECALL], "result": "pass"},
-        {"edges": [RECALL, INGEST], "result": "skipped"},
+        {"scenario": "d1", "edges": [RECALL], "result": "pass"},
+        {"scenario": "g1", "edges": [RECALL, INGEST], "result": "pass"},
+        {"scenario": "d2", "edges": [INGEST], "result": "skipped"},
     ]
-    assert edge_value(RECALL, rows) == "connected"
-    assert edge_value(INGEST, rows) == "uncovered", "skips alone earn nothing"
-    rows.append({"edges": [RECALL], "result": "fail"})
-    assert edge_value(RECALL, rows) == "uncovered"
+    assert edge_value(RECALL, rows, ["d1"]) == "connected"
+    assert edge_value(RECALL, rows, ["d1", "d3"]) == "uncovered", "a delivery scenario not run"
+    assert edge_verdict(RECALL, rows, ["d1", "d3"])["reason"] == "not run in this run: d3"
+    assert edge_verdict(INGEST, rows, ["d2"])["value"] == "uncovered", "skips earn nothing"
+    assert edge_verdict(INGEST, rows, ["d2"])["reason"] == "skipped, so unproven: d2"
+    assert edge_value(INGEST, rows, []) == "uncovered", "a guard alone vouches for nothing"
+    rows.append({"scenario": "g2", "edges": [RECALL], "result": "fail"})
+    assert edge_verdict(RECALL, rows, ["d1"]) == {
+        "edge": RECALL,
+        "value": "uncovered",
+        "delivery_passed": "1/1",
+        "reason": "failed: g2",
+    }
+
+
+def test_the_negative_scenarios_are_guards_and_every_edge_has_delivery_scenarios():
+    kinds = {s.id: s.kind for s in CATALOGUE}
+    assert {i for i, k in kinds.items() if k == GUARD} == {
+        "ingest.no_evidence_no_write",
+        "ingest.unvalidated_zero_calls",
+        "ingest.disabled_zero_calls",
+        "ingest.failed_turn_nothing",
+        "sidecars.private_locked",
+        "hook.fail_open",
+        "receipts.public_safe",
+    }
+    payload = driver_for("generic", None)
+    for edge in (RECALL, INGEST):
+        needed = required(edge, payload, "openviking")
+        assert needed and all(kinds[i] == DELIVERY for i in needed)
+        assert "recall.reaches_model_request" not in needed
+        assert "ingest.pending_reconciled" not in needed
+
+
+def test_a_failed_scenario_makes_the_run_exit_3():
+    result = run_conformance(
+        "generic", "--without-event", "post-settlement", "--scenario", "ingest.validated_activated"
+    )
+    assert result.returncode == 3, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    consistent(report, ids=["ingest.validated_activated"])
+    assert (report["ok"], report["scenarios"][0]["result"]) == (False, "fail")
+
+
+def test_progress_goes_to_stderr_one_line_per_scenario():
+    result = run_conformance("generic", "--scenario", "hook.fail_open", "--progress")
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "conformance generic: 1 scenario(s)",
+        *[
+            line
+            for line in result.stderr.splitlines()
+            if line.startswith("conformance generic [1/1] hook.fail_open: pass (")
+        ],
+    ]
+    assert len(result.stderr.splitlines()) == 2
+    assert run_conformance("generic", "--scenario", "hook.fail_open").stderr == ""
+
+
+def test_bad_events_and_binaries_are_typed_errors(tmp_path):
+    def error(*argv: str) -> dict:
+        result = subprocess.run(
+            [sys.executable, "-m", "hosts.cli", "conformance", "run", *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        document = json.loads(result.stdout)
+        assert public_safety_violations(document) == []
+        return document
+
+    nope = error("--host", "codex-cli", "--without-event", "Nope")
+    assert nope["reason_code"] == "conformance_event_unknown"
+    assert nope["message"].endswith("valid: UserPromptSubmit, Stop")
+    assert error("--host", "dsh", "--without-event", "Stop")["message"].endswith(
+        "valid: agent/pre-step, turn/end"
+    )
+    assert error("--host", "codex-app", "--without-event", "Stop")["message"].endswith(
+        "valid: UserPromptSubmit, turn/completed"
+    )
+    plain = tmp_path / "codex"
+    plain.write_text("not a program")
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho no version here\n")
+    broken.chmod(0o700)
+    for binary, code in (
+        (tmp_path / "missing", "conformance_binary_not_found"),
+        (plain, "conformance_binary_not_executable"),
+        (tmp_path, "conformance_binary_not_executable"),
+        (broken, "conformance_binary_version_failed"),
+    ):
+        document = error("--host", "codex-cli", "--binary", str(binary))
+        assert (document["reason_code"], document["field"]) == (code, "binary")
+    unused = error("--host", "gemini", "--binary", str(broken))
+    assert unused["reason_code"] == "conformance_binary_unused"
+
+
+def test_the_report_says_which_run_it_came_from():
+    report = json.loads(conformance("claude-code", "--scenario", "hook.fail_open"))
+    who = report["identity"]
+    assert who["turn_hooks_version"] == __import__("turn_hooks").__version__
+    assert (who["host"], who["host_name"], who["host_version"]) == (
+        "claude-code",
+        "Claude Code",
+        "2.1.332",
+    )
+    assert who["provider"] == "embedded" and who["catalogue_version"] == CATALOGUE_VERSION
+    assert who["catalogue_digest"].startswith("sha256:") and who["os"] and who["date"]
+    assert who["command_line"] == (
+        "turn-hooks conformance run --host claude-code --binary .../claude "
+        "--scenario hook.fail_open --format json"
+    )
+
+
+def test_the_command_line_keeps_its_words_but_no_path():
+    line = command_line(["run", "--binary=/home/me/bin/codex", "~/x/dsh", "rel/path", "a b"])
+    assert line == "turn-hooks run --binary=.../codex .../dsh rel/path 'a b'"
 
 
 def test_the_catalogue_has_stable_unique_ids_and_every_edge_is_vouched_for():

@@ -269,6 +269,24 @@ def test_markdown_receipt(capsys, goal):
     assert "| status | disabled |" in out
 
 
+def test_the_status_declares_host_coverage_and_points_to_conformance(capsys, goal):
+    """The fixed upstream table stays in the JSON (oracle-compared) but is never shown
+    as coverage: the Markdown says it is a declaration and where earned coverage is."""
+    code, status = run(capsys, "reward-memory", "experiment-status", *binding(goal))
+    assert code == 0 and status["host_coverage"][3] == {
+        "host_id": "codex_app_quota",
+        "automatic_recall": "connected",
+        "automatic_ingest": "connected_refresh_spend_post_settlement",
+    }
+    cli.main(["reward-memory", "experiment-status", *binding(goal), "--format", "markdown"])
+    out = capsys.readouterr().out
+    heading = "### host_coverage (declared source wiring, not verified coverage)"
+    assert heading in out and "### host_coverage\n" not in out
+    note = out.split(heading, 1)[1].split("| host_id |", 1)[0]
+    assert "Upstream LoopX" in note and "turn-hooks conformance run --host" in note
+    assert "no conformance run" in note
+
+
 def test_stdin_is_not_read_by_reward_memory_commands(capsys, goal, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("should not be read"))
     code, _ = run(capsys, "reward-memory", "experiment-status", *binding(goal))

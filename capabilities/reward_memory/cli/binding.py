@@ -23,6 +23,17 @@ def experiment_status(args: argparse.Namespace) -> Result:
     return resolve_binding(args).status, "Reward memory experiment status"
 
 
+HOST_COVERAGE_NOTE = (
+    "declared source wiring, not verified coverage",
+    "Upstream LoopX's fixed table of which host edges its source wires, kept "
+    "byte-identical in the JSON for interchangeability. This status reads no "
+    "conformance run and says nothing about this installation: it shows the same rows "
+    "with no hooks installed. What a host really connects is earned by "
+    '`turn-hooks conformance run --host HOST` (README, "Conformance").',
+)
+"""How the Markdown status labels ``host_coverage`` (contracts.md §17)."""
+
+
 def configure(args: argparse.Namespace) -> Result:
     """``configure``: preview or commit a verified binding (canary write + readback)."""
     from capabilities.reward_memory.binding.enablement import configure_binding
@@ -42,7 +53,9 @@ def add_experiment_status(sub: argparse._SubParsersAction[Any]) -> None:
     """``reward-memory experiment-status``."""
     status = sub.add_parser("experiment-status", help="resolve one binding (no provider call)")
     add_binding_arguments(status)
-    status.set_defaults(handler=experiment_status)
+    status.set_defaults(
+        handler=experiment_status, markdown_notes={"host_coverage": HOST_COVERAGE_NOTE}
+    )
 
 
 def add_configure(sub: argparse._SubParsersAction[Any]) -> None:
