@@ -68,9 +68,7 @@ def _fields(lines: list[str], pairs: list[tuple[str, Any]]) -> None:
         lines.append("")
 
 
-def _section(
-    lines: list[str], heading: str, level: int, value: Any, paragraph: str = ""
-) -> None:
+def _section(lines: list[str], heading: str, level: int, value: Any, paragraph: str = "") -> None:
     """One titled key/value section, a table of flat rows, or a list, recursively;
     ``paragraph`` goes between the heading and the content."""
     lines += [f"{'#' * level} {heading}", ""]
