@@ -86,6 +86,8 @@ class SidecarStore:
     def __init__(self, root: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         self.root = Path(root).absolute()
         self.lock_timeout = lock_timeout
+        self._above: list[Path] | None = None
+        """The directories from the tree's top down to the root, the root excluded."""
 
     def path(self, *parts: str) -> Path:
         """A sidecar path below the root from safe components."""
@@ -106,11 +108,15 @@ class SidecarStore:
         # widening it is refused, visibly. Above the root (``.local``) only links are
         # refused, since the private root inside keeps the tree private.
         parts = self._relative_parts(path)
-        top = tree_top(self.root)
-        chain = [Path(*self.root.parts[:n]) for n in range(len(top.parts), len(self.root.parts))]
-        private_from = len(chain)
-        chain.append(self.root)
-        chain += [self.root.joinpath(*parts[: n + 1]) for n in range(len(parts))]
+        if self._above is None:  # the same for every path of this store: made once
+            top = tree_top(self.root)
+            self._above = [
+                Path(*self.root.parts[:n]) for n in range(len(top.parts), len(self.root.parts))
+            ]
+        private_from = len(self._above)
+        chain = [*self._above, self.root]
+        for part in parts:
+            chain.append(chain[-1] / part)
         for index, current in enumerate(chain):
             try:
                 info = os.lstat(current)
