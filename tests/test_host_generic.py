@@ -585,6 +585,8 @@ def test_a_pre_turn_imports_no_lock_library_and_no_process_machinery(tmp_path):
         text=True,
         check=True,
         cwd=ROOT,
+        # Without a coverage run's variables: coverage itself imports selectors.
+        env={k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_", "COV_"))},
     )
     assert json.loads(result.stdout)["additional_context"], "the Turn was recalled for"
     assert result.stderr.strip().splitlines()[-1] == "[]"
