@@ -8,8 +8,8 @@ hook the server does not take (none running, busy, broken, switched off with
 the cold path, with the same outputs.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: this runs on every Turn, and the
+# __future__ module is one import a bare interpreter does not make.
 import sys
 
 

@@ -45,7 +45,10 @@ def main(args: list[str]) -> None:
 
 def warm_up() -> None:
     """Import the hook path: the host adapters and every module of the packages the
-    plugin manager loads (importing a module here has no side effects, by rule)."""
+    plugin manager loads (importing a module here has no side effects, by rule).
+    Then make what a hook call would make first, for the next forked child to take:
+    the ``host`` command's parser and the plugin manager (each re-made by the call
+    itself when its environment or the installed plugins differ)."""
     import importlib.metadata
     import pkgutil
     import re
@@ -55,9 +58,8 @@ def warm_up() -> None:
     import hosts.generic
     import hosts.hook_log
     import hosts.settlement
-    from turn_hooks import make_plugin_manager
+    from turn_hooks import make_plugin_manager, prebuild_plugin_manager
 
-    hosts.cli.build_parser(with_plugins=False)
     # Dependencies are imported lazily on the hook path (a lock, an HTTP client).
     for requirement in importlib.metadata.requires("turn-hooks") or []:
         match = re.match(r"[A-Za-z0-9_.-]+", requirement)
@@ -81,6 +83,8 @@ def warm_up() -> None:
                 __import__(info.name)
             except Exception:  # an optional module that cannot load is loaded cold
                 continue
+    hosts.cli.prebuild()
+    prebuild_plugin_manager()
 
 
 def snapshot() -> dict[str, bytes]:

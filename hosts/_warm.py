@@ -22,8 +22,8 @@ client waits up to the deadline, then kills the child and exits 0, since a hook
 never blocks the Turn.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the hook client imports only what a bare
+# interpreter has loaded (the __future__ module is not among it).
 import _socket
 import os
 import sys

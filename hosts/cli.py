@@ -209,15 +209,19 @@ def _hook_output(host_name: str, event: str, dialect: str) -> tuple[bool, str]:
 def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     # A hook must never block or break the Turn: any failure prints {} and exits 0
     # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
-    from hosts import codex_cli, generic
+    from hosts import generic
 
-    # DSH's plugin sends Codex-shaped events, so it shares the Codex adapter.
-    adapter: Any = generic if args.host_name == "generic" else codex_cli
+    adapter: Any = generic
+    if args.host_name != "generic":  # imported only for its hooks: each import is per Turn
+        from hosts import codex_cli
+
+        # DSH's plugin sends Codex-shaped events, so it shares the Codex adapter.
+        adapter = codex_cli
     dialect = getattr(args, "dialect", "plain")
     if args.host_name == "generic":
         extra: dict[str, Any] = {"dialect": dialect}
     else:
-        extra = {"host": "dsh" if args.host_name == "dsh" else codex_cli.HOST}
+        extra = {"host": "dsh" if args.host_name == "dsh" else adapter.HOST}
     quiet, host = _hook_output(args.host_name, args.event, dialect)
     try:
         # The declaration is checked before stdin is read: a hook that could never
@@ -328,22 +332,13 @@ def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
     return view, "Hook log"
 
 
-def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
-    """The whole command tree; ``--help`` on any level explains it.
-
-    Plugin commands come from the ``register_commands`` hook; building the tree for a
-    core command skips plugin loading, which keeps those commands fast.
-    """
-    parser = _Parser(
-        prog="turn-hooks",
-        description="Per-Turn hooks that give agent hosts a reward memory they can trust.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+def _add_plugins(commands: Any) -> None:
     plugins = commands.add_parser("plugins", help="list loaded plugins and their hooks")
     _format_option(plugins)
     plugins.set_defaults(handler=_cmd_plugins)
 
+
+def _add_schema(commands: Any) -> None:
     schema = commands.add_parser("schema", help="print, write or check the JSON Schemas")
     schema.add_argument("--output", help="directory to write the schema files into")
     schema.add_argument(
@@ -352,6 +347,8 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     _format_option(schema)
     schema.set_defaults(handler=_cmd_schema)
 
+
+def _add_sidecar(commands: Any) -> None:
     sidecar = commands.add_parser("sidecar", help="inspect and verify sidecar files")
     sidecar_commands = sidecar.add_subparsers(dest="sidecar_command", required=True)
     check = sidecar_commands.add_parser(
@@ -371,6 +368,8 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         _format_option(sub)
         sub.set_defaults(handler=handler)
 
+
+def _add_dispatch(commands: Any) -> None:
     dispatch = commands.add_parser(
         "dispatch", help="run the hooks for a Turn given as JSON (host-neutral)"
     )
@@ -383,6 +382,9 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
         sub.add_argument("--input", default="-", help="JSON file, or - for stdin (default)")
         _format_option(sub)
         sub.set_defaults(handler=handler)
+
+
+def _add_host(commands: Any) -> None:
     host = commands.add_parser("host", help="hook commands that host runtimes call each Turn")
     host_commands = host.add_subparsers(dest="host_name", required=True)
     for name, summary in (
@@ -419,6 +421,9 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
             )
         _format_option(adapter)
         adapter.set_defaults(handler=_cmd_host)
+
+
+def _add_settle(commands: Any) -> None:
     settle = commands.add_parser(
         "settle",
         help="carry spooled settlements on (validator, post_settlement) after a failed hook",
@@ -440,13 +445,51 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     )
     _format_option(settle)
     settle.set_defaults(handler=_cmd_settle)
+
+
+def _add_install(commands: Any) -> None:
     from hosts import install
 
-    install.add_commands(commands)
+    install.add_commands(commands)  # install and doctor, which share their checks
+
+
+def _add_log(commands: Any) -> None:
     log = commands.add_parser("log", help="the hook log: why a hook added or settled nothing")
     log.add_argument("--limit", type=int, default=20, help="newest entries shown (default 20)")
     _format_option(log)
     log.set_defaults(handler=_cmd_log)
+
+
+_CORE_BUILDERS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
+    (("plugins",), _add_plugins),
+    (("schema",), _add_schema),
+    (("sidecar",), _add_sidecar),
+    (("dispatch",), _add_dispatch),
+    (("host",), _add_host),
+    (("settle",), _add_settle),
+    (("install", "doctor"), _add_install),
+    (("log",), _add_log),
+)
+"""The core commands in the order ``--help`` lists them (together, CORE_COMMANDS), each
+with the builder that adds its branch."""
+
+
+def build_parser(*, with_plugins: bool = True, only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command tree; ``--help`` on any level explains it.
+
+    Plugin commands come from the ``register_commands`` hook; building the tree for a
+    core command skips plugin loading, which keeps those commands fast. ``only`` (a
+    core command) builds that command's branch alone, the branch exactly as in the
+    whole tree: enough to parse a command line that starts with that command word.
+    """
+    parser = _Parser(
+        prog="turn-hooks",
+        description="Per-Turn hooks that give agent hosts a reward memory they can trust.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for names, add in _CORE_BUILDERS:
+        if only is None or only in names:
+            add(commands)
     if with_plugins:
         from conformance.commands import plugin as conformance_commands
         from turn_hooks import make_plugin_manager
@@ -467,6 +510,38 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
             hook_log=status.hook_log,
         )
     return parser
+
+
+_prebuilt: dict[str, argparse.ArgumentParser] = {}
+"""Parsers built ahead of a call (:func:`prebuild`), each taken by one call only."""
+
+
+def prebuild() -> None:
+    """Build the ``host`` branch ahead of the call that parses with it.
+
+    The resident server calls this before it forks: each forked child takes the
+    parser once (a parser is built from this module's handlers, so one made ahead is
+    the one the call would have made). A process that never called this builds its
+    parser per call, as before.
+    """
+    parser = build_parser(with_plugins=False, only="host")
+    # A parse compiles (and caches) the patterns argparse matches arguments with; a
+    # parse leaves the parser as it was.
+    parser.parse_args(["host", "generic", "pre-turn", "--goal-id", "g", "--agent-id", "a"])
+    _prebuilt["host"] = parser
+
+
+def _parser_for(arguments: list[str], first: str | None) -> argparse.ArgumentParser:
+    """The tree that parses ``arguments``: one core command's branch when the command
+    line starts with that command's word, else the whole tree (with plugin commands
+    unless the first word is a core command)."""
+    if first not in CORE_COMMANDS:
+        return build_parser()
+    if arguments[:1] != [first]:  # an option before the command word: top-level help, say
+        return build_parser(with_plugins=False)
+    assert first is not None  # a member of CORE_COMMANDS
+    prebuilt = _prebuilt.pop(first, None)
+    return prebuilt if prebuilt is not None else build_parser(with_plugins=False, only=first)
 
 
 def _error(reason_code: str, message: str, error: str) -> dict[str, Any]:
@@ -609,7 +684,7 @@ def _run(arguments: list[str], first: str | None) -> int:
     try:
         if fault is not None:
             raise UsageError(fault[1])
-        args = build_parser(with_plugins=first not in CORE_COMMANDS).parse_args(arguments)
+        args = _parser_for(arguments, first).parse_args(arguments)
     except UsageError as exc:
         if first == "host":
             return _hook_arguments_invalid(arguments)

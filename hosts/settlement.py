@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -594,6 +593,8 @@ def start_replay_worker(*, registry: str | None, goal_id: str, agent_id: str) ->
     await_in_flight(store, goal_id=goal_id, agent_id=agent_id)
     if not _any_json(directory):
         return False
+    import subprocess  # here: every PreTurn imports this module, few start a worker
+
     argv = [
         sys.executable,
         "-m",

@@ -51,3 +51,23 @@ def test_hashes():
 )
 def test_s1_js_prints_numbers_as_javascript(value, expected):
     assert canonical.s1_js(value) == expected
+
+
+def test_js_normalise_keeps_strings_ints_and_their_subclasses_as_they_are():
+    # Plain str and int take a fast path; a subclass (an enum member, say) must come
+    # out unchanged too, by the general one.
+    import enum
+
+    from turn_hooks.canonical import js_normalise
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Name(str):
+        pass
+
+    document = {"n": 7, "s": "x", "level": Level.HIGH, "name": Name("y"), "f": 2.0}
+    normal = js_normalise(document)
+    assert normal == {"n": 7, "s": "x", "level": 3, "name": "y", "f": 2}
+    assert normal["level"] is Level.HIGH and normal["name"] is document["name"]
+    assert type(normal["f"]) is int

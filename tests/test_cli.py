@@ -285,6 +285,47 @@ def test_help_matches_the_golden_file(monkeypatch):
     )
 
 
+def test_each_command_built_alone_parses_and_explains_as_in_the_whole_tree(monkeypatch):
+    # A command line that starts with a core command word is parsed by that branch
+    # alone (the whole tree costs a hook process milliseconds on every Turn).
+    monkeypatch.setenv("COLUMNS", "100")
+
+    def branches(parser):
+        [commands] = [a for a in parser._actions if isinstance(a.choices, dict)]
+        return commands.choices
+
+    whole = branches(cli.build_parser(with_plugins=False))
+    assert set(whole) == cli.CORE_COMMANDS
+    for name in sorted(cli.CORE_COMMANDS):
+        alone = branches(cli.build_parser(with_plugins=False, only=name))
+        assert list(alone) == [name]
+        assert alone[name].format_help() == whole[name].format_help()
+    argv = ["host", "generic", "pre-turn", "--goal-id", "g", "--agent-id", "a"]
+    alone = cli.build_parser(with_plugins=False, only="host").parse_args(argv)
+    assert vars(alone) == vars(cli.build_parser(with_plugins=False).parse_args(argv))
+
+
+def test_a_prebuilt_parser_serves_one_call_only(monkeypatch, capsys):
+    built = []
+    real = cli.build_parser
+
+    def counting(**kwargs):
+        built.append(kwargs)
+        return real(**kwargs)
+
+    cli.prebuild()
+    monkeypatch.setattr(cli, "build_parser", counting)
+    bad = ["host", "generic", "pre-turn"]  # no --goal-id: a hook's own usage error
+    assert cli.main(bad) == 0 and built == []
+    assert cli.main(bad) == 0 and built == [{"with_plugins": False, "only": "host"}]
+    assert capsys.readouterr().out == "{}\n{}\n"
+    # An option before the command word keeps the whole core tree: its help lists all.
+    with pytest.raises(SystemExit):
+        cli.main(["-h", "host"])
+    assert built[-1] == {"with_plugins": False}
+    assert "install" in capsys.readouterr().out
+
+
 def test_console_script_runs_in_a_subprocess():
     script = shutil.which("turn-hooks", path=str(Path(sys.executable).parent))
     assert script, "the console script is installed beside the interpreter"

@@ -564,3 +564,29 @@ def test_only_well_formed_spilled_entries_are_folded_in(tmp_path):
         "host_turn_id_missing",
     ]
     assert sorted(p.name for p in (store.root / hook_log.SPILL_DIR).glob("*.json")) == ["2-2.json"]
+
+
+def test_a_pre_turn_imports_no_lock_library_and_no_process_machinery(tmp_path):
+    # A PreTurn with an empty settlement queue starts no process and takes its locks
+    # with flock(2): subprocess (with signal and selectors) and filelock would be
+    # import time on every Turn for nothing.
+    registry = bound_goal(tmp_path / "goal")
+    code = (
+        "import sys; from hosts.cli import main; "
+        "status = main(sys.argv[1:]); "
+        "print(sorted(m for m in ('subprocess', 'filelock', 'selectors') if m in sys.modules), "
+        "file=sys.stderr); sys.exit(status)"
+    )
+    argv = ["host", "generic", "pre-turn", "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+    result = subprocess.run(
+        [sys.executable, "-c", code, *argv, "--registry", str(registry)],
+        input=json.dumps({"turn_id": "turn-1", "prompt": "module tests"}),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        # Without a coverage run's variables: coverage itself imports selectors.
+        env={k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_", "COV_"))},
+    )
+    assert json.loads(result.stdout)["additional_context"], "the Turn was recalled for"
+    assert result.stderr.strip().splitlines()[-1] == "[]"

@@ -11,7 +11,7 @@ import textwrap
 import pluggy
 import pytest
 
-from turn_hooks import make_plugin_manager, plugin_info
+from turn_hooks import make_plugin_manager, plugin_info, prebuild_plugin_manager
 
 PLUGIN_MODULE = textwrap.dedent(
     """
@@ -262,3 +262,50 @@ def test_in_process_allow_and_block_lists(in_process_plugins, monkeypatch):
     assert [pm.get_name(p) for p in pm.get_plugins()] == ["alpha"]
     assert pm.is_blocked("beta")
     assert pm.load_failures == [{"name": "broken", "reason_code": "plugin_load_failed"}]
+
+
+def loaded(pm):
+    return sorted(pm.get_name(p) for p in pm.get_plugins())
+
+
+def test_a_prebuilt_manager_serves_the_next_call_once(in_process_plugins):
+    # The resident server makes the manager before it forks; the call it forks takes it.
+    prebuild_plugin_manager()
+    first = make_plugin_manager(autoload=False)  # not what was made ahead: left there
+    assert loaded(first) == []
+    taken = make_plugin_manager()
+    assert loaded(taken) == ["alpha", "beta", "reward_memory"]
+    again = make_plugin_manager()
+    assert again is not taken and loaded(again) == loaded(taken)
+    assert again.load_failures == taken.load_failures
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("TURN_HOOKS_DISABLE_PLUGINS", "beta", ["alpha", "reward_memory"]),
+        ("TURN_HOOKS_LOAD_PLUGINS", "", []),
+        ("TURN_HOOKS_LOAD_PLUGINS", "alpha", ["alpha"]),
+        ("TURN_HOOKS_PLUGINS", ECHO, ["alpha", "beta", ECHO, "reward_memory"]),
+    ],
+)
+def test_a_prebuilt_manager_is_not_used_once_a_plugin_variable_differs(
+    in_process_plugins, monkeypatch, variable, value, expected
+):
+    prebuild_plugin_manager()
+    monkeypatch.setenv(variable, value)
+    assert loaded(make_plugin_manager()) == expected
+
+
+def test_a_prebuilt_manager_is_not_used_once_a_distribution_changed(
+    in_process_plugins, monkeypatch
+):
+    site, _ = in_process_plugins
+    prebuild_plugin_manager()
+    (site / "fake_alpha.py").unlink()
+    (site / "fakeplugins-1.0.dist-info" / "entry_points.txt").write_text(
+        "[turn_hooks]\nbeta = fake_beta:plugin\n"
+    )
+    # A directory's mtime has a granularity; the installed set changing moves it.
+    os.utime(site, ns=(1, 1))
+    assert loaded(make_plugin_manager()) == ["beta", "reward_memory"]

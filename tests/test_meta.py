@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,42 @@ def test_importing_the_hook_path_does_not_import_pydantic_or_filelock():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def uncovered():
+    """This environment without a coverage run's variables: a process that measures
+    its own imports must not start coverage (which imports sockets and more) first."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("COVERAGE_", "COV_"))}
+
+
+def test_the_hook_client_imports_only_what_a_bare_interpreter_has_and_two_c_modules():
+    # The resident server's client runs on every Turn: every module it imports is
+    # time on the Turn's critical path (an import of __future__ included).
+    code = (
+        "import sys; before = set(sys.modules); "
+        "import hosts._entry, hosts._warm; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=uncovered()
+    )
+    assert result.stdout.split() == ["_socket", "hosts", "hosts._entry", "hosts._warm", "zlib"]
+
+
+def test_a_hook_that_writes_a_sidecar_imports_no_filelock(tmp_path):
+    # The sidecar store locks with flock(2) itself: a same-Turn receipt, a spool entry
+    # or a hook log line costs no filelock import (tens of milliseconds per Turn).
+    code = (
+        "import sys; from sidecars import SidecarStore; "
+        "store = SidecarStore(sys.argv[1]); "
+        "store.update(store.path('a.json'), lambda doc: {'n': 1}); "
+        "print('filelock' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / ".local" / "turn-hooks")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=uncovered(),
+    )
+    assert result.stdout.strip() == "False"

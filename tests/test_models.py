@@ -88,3 +88,60 @@ def test_provider_errors_carry_a_status_code():
     assert (
         ProviderRejected("no", reason_code="provider_conflict").reason_code == "provider_conflict"
     )
+
+
+def test_to_json_is_exactly_asdict_with_new_containers():
+    # to_json converts without asdict's deepcopy of every string (hook-path cost);
+    # the result must stay what asdict gives: equal, same types, nothing shared.
+    from collections import namedtuple
+
+    from turn_hooks import ContextItem, Contribution, HookFailure, PreTurnOutcome
+
+    class Label(str):
+        pass
+
+    pair = namedtuple("pair", "left right")
+    nested = {
+        "list": [1, 2.5, True, None, {"deep": ["x", Label("y")]}],
+        "tuple": ("a", ("b", 3)),
+        "set": {1, 2},
+        "pair": pair([1], {"k": "v"}),
+        7: "an int key",
+    }
+    outcome = PreTurnOutcome(
+        payload=nested,
+        contributions=(
+            Contribution(
+                hook_id="h",
+                capability_id="c",
+                readback_slots=["s"],
+                context_fields={"s": nested},
+                instructions=["i"],
+                result_fields={},
+                basis_digest="d",
+                context_items=[ContextItem(ref="r", text="t")],
+            ),
+        ),
+        failures=(HookFailure(hook_id="h", reason_code="x", plugin="p"),),
+    )
+    document = outcome.to_json()
+    expected = dataclasses.asdict(outcome)
+    assert document == expected
+
+    def shapes(value):
+        if isinstance(value, dict):
+            return ("dict", sorted((repr(k), shapes(v)) for k, v in value.items()))
+        if isinstance(value, list | tuple | set):
+            return (type(value).__name__, [shapes(v) for v in value])
+        return type(value).__name__
+
+    assert shapes(document) == shapes(expected)
+    assert type(document["payload"]["pair"]) is pair
+    for original, copied in (
+        (nested, document["payload"]),
+        (nested["list"], document["payload"]["list"]),
+        (nested["set"], document["payload"]["set"]),
+        (nested["list"][4]["deep"], document["payload"]["list"][4]["deep"]),
+    ):
+        assert copied == original and copied is not original
+    assert document["contributions"][0]["context_items"] == [{"ref": "r", "text": "t"}]

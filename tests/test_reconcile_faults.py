@@ -148,3 +148,54 @@ def test_a_secret_like_reflection_is_a_typed_final_rejection(tmp_path):
     }
     assert settlement_is_final(dispatched), "a refused reflection is not retried"
     assert "sk-abcdef" not in json.dumps(receipt)
+
+
+def test_a_pre_turn_parses_only_the_journals_that_can_be_pending(tmp_path, monkeypatch):
+    """Every learned Turn keeps its journal, and every PreTurn looks for the pending
+    ones: parsing each journal made a Turn's cost grow with the Agent's history. The
+    others are now passed over from their bytes. A pending journal whose status is
+    spelled with JSON escapes is still found: only the bytes decide what is skipped."""
+    from sidecars import SidecarStore
+
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    for n in range(5):
+        ingest(goal, provider, f"turn-{n:04d}")
+    provider.fail["write"] = UNAVAILABLE
+    ingest(goal, provider, "turn-pending")
+    provider.fail.clear()
+    [pending] = [p for p in journal_files(goal) if '"pending"' in p.read_text()]
+    pending.write_text(pending.read_text().replace('"pending"', '"\\u0070ending"'))
+    journals = {path.name for path in journal_files(goal)}
+    assert len(journals) == 6
+    reads = []
+    real_read = SidecarStore.read
+
+    def counting(self, path):
+        reads.append(path.name)
+        return real_read(self, path)
+
+    monkeypatch.setattr(SidecarStore, "read", counting)
+    result = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert (result["pending_count"], result["completed_count"]) == (1, 1)
+    assert {name for name in reads if name in journals} == {pending.name}
+    assert set(journals_by_state(goal).values()) == {"completed"}
+
+
+def test_what_the_quick_look_cannot_settle_is_left_to_the_checked_read(tmp_path):
+    from capabilities.reward_memory.turn.reconcile import PEEK_LIMIT, _may_be_pending
+
+    settled = tmp_path / "settled.json"
+    settled.write_text('{"status": "completed"}')
+    assert not _may_be_pending(settled)
+    escaped = tmp_path / "escaped.json"
+    escaped.write_text('{"status": "\\u0070ending"}')
+    big = tmp_path / "big.json"
+    with big.open("wb") as handle:
+        handle.truncate(PEEK_LIMIT + 1)
+    link = tmp_path / "link.json"
+    link.symlink_to(settled)
+    directory = tmp_path / "directory.json"
+    directory.mkdir()
+    for path in (escaped, big, link, directory, tmp_path / "gone.json"):
+        assert _may_be_pending(path), path.name

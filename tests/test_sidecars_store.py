@@ -271,6 +271,76 @@ def test_lock_timeout_is_typed_and_fails_fast(store):
     assert store.read(path) is None
 
 
+def test_the_lock_excludes_and_is_excluded_by_a_filelock_in_another_process(store, tmp_path):
+    # The store takes flock(2) itself (no filelock import on the hook path); a
+    # filelock.FileLock holder elsewhere (another version of this package, a test
+    # harness) and the store must still exclude each other, both ways.
+    path = store.path("shared.json")
+    store.write(path, {"n": 0})
+    lock = str(path) + ".lock"
+    held, release = tmp_path / "held", tmp_path / "release"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import filelock, pathlib, sys, time
+                with filelock.FileLock(sys.argv[1], timeout=30):
+                    pathlib.Path(sys.argv[2]).touch()
+                    while not pathlib.Path(sys.argv[3]).exists():
+                        time.sleep(0.01)
+                """
+            ),
+            lock,
+            str(held),
+            str(release),
+        ]
+    )
+    try:
+        while not held.exists():
+            assert holder.poll() is None, "the holder took its lock"
+            time.sleep(0.01)
+        with pytest.raises(SidecarLockTimeout):
+            store.update(path, lambda doc: {"n": 1})
+        # Waiting, not failing, while the holder lets go inside the timeout.
+        waiting = SidecarStore(store.root, lock_timeout=30)
+        threading = __import__("threading")
+        timer = threading.Timer(0.2, release.touch)
+        timer.start()
+        assert waiting.update(path, lambda doc: {"n": doc["n"] + 1}) == {"n": 1}
+        timer.join()
+    finally:
+        release.touch()
+        holder.wait(timeout=30)
+    assert holder.returncode == 0
+    with store.lock(path):
+        probe = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import filelock, sys\n"
+                "try:\n    filelock.FileLock(sys.argv[1], timeout=0.2).acquire()\n"
+                "except filelock.Timeout:\n    sys.exit(3)\n",
+                lock,
+            ],
+            check=False,
+        )
+    assert probe.returncode == 3, "a FileLock waits for the store's lock"
+    assert mode(lock) == 0o600
+
+
+def test_a_lock_file_created_under_a_narrow_umask_is_still_0600(store):
+    old = os.umask(0o277)  # would leave a new lock read-only: the next open could not lock
+    try:
+        path = store.path("narrow.json")
+        store.write(path, {"a": 1})
+        store.write(path, {"a": 2})
+    finally:
+        os.umask(old)
+    assert mode(str(path) + ".lock") == 0o600 and store.read(path) == {"a": 2}
+
+
 def test_a_non_json_document_is_a_write_error_and_leaves_no_file(store):
     path = store.path("doc.json")
     with pytest.raises(SidecarWriteError):

@@ -33,7 +33,7 @@ from turn_hooks._json_input import (
     argv_from_json,
     loads_bounded,
 )
-from turn_hooks._manager import make_plugin_manager, plugin_info
+from turn_hooks._manager import make_plugin_manager, plugin_info, prebuild_plugin_manager
 from turn_hooks._names import NAME
 from turn_hooks.errors import (
     ContributionError,
@@ -123,6 +123,7 @@ __all__ = [
     "measure_context_items",
     "measure_result_bytes",
     "plugin_info",
+    "prebuild_plugin_manager",
     "project_contributions",
     "run_external",
     "settlement_is_final",

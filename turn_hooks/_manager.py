@@ -97,7 +97,14 @@ def make_plugin_manager(*, autoload: bool = True) -> TurnHooksPluginManager:
     A plugin that fails to import or implements an unknown hook is left out and
     recorded in ``load_failures``; the others still load. Nothing happens at import
     time; tests call this with ``autoload=False``.
+
+    A manager made ahead by :func:`prebuild_plugin_manager` is returned instead, once,
+    when nothing it was made from has changed since.
     """
+    if autoload and _prebuilt:
+        key, prebuilt = _prebuilt.pop()
+        if key == _inputs_key():
+            return prebuilt
     pm = TurnHooksPluginManager()
     pm.add_hookspecs(hookspecs)
     for name in _names_from_env(ENV_DISABLE_PLUGINS):
@@ -110,6 +117,34 @@ def make_plugin_manager(*, autoload: bool = True) -> TurnHooksPluginManager:
     if os.environ.get(ENV_TRACE_PLUGINS) == "1":
         _enable_tracing(pm)
     return pm
+
+
+_prebuilt: list[tuple[tuple[str | None, ...], TurnHooksPluginManager]] = []
+"""At most one manager made ahead, with the key of what it was made from."""
+
+
+def _inputs_key() -> tuple[str | None, ...]:
+    # What a manager is made from: the plugin variables (unset and empty differ) and
+    # the installed distributions (the entry-point cache's key, a stat per path entry).
+    from turn_hooks._discovery import cache_key
+
+    variables = (ENV_DISABLE_PLUGINS, ENV_LOAD_PLUGINS, ENV_PLUGINS, ENV_TRACE_PLUGINS)
+    return (*(os.environ.get(name) for name in variables), cache_key(NAME))
+
+
+def prebuild_plugin_manager() -> None:
+    """Make the next :func:`make_plugin_manager` manager ahead of the call that asks.
+
+    The resident hook server does this before it forks, so a hook call it serves
+    finds its plugins imported, validated and registered. The next call takes that
+    manager if the plugin variables (``TURN_HOOKS_LOAD_PLUGINS``,
+    ``TURN_HOOKS_DISABLE_PLUGINS``, ``TURN_HOOKS_PLUGINS``, ``TURN_HOOKS_TRACE_PLUGINS``)
+    and the installed distributions are what they were here; otherwise it makes its
+    own, as it would have anyway. Either way a manager serves one caller only.
+    """
+    _prebuilt.clear()
+    key = _inputs_key()
+    _prebuilt.append((key, make_plugin_manager()))
 
 
 def _enable_tracing(pm: pluggy.PluginManager) -> None:

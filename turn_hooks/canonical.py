@@ -68,6 +68,9 @@ def _js_number(value: float) -> int | float | None:
 
 def js_normalise(value: Any) -> Any:
     """Return ``value`` with every float rewritten as JavaScript would serialise it."""
+    kind = type(value)
+    if kind is str or kind is int:  # most of a document, and never rewritten: asked first
+        return value
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):

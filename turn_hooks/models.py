@@ -14,6 +14,7 @@ plugin its own copy of the mutable payload, so one plugin never sees another's e
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,14 +30,37 @@ MAX_RESULT_BYTES = 65536
 """The PreTurn contribution budget: compact UTF-8 JSON of the whole result."""
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+"""Exactly these types: ``copy.deepcopy`` returns such a value itself."""
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict``'s conversion of one value, without a ``deepcopy`` call per
+    string and number: a JSON document of a Turn holds hundreds of them, and the hook
+    process converts several such documents on every Turn."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple
+        return kind(*[_plain(item) for item in value])
+    if isinstance(value, list | tuple):
+        return kind(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return kind((_plain(key), _plain(item)) for key, item in value.items())
+    return copy.deepcopy(value)
+
+
 class _Document:
     """Shared behaviour of every model: a JSON-ready dict of its fields."""
 
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field (nested models become dicts)."""
-        fields: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+        """A JSON-ready dict of every field (nested models become dicts), exactly
+        what ``dataclasses.asdict`` returns: every container is a new one."""
+        fields: dict[str, Any] = _plain(self)
         return fields
 
 

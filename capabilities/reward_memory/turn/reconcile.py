@@ -37,6 +37,8 @@ UNVERIFIABLE_REASONS = frozenset({"provider_sync_revision_conflict"})
 """The target holds other content than the record: a provider that answers, and
 answers with something else, every time."""
 TERMINAL_SCHEMA = "turn_reward_memory_terminal_failure_v0"
+PEEK_LIMIT = 4 * 1024 * 1024
+"""The sidecar bound: a larger journal is left to the store's read, which refuses it."""
 
 
 def reconcile(
@@ -76,6 +78,8 @@ def reconcile(
     for path in store.iter_documents(
         *goal_agent_parts(JOURNAL_DIR, status["goal_id"], status["agent_id"])
     ):
+        if not _may_be_pending(path):
+            continue  # settled long ago, most of them: a PreTurn must not parse its history
         try:
             document = store.read(path)
         except SidecarError:
@@ -102,6 +106,28 @@ def reconcile(
     if receipt["attempted_count"]:
         receipt["status"] = "completed"
     return receipt
+
+
+def _may_be_pending(path: Path) -> bool:
+    """Whether the journal at ``path`` can say ``"status": "pending"``, from its bytes.
+
+    JSON can spell the string ``pending`` only as those seven letters in quotes or
+    with a ``\\u`` escape, so a file that holds neither cannot be pending, whatever
+    else it holds. Anything this quick look cannot settle (a file it cannot open or
+    read whole) is left to the store's checked read, which decides as before.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return True
+    try:
+        size = os.fstat(fd).st_size
+        raw = os.read(fd, PEEK_LIMIT + 1) if size <= PEEK_LIMIT else b""
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return len(raw) != size or b'"pending"' in raw or b"\\u" in raw
 
 
 def _last_attempt(path: Path) -> int:
