@@ -4,7 +4,9 @@ Each command of its repository block runs in order in a scratch git repository o
 that name: the `turn-hooks` lines through the installed console script, the `codex`
 lines through the real Codex CLI against a fake Responses server (the one thing a
 test cannot have is a real model). The validator it installs is the README's own,
-`make test`, so the repository gets a Makefile whose tests pass.
+`make test`, so the repository gets a Makefile whose tests pass. The one thing a
+person reads off the screen and types back, the `memory_ref` that `memory list`
+printed, stands in the README as a placeholder ref; the test types the real one.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def test_the_section_runs_as_written(tmp_path):
         "PATH": f"{Path(TURN_HOOKS).parent}:{CODEX.parent}:{os.environ['PATH']}",
     }
     cwd = tmp_path
-    replies = [REFLECTED, "Module tests first."]
+    replies = [REFLECTED, "Module tests first.", "Run the module's tests."]
+    placeholder = re.compile(r"provider-[0-9a-f]{12,}")
     with FakeResponses() as fake:
         (codex_home / "config.toml").write_text(
             'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\n'
@@ -88,13 +91,29 @@ def test_the_section_runs_as_written(tmp_path):
                 )
             else:
                 assert words[0] == "turn-hooks", words
+                if words[1:3] == ["memory", "forget"]:
+                    listed = subprocess.run(
+                        [TURN_HOOKS, "memory", "list"], cwd=cwd, env=env, capture_output=True
+                    )
+                    [record] = json.loads(listed.stdout)["records"]
+                    words = [
+                        record["memory_ref"][:16] if placeholder.fullmatch(w) else w for w in words
+                    ]
                 result = subprocess.run(
                     [TURN_HOOKS, *words[1:]], cwd=cwd, env=env, capture_output=True, text=True
                 )
-                assert json.loads(result.stdout)["ok"] is True, (words, result.stdout)
+                if "markdown" in words:
+                    assert result.stdout.startswith("## "), (words, result.stdout)
+                else:
+                    assert json.loads(result.stdout)["ok"] is True, (words, result.stdout)
+                if words[1:3] == ["memory", "forget"]:
+                    assert json.loads(result.stdout)["retired_count"] == 1, result.stdout
             assert result.returncode == 0, (words, result.stdout, result.stderr[-2000:])
-        assert replies == [], "both Turns ran"
+        assert replies == [], "the three Turns ran"
         [journal] = journals_after_settlement(cwd)
         assert journal["public_receipt"]["status"] == "activated"
-        assert not any("[memory 1]" in text for text in developer_texts(fake.requests[0]))
-        assert any("[memory 1]" in text for text in developer_texts(fake.requests[-1]))
+        first, second, third = fake.requests  # one model request per `codex exec`
+        assert not any("[memory 1]" in text for text in developer_texts(first))
+        # Turn 2 received the memory; Turn 3, after `memory forget`, did not.
+        assert any("[memory 1]" in text for text in developer_texts(second))
+        assert not any("[memory 1]" in text for text in developer_texts(third))
