@@ -20,9 +20,41 @@ from typing import Any
 
 
 def validation_argv(args: argparse.Namespace) -> list[str] | None:
-    """The declared validator argv, or ``None``; ``validation_declaration_invalid``."""
-    from turn_hooks import argv_from_json
+    """The declared validator argv, or ``None``; ``validation_declaration_invalid``.
 
+    ``--validate-with "make test"`` is the built-in validator (``turn-hooks validate
+    command``) around the project's own check, in shell words: no JSON to write.
+    """
+    import shlex
+
+    from turn_hooks import argv_from_json
+    from turn_hooks.errors import InvalidInputError
+
+    check = getattr(args, "validate_with", None)
+    if check is not None:
+        if args.validation_command_json:
+            raise InvalidInputError(
+                "give --validate-with or --validation-command-json, not both",
+                reason_code="validation_declaration_invalid",
+                field="validate_with",
+            )
+        try:
+            words = shlex.split(check)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"--validate-with is not shell words: {exc}",
+                reason_code="validation_declaration_invalid",
+                field="validate_with",
+            ) from exc
+        if not words:
+            raise InvalidInputError(
+                "--validate-with needs a command, such as 'make test'",
+                reason_code="validation_declaration_invalid",
+                field="validate_with",
+            )
+        # The same stable interpreter the hooks call, so the validator resolves
+        # wherever the host runs it.
+        return [sys.executable, "-m", "hosts._entry", "validate", "command", "--", *words]
     if not args.validation_command_json:
         return None
     return argv_from_json(
@@ -215,7 +247,15 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         sub.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
         sub.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
         sub.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
-        sub.add_argument("--validation-command-json", help="the independent validator argv")
+        sub.add_argument(
+            "--validate-with",
+            metavar="COMMAND",
+            help="the project's check, such as 'make test': a reflection is learned only "
+            "when it exits 0 (the built-in `turn-hooks validate command`)",
+        )
+        sub.add_argument(
+            "--validation-command-json", help="any other independent validator, as a JSON argv"
+        )
         sub.add_argument(
             "--recall-only",
             action="store_true",

@@ -210,3 +210,38 @@ def test_doctor_warns_about_an_editable_install_in_a_clone(repo, tmp_path):
     assert [(c["ok"], c["warning"], c["reason_code"]) for c in warning] == [
         (True, True, "editable_install_in_clone")
     ]
+
+
+def test_validate_with_declares_the_built_in_validator_in_shell_words():
+    # `--validate-with "make test"` is the validator a person means, with no JSON to
+    # write; bad words are the declaration's own typed error, before any write.
+    import argparse
+
+    from hosts.install import validation_argv
+    from turn_hooks.errors import InvalidInputError
+
+    def args(**values):
+        return argparse.Namespace(
+            **{"validate_with": None, "validation_command_json": None, **values}
+        )
+
+    argv = validation_argv(args(validate_with="make 'unit tests'"))
+    assert argv == [
+        sys.executable,
+        "-m",
+        "hosts._entry",
+        "validate",
+        "command",
+        "--",
+        "make",
+        "unit tests",
+    ]
+    assert validation_argv(args()) is None
+    for bad in (
+        args(validate_with=""),
+        args(validate_with="make 'test"),
+        args(validate_with="make test", validation_command_json='["x"]'),
+    ):
+        with pytest.raises(InvalidInputError) as caught:
+            validation_argv(bad)
+        assert caught.value.reason_code == "validation_declaration_invalid"
