@@ -268,7 +268,8 @@ OLD_RECORD = '{"content_summary":"rebalancing the shard map after draining parti
 def old_store(path):
     """A store exactly as the code before stemming made it: unstemmed index, no mark."""
     path.parent.mkdir(mode=0o700)
-    with sqlite3.connect(path) as connection:
+    connection = sqlite3.connect(path)
+    with connection:
         for statement in OLD_SCHEMA:
             connection.execute(statement)
         connection.execute("PRAGMA journal_mode=WAL")
@@ -284,13 +285,17 @@ def old_store(path):
         connection.executemany(
             "INSERT INTO term_docs VALUES (?, 1)", [(word,) for word in body.split()]
         )
+    connection.close()  # the last connection out removes the -wal and -shm files
     os.chmod(path, 0o600)
     return path
 
 
 def marks(path):
-    with sqlite3.connect(path) as connection:
+    connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
         return dict(connection.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        connection.close()
 
 
 def test_a_store_made_before_stemming_is_read_as_it_is_then_rebuilt_once(tmp_path):

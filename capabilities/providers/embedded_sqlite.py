@@ -41,6 +41,7 @@ import os
 import re
 import sqlite3
 import stat
+import threading
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -108,8 +109,10 @@ STOP_WORDS = frozenset(
 
 def _words(text: str) -> list[str]:
     """Words folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds them."""
-    folded = unicodedata.normalize("NFKD", text.lower())
-    plain = "".join(char for char in folded if not unicodedata.combining(char))
+    plain = text.lower()
+    if not plain.isascii():  # ASCII has nothing to fold, and most text is ASCII
+        folded = unicodedata.normalize("NFKD", plain)
+        plain = "".join(char for char in folded if not unicodedata.combining(char))
     return list(dict.fromkeys(_WORD.findall(plain)))
 
 
@@ -117,33 +120,52 @@ class _Stems:
     """Each word's stem exactly as the search index makes it.
 
     SQLite's own porter tokenizer, in a private in-memory table, so a term count and
-    a query agree with the index on every word; one per transaction or search.
+    a query agree with the index on every word. One per thread (:func:`_stemmer`):
+    making it costs more than using it.
     """
 
     def __init__(self) -> None:
-        self._connection = sqlite3.connect(":memory:", isolation_level=None)
+        self._connection = sqlite3.connect(
+            ":memory:", isolation_level=None, check_same_thread=False
+        )
         self._connection.execute(f"CREATE VIRTUAL TABLE s USING fts5(t, {TOKENIZE})")
-        self._connection.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, instance)")
+        self._connection.execute("CREATE VIRTUAL TABLE i USING fts5vocab(s, instance)")
+        self._connection.execute("CREATE VIRTUAL TABLE r USING fts5vocab(s, row)")
+
+    def of(self, words: list[str]) -> dict[str, str]:
+        """``{word: its stem}`` for each word the tokenizer keeps."""
+        self._connection.executemany("INSERT INTO s(rowid, t) VALUES (?, ?)", enumerate(words))
+        rows = self._connection.execute("SELECT doc, term FROM i ORDER BY doc, offset").fetchall()
+        self._connection.execute("DELETE FROM s")
+        found: dict[str, str] = {}
+        for doc, term in rows:
+            found.setdefault(words[doc], str(term))
+        return found
 
     def __call__(self, words: list[str]) -> dict[str, str]:
         """``{stem: first word with that stem}``, in the words' order."""
-        self._connection.executemany("INSERT INTO s(rowid, t) VALUES (?, ?)", enumerate(words))
-        rows = self._connection.execute("SELECT doc, term FROM v ORDER BY doc, offset").fetchall()
-        self._connection.execute("DELETE FROM s")
         stems: dict[str, str] = {}
-        for doc, term in rows:
-            stems.setdefault(str(term), words[doc])
+        for word, term in self.of(words).items():
+            stems.setdefault(term, word)
         return stems
 
-    def many(self, texts: list[str]) -> list[set[str]]:
-        """The set of stems of each text."""
-        self._connection.executemany("INSERT INTO s(rowid, t) VALUES (?, ?)", enumerate(texts))
-        rows = self._connection.execute("SELECT doc, term FROM v").fetchall()
+    def terms(self, text: str) -> list[str]:
+        """The distinct stems of ``text``."""
+        self._connection.execute("INSERT INTO s(rowid, t) VALUES (1, ?)", (text,))
+        rows = self._connection.execute("SELECT term FROM r").fetchall()
         self._connection.execute("DELETE FROM s")
-        found: list[set[str]] = [set() for _text in texts]
-        for doc, term in rows:
-            found[doc].add(str(term))
-        return found
+        return [str(row[0]) for row in rows]
+
+
+_LOCAL = threading.local()
+
+
+def _stemmer() -> _Stems:
+    """This thread's :class:`_Stems` (a resident server serves calls on threads)."""
+    stem: _Stems | None = getattr(_LOCAL, "stems", None)
+    if stem is None:
+        stem = _LOCAL.stems = _Stems()
+    return stem
 
 
 def _unstemmed(words: list[str]) -> dict[str, str]:
@@ -153,7 +175,7 @@ def _unstemmed(words: list[str]) -> dict[str, str]:
 
 def _terms(text: str, stem: _Stems) -> list[str]:
     """The distinct stems of ``text``: what the term counts are kept for."""
-    return list(stem(_words(text)))
+    return stem.terms(text)
 
 
 def _fts_queries(
@@ -222,7 +244,9 @@ def _weights(
     records and of ten thousand; a term no record holds weighs 1 (it still counts
     in how much of the query a record covers).
     """
-    records = connection.execute("SELECT count(*) FROM records").fetchone()[0]
+    # The highest rowid, not count(*): one index lookup instead of a scan, and exact
+    # until a record is deleted (rare: retiring a record keeps it).
+    records = connection.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
     total = records + PRIOR_RECORDS
     top = math.log(total)
     return {t: math.log(total / frequencies[t]) / top if t in frequencies else 1.0 for t in stems}
@@ -255,11 +279,20 @@ def _relevant(
     """
     if not rows:
         return []
-    heads = stem.many([_head(text) for _uri, _rank, text in rows])
-    bodies = stem.many([_search_text(text) for _uri, _rank, text in rows])
+    heads = [set(_words(_head(text))) for _uri, _rank, text in rows]
+    bodies = [set(_words(_search_text(text))) for _uri, _rank, text in rows]
+    # A porter stem keeps the start of its word (a changed ending at most), so only
+    # the words that start like a query stem are stemmed, not whole records.
+    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in weights)
+    wanted = sorted(
+        {word for words in (*heads, *bodies) for word in words if word.startswith(starts)}
+    )
+    stems = stem.of(wanted) if wanted else {}
     reach = HEAD_WEIGHT * sum(weights.values())
     kept = []
-    for (uri, _rank, text), head, body in zip(rows, heads, bodies, strict=True):
+    for (uri, _rank, text), head_words, body_words in zip(rows, heads, bodies, strict=True):
+        head = {stems[word] for word in head_words if word in stems}
+        body = {stems[word] for word in body_words if word in stems}
         score = sum(
             weight * (HEAD_WEIGHT if term in head else 1.0)
             for term, weight in weights.items()
@@ -500,7 +533,7 @@ class EmbeddedSqliteProvider:
         now = datetime.now(UTC).isoformat()
         with self._connect(timeout) as connection:
             self._ensure_schema(connection)
-            stem = _Stems()
+            stem = _stemmer()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 for uri, text, user, peer in rows:
@@ -560,7 +593,7 @@ class EmbeddedSqliteProvider:
         found: dict[str, tuple[str, float, str]] = {}
         with self._connect(timeout) as connection:
             self._ensure_schema(connection)
-            stem = _Stems() if _index_mark(connection) == SEARCH_INDEX else None
+            stem = _stemmer() if _index_mark(connection) == SEARCH_INDEX else None
             matches, weights = _fts_queries(connection, query, stem)
             for match in matches:
                 rows = connection.execute(
@@ -585,7 +618,7 @@ class EmbeddedSqliteProvider:
         actor_peer_id: str | None,
         timeout: float = 5.0,
     ) -> list[Hit]:
-        """FTS5 search strictly below the scope, best (lowest bm25) first."""
+        """FTS5 search strictly below the scope, most relevant first (:func:`_relevant`)."""
         rows = self._search_rows(scope_ref, query, limit, actor_peer_id, timeout)
         return [Hit(uri=uri, score=score, summary=_summary(text)) for uri, score, text in rows]
 
@@ -633,7 +666,7 @@ class EmbeddedSqliteProvider:
                 ).fetchone()
                 if row is not None:
                     connection.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
-                    _count_terms(connection, _search_text(str(row[1])), -1, _Stems())
+                    _count_terms(connection, _search_text(str(row[1])), -1, _stemmer())
                 removed = row is not None
                 connection.execute("COMMIT")
             except BaseException:
@@ -658,7 +691,7 @@ def _rebuild_index(connection: sqlite3.Connection) -> None:
     connection.execute("DROP TABLE IF EXISTS records_fts")
     connection.execute(_SCHEMA[2])
     connection.execute("DELETE FROM term_docs")
-    stem = _Stems()
+    stem = _stemmer()
     for rowid, uri, content in connection.execute(
         "SELECT rowid, uri, content FROM records"
     ).fetchall():

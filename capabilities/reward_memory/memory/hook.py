@@ -166,7 +166,7 @@ class SearchingFor:
 
     The queries of a recall request are part of its public, reference-compared packet,
     so a caller that searches on other words changes what the provider is asked, not
-    the packet. An empty ``text`` searches nothing and costs no provider call.
+    the packet. An empty ``text`` searches nothing: the provider is not asked.
     """
 
     def __init__(self, provider: Provider, text: str) -> None:
