@@ -125,9 +125,7 @@ class _Stems:
     """
 
     def __init__(self) -> None:
-        self._connection = sqlite3.connect(
-            ":memory:", isolation_level=None, check_same_thread=False
-        )
+        self._connection = sqlite3.connect(":memory:", isolation_level=None)
         self._connection.execute(f"CREATE VIRTUAL TABLE s USING fts5(t, {TOKENIZE})")
         self._connection.execute("CREATE VIRTUAL TABLE i USING fts5vocab(s, instance)")
         self._connection.execute("CREATE VIRTUAL TABLE r USING fts5vocab(s, row)")
