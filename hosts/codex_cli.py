@@ -1,7 +1,8 @@
 """The Codex CLI adapter: ``UserPromptSubmit`` and ``Stop`` hooks (hosts.md §2).
 
 Codex keeps injected context in the conversation history, so a per-session sidecar
-remembers which context items were already rendered and they are not rendered again.
+remembers which context items were already rendered and they are not rendered again
+(:func:`hosts.generic.render_once`, shared with the generic hosts).
 ``Stop`` fires only for successful turns and must print JSON: it prints ``{}``.
 """
 
@@ -9,31 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hosts.generic import build_turn, carry_on_settlements
+from hosts.generic import INJECTED_SCHEMA as INJECTED_SCHEMA
+from hosts.generic import build_turn, carry_on_settlements, render_once
+from hosts.generic import delivered_refs as delivered_refs
 from hosts.hook_log import record_pre_turn
-from hosts.render import render, without_refs
-from hosts.settlement import binding_store, settle
-from sidecars import path_token
+from hosts.settlement import settle
 from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
 
 HOST = "codex_cli"
-INJECTED_SCHEMA = "turn_hooks_injected_context_v1"
-"""v1 keeps the delivered items' refs as ``item_refs``."""
-
-
-def delivered_refs(document: object) -> set[str]:
-    """The item refs an injected-context sidecar records as delivered.
-
-    A v0 sidecar, written while hosts rendered one capability's items themselves,
-    keeps the same refs under that capability's own key: its one list.
-    """
-    if not isinstance(document, dict):
-        return set()
-    if document.get("schema_version") == INJECTED_SCHEMA:
-        refs = document.get("item_refs")
-    else:
-        refs = next((value for value in document.values() if isinstance(value, list)), None)
-    return {ref for ref in refs or [] if isinstance(ref, str)}
 
 
 def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict[str, Any] | None:
@@ -42,28 +26,9 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     carry_on_settlements(turn)
     outcome = call_pre_turn(make_plugin_manager(), turn)
     record_pre_turn(host, outcome)
-    projection = project_contributions(outcome.payload)
-    # With no usable Goal there is nowhere to remember delivered items: all are rendered.
-    store = binding_store(turn.registry, binding["goal_id"])
-    remembered = None
-    if store is not None and turn.host_session_id:
-        name = path_token(turn.host_session_id, "session") + ".json"
-        remembered = (store, store.path("injected", host, name))
-    delivered = delivered_refs(remembered[0].read(remembered[1])) if remembered else set()
-    rendering = render(without_refs(projection, delivered))
-    if not rendering.text:
+    text = render_once(turn, project_contributions(outcome.payload), binding["goal_id"])
+    if not text:
         return None
-    if remembered and rendering.item_refs:
-        sidecars, path = remembered
-        sidecars.update(
-            path,
-            lambda doc: {
-                "schema_version": INJECTED_SCHEMA,
-                "host": host,
-                "item_refs": sorted({*delivered_refs(doc), *rendering.item_refs}),
-            },
-        )
-    text = rendering.text
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
 
 

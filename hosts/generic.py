@@ -14,10 +14,11 @@ from typing import IO, Any
 
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
-from hosts.render import render_context
+from hosts.render import render, without_refs
 from hosts.settlement import binding_store, settle, settlement_store, start_replay_worker
 from sidecars import path_token, read_stream
 from turn_hooks import (
+    HostProjection,
     SidecarError,
     TurnContext,
     call_pre_turn,
@@ -28,6 +29,8 @@ from turn_hooks import (
 from turn_hooks.errors import InvalidInputError
 
 MAX_EVENT_CHARS = 4 * 1024 * 1024
+INJECTED_SCHEMA = "turn_hooks_injected_context_v1"
+"""v1 keeps the delivered items' refs as ``item_refs``."""
 
 
 def _now() -> str:
@@ -78,6 +81,53 @@ def build_turn(
         prompt=prompt if prompt_in_recall and isinstance(prompt, str) else None,
         registry=registry,
     )
+
+
+def delivered_refs(document: object) -> set[str]:
+    """The item refs an injected-context sidecar records as delivered.
+
+    A v0 sidecar, written while hosts rendered one capability's items themselves,
+    keeps the same refs under that capability's own key: its one list.
+    """
+    if not isinstance(document, dict):
+        return set()
+    if document.get("schema_version") == INJECTED_SCHEMA:
+        refs = document.get("item_refs")
+    else:
+        refs = next((value for value in document.values() if isinstance(value, list)), None)
+    return {ref for ref in refs or [] if isinstance(ref, str)}
+
+
+def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> str:
+    """The projection's text without the items this session was already given.
+
+    A host that keeps injected context in the conversation (Codex, Claude Code, any
+    generic runtime) would otherwise be handed the same memory on every Turn. The
+    refs rendered are remembered in ``injected/<host>/<session>.json`` (a 0600
+    sidecar of the Goal's store, merged under its lock) and left out afterwards; an
+    item's ref is its content's identity, so a changed item is delivered again.
+    Only items are held back: instructions are rendered every Turn. With no session
+    or no usable Goal there is nowhere to remember, and everything is rendered.
+    """
+    store = binding_store(turn.registry, goal_id)
+    remembered = None
+    if store is not None and turn.host_session_id:
+        name = path_token(turn.host_session_id, "session") + ".json"
+        remembered = (store, store.path("injected", turn.host, name))
+    delivered = delivered_refs(remembered[0].read(remembered[1])) if remembered else set()
+    rendering = render(without_refs(projection, delivered))
+    if remembered and rendering.item_refs:
+        sidecars, path = remembered
+        sidecars.update(
+            path,
+            lambda doc: {
+                **(doc if isinstance(doc, dict) else {}),
+                "schema_version": INJECTED_SCHEMA,
+                "host": turn.host,
+                "item_refs": sorted({*delivered_refs(doc), *rendering.item_refs}),
+            },
+        )
+    return rendering.text
 
 
 def carry_on_settlements(turn: TurnContext) -> None:
@@ -132,7 +182,8 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
     carry_on_settlements(turn)
     outcome = call_pre_turn(make_plugin_manager(), turn)
     record_pre_turn(style.host, outcome)
-    return style.pre_turn_output(render_context(project_contributions(outcome.payload)))
+    projection = project_contributions(outcome.payload)
+    return style.pre_turn_output(render_once(turn, projection, binding["goal_id"]))
 
 
 def post_settlement(

@@ -110,7 +110,10 @@ def test_search_is_strictly_below_the_scope_and_literal(store):
 
 
 def test_search_ranks_better_matches_first(store):
-    store.write(f"{A}/weak.json", '{"content_summary":"tests"}', actor_peer_id="peer-a", timeout=5)
+    # Two of the three words: relevant enough to return (one would not be), but weaker.
+    store.write(
+        f"{A}/weak.json", '{"content_summary":"module tests"}', actor_peer_id="peer-a", timeout=5
+    )
     store.write(
         f"{A}/strong.json",
         '{"content_summary":"focused module tests first"}',
@@ -249,3 +252,107 @@ def test_concurrent_writers_lose_nothing(store):
         "viking://user/alice/peers/p/memories", limit=1000, actor_peer_id="p", timeout=5
     )
     assert len(rows) == 80
+
+
+OLD_SCHEMA = (
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE records(uri TEXT PRIMARY KEY, user TEXT NOT NULL, "
+    "peer TEXT NOT NULL, content TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    "CREATE VIRTUAL TABLE records_fts USING fts5("
+    "uri UNINDEXED, body, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE TABLE term_docs(term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID",
+)
+OLD_RECORD = '{"content_summary":"rebalancing the shard map after draining partitions"}'
+
+
+def old_store(path):
+    """A store exactly as the code before stemming made it: unstemmed index, no mark."""
+    path.parent.mkdir(mode=0o700)
+    connection = sqlite3.connect(path)
+    with connection:
+        for statement in OLD_SCHEMA:
+            connection.execute(statement)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("INSERT INTO meta VALUES ('schema_version', 'turn_hooks_sqlite_v1')")
+        connection.execute(
+            "INSERT INTO records VALUES (?, 'alice', 'peer-a', ?, 'then')",
+            (f"{A}/old.json", OLD_RECORD),
+        )
+        body = "rebalancing the shard map after draining partitions"
+        connection.execute(
+            "INSERT INTO records_fts(rowid, uri, body) VALUES (1, ?, ?)", (f"{A}/old.json", body)
+        )
+        connection.executemany(
+            "INSERT INTO term_docs VALUES (?, 1)", [(word,) for word in body.split()]
+        )
+    connection.close()  # the last connection out removes the -wal and -shm files
+    os.chmod(path, 0o600)
+    return path
+
+
+def marks(path):
+    connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        return dict(connection.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        connection.close()
+
+
+def test_a_store_made_before_stemming_is_read_as_it_is_then_rebuilt_once(tmp_path):
+    path = old_store(tmp_path / "local" / "memory.sqlite3")
+    reader = EmbeddedSqliteProvider(path, read_only=True)
+    assert [h.uri for h in reader.search(A, "shard", limit=5, actor_peer_id="peer-a")] == [
+        f"{A}/old.json"
+    ]
+    assert reader.search(A, "shards", limit=5, actor_peer_id="peer-a") == [], "no stems yet"
+    assert "search_index" not in marks(path), "a reader changes nothing"
+    writer = EmbeddedSqliteProvider(path)
+    assert writer.preflight(timeout=5).ok
+    assert marks(path)["search_index"] == "fts5_porter_unicode61_v1"
+    hits = writer.search(A, "rebalancing shards partition", limit=5, actor_peer_id="peer-a")
+    assert [hit.uri for hit in hits] == [f"{A}/old.json"]
+    assert writer.read_exact(f"{A}/old.json", actor_peer_id="peer-a") == OLD_RECORD
+    with sqlite3.connect(path) as connection:
+        terms = dict(connection.execute("SELECT term, docs FROM term_docs").fetchall())
+    assert terms["shard"] == terms["partit"] == 1 and "shards" not in terms
+    # Once: a later writer finds the mark and leaves the index alone.
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM term_docs WHERE term = 'map'")
+    EmbeddedSqliteProvider(path).preflight(timeout=5)
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT 1 FROM term_docs WHERE term = 'map'").fetchone() is None
+
+
+def test_a_failed_rebuild_leaves_the_old_store_whole(tmp_path, monkeypatch):
+    from capabilities.providers import embedded_sqlite
+
+    path = old_store(tmp_path / "local" / "memory.sqlite3")
+
+    def broken(content):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(embedded_sqlite, "_search_text", broken)
+    assert not EmbeddedSqliteProvider(path).preflight(timeout=5).ok
+    monkeypatch.undo()
+    assert "search_index" not in marks(path)
+    reader = EmbeddedSqliteProvider(path, read_only=True)
+    assert [h.uri for h in reader.search(A, "shard", limit=5, actor_peer_id="peer-a")] == [
+        f"{A}/old.json"
+    ]
+
+
+def test_a_query_matching_only_common_words_returns_nothing(store):
+    for index in range(12):
+        store.write(
+            f"{A}/r{index}.json",
+            f'{{"content_summary":"add the {index} widget to the page and check it"}}',
+            actor_peer_id="peer-a",
+        )
+    store.write(
+        f"{A}/match.json",
+        '{"content_summary":"rotate the signing keys before expiry"}',
+        actor_peer_id="peer-a",
+    )
+    assert store.search(A, "add a footer to the page", limit=5, actor_peer_id="peer-a") == []
+    hits = store.search(A, "rotating signing key", limit=5, actor_peer_id="peer-a")
+    assert [hit.uri for hit in hits] == [f"{A}/match.json"]

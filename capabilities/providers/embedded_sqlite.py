@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sqlite3
 import stat
+import threading
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -63,14 +65,19 @@ DIR_MODE = 0o700
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside the database (write-ahead log, its index, rollback journal)."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
+"""Porter stemming, so a query's "migrations" or "rebasing" finds a stored "migration"
+or "rebase". Stores made before it have no :data:`SEARCH_INDEX` mark and an index of
+unstemmed words; a writer rebuilds it once (:func:`_rebuild_index`)."""
+SEARCH_INDEX = "fts5_porter_unicode61_v1"
+"""The ``meta`` mark of the search index's tokenizer and term counts."""
 _SUMMARY = re.compile(r'"content_summary":"((?:[^"\\]|\\.)*)"')
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS records(uri TEXT PRIMARY KEY, user TEXT NOT NULL, "
     "peer TEXT NOT NULL, content TEXT NOT NULL, updated_at TEXT NOT NULL)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5("
-    "uri UNINDEXED, body, tokenize = 'unicode61 remove_diacritics 2')",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(uri UNINDEXED, body, {TOKENIZE})",
     # Document frequency per search term, kept in the write transaction: choosing the
     # rarest query terms then costs one index lookup per term.
     "CREATE TABLE IF NOT EXISTS term_docs(term TEXT PRIMARY KEY, docs INTEGER NOT NULL) "
@@ -91,33 +98,113 @@ def _partition(uri: str) -> tuple[str, str]:
     return scope.user or "", scope.peer or ""
 
 
-def _terms(query: str) -> list[str]:
-    """Query words folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds them."""
-    folded = unicodedata.normalize("NFKD", query.lower())
-    plain = "".join(char for char in folded if not unicodedata.combining(char))
+STOP_WORDS = frozenset(
+    "a about an and any are as at be been but by can could do does for from had has have "
+    "how i if in into is it its just me my of on or our so should than that the their them "
+    "then there these they this to us was we were what when where which while who why will "
+    "with would you your".split()
+)
+"""Words a query never searches on: they say how a developer asks, not what about."""
+
+
+def _words(text: str) -> list[str]:
+    """Words folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds them."""
+    plain = text.lower()
+    if not plain.isascii():  # ASCII has nothing to fold, and most text is ASCII
+        folded = unicodedata.normalize("NFKD", plain)
+        plain = "".join(char for char in folded if not unicodedata.combining(char))
     return list(dict.fromkeys(_WORD.findall(plain)))
 
 
-def _fts_queries(connection: sqlite3.Connection, query: str) -> list[str]:
+class _Stems:
+    """Each word's stem exactly as the search index makes it.
+
+    SQLite's own porter tokenizer, in a private in-memory table, so a term count and
+    a query agree with the index on every word. One per thread (:func:`_stemmer`):
+    making it costs more than using it.
+    """
+
+    def __init__(self) -> None:
+        self._connection = sqlite3.connect(":memory:", isolation_level=None)
+        self._connection.execute(f"CREATE VIRTUAL TABLE s USING fts5(t, {TOKENIZE})")
+        self._connection.execute("CREATE VIRTUAL TABLE i USING fts5vocab(s, instance)")
+        self._connection.execute("CREATE VIRTUAL TABLE r USING fts5vocab(s, row)")
+
+    def of(self, words: list[str]) -> dict[str, str]:
+        """``{word: its stem}`` for each word the tokenizer keeps."""
+        self._connection.executemany("INSERT INTO s(rowid, t) VALUES (?, ?)", enumerate(words))
+        rows = self._connection.execute("SELECT doc, term FROM i ORDER BY doc, offset").fetchall()
+        self._connection.execute("DELETE FROM s")
+        found: dict[str, str] = {}
+        for doc, term in rows:
+            found.setdefault(words[doc], str(term))
+        return found
+
+    def __call__(self, words: list[str]) -> dict[str, str]:
+        """``{stem: first word with that stem}``, in the words' order."""
+        stems: dict[str, str] = {}
+        for word, term in self.of(words).items():
+            stems.setdefault(term, word)
+        return stems
+
+    def terms(self, text: str) -> list[str]:
+        """The distinct stems of ``text``."""
+        self._connection.execute("INSERT INTO s(rowid, t) VALUES (1, ?)", (text,))
+        rows = self._connection.execute("SELECT term FROM r").fetchall()
+        self._connection.execute("DELETE FROM s")
+        return [str(row[0]) for row in rows]
+
+
+_LOCAL = threading.local()
+
+
+def _stemmer() -> _Stems:
+    """This thread's :class:`_Stems` (a resident server serves calls on threads)."""
+    stem: _Stems | None = getattr(_LOCAL, "stems", None)
+    if stem is None:
+        stem = _LOCAL.stems = _Stems()
+    return stem
+
+
+def _unstemmed(words: list[str]) -> dict[str, str]:
+    """A store made before stemming indexes each word as it is."""
+    return {word: word for word in words}
+
+
+def _terms(text: str, stem: _Stems) -> list[str]:
+    """The distinct stems of ``text``: what the term counts are kept for."""
+    return stem.terms(text)
+
+
+def _fts_queries(
+    connection: sqlite3.Connection, query: str, stem: _Stems | None
+) -> tuple[list[str], dict[str, float]]:
     """FTS5 queries for ``query``, most precise first: all known terms, then any.
 
-    Each term is quoted, so FTS5 syntax in a query is matched literally, never run.
-    Terms no record contains are dropped (they cannot match). The AND query finds the
-    records that share every remaining term; the OR query fills up with the rarest
-    terms within :data:`MATCH_BUDGET` (see there), so neither grows with the store.
+    Each term is quoted, so FTS5 syntax in a query is matched literally, never run;
+    it is the query's own word, which FTS5 stems as it stemmed the records (a stem
+    stemmed again may change). Stop words and terms no record contains are dropped
+    (they cannot match). The AND query finds the records that share every remaining
+    term; the OR query fills up with the rarest terms within :data:`MATCH_BUDGET`
+    (see there), so neither grows with the store. ``stem`` is ``None`` on a store
+    whose index predates stemming. Also returns each stem's rarity weight
+    (:func:`_weights`), for :func:`_relevant`.
     """
-    terms = _terms(query)
-    if not terms:
-        return []
-    marks = ",".join("?" * len(terms))
+    words = [word for word in _words(query) if word not in STOP_WORDS]
+    stems = stem(words) if stem is not None and words else _unstemmed(words)
+    if not stems:
+        return [], {}
+    marks = ",".join("?" * len(stems))
     frequencies = dict(
         connection.execute(
-            f"SELECT term, docs FROM term_docs WHERE term IN ({marks})", terms
+            f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0", list(stems)
         ).fetchall()
     )
-    known = sorted((frequencies[t], t) for t in terms if t in frequencies)[:MAX_QUERY_TERMS]
+    known = sorted((frequencies[t], stems[t]) for t in stems if t in frequencies)
+    weights = _weights(connection, stems, frequencies) if stem is not None else {}
+    known = known[:MAX_QUERY_TERMS]
     if not known:
-        return []
+        return [], weights
     chosen: list[str] = []
     matched = 0
     for count, term in known:
@@ -128,14 +215,97 @@ def _fts_queries(connection: sqlite3.Connection, query: str) -> list[str]:
     queries = [" OR ".join(f'"{term}"' for term in chosen)]
     if len(known) > 1:
         queries.insert(0, " AND ".join(f'"{term}"' for _count, term in known))
-    return queries
+    return queries, weights
 
 
-def _count_terms(connection: sqlite3.Connection, body: str, delta: int) -> None:
+RELEVANCE_FLOOR = 1.8
+"""The relevance a record needs to be returned (:func:`_relevant`): about two rare
+query terms, or one in its summary or trigger and a common one. Tuned on
+``benchmarks/recall_quality.json``, where every floor from 1.7 to 1.9 meets the
+recall and no-match targets, so no single prompt decides it."""
+RELEVANCE_COVER = 0.7
+"""A record that covers this share of all the query could match also qualifies: a one-
+or two-word query cannot reach the floor, but a record holding every word it has fits."""
+HEAD_WEIGHT = 1.5
+"""A query term in a record's summary or trigger says more than one in its details."""
+PRIOR_RECORDS = 60
+"""Records assumed absent of every term, so that in a small store no term looks common
+just because the store holds few records."""
+
+
+def _weights(
+    connection: sqlite3.Connection, stems: dict[str, str], frequencies: dict[str, int]
+) -> dict[str, float]:
+    """Each query stem's rarity in ``(0, 1]``: its idf over the idf of a term no record has.
+
+    Relative to the store's size, so the floor means the same in a store of ten
+    records and of ten thousand; a term no record holds weighs 1 (it still counts
+    in how much of the query a record covers).
+    """
+    # The highest rowid, not count(*): one index lookup instead of a scan, and exact
+    # until a record is deleted (rare: retiring a record keeps it).
+    records = connection.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
+    total = records + PRIOR_RECORDS
+    top = math.log(total)
+    return {t: math.log(total / frequencies[t]) / top if t in frequencies else 1.0 for t in stems}
+
+
+def _head(content: str) -> str:
+    """A record's summary and trigger; all of a text that is not a record."""
+    try:
+        document = json.loads(content)
+    except ValueError:
+        return content
+    if not isinstance(document, dict) or "content_summary" not in document:
+        return content
+    experience = document.get("experience")
+    behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
+    trigger = behaviour.get("trigger") if isinstance(behaviour, dict) else None
+    return "\n".join(_strings([document["content_summary"], trigger]))
+
+
+def _relevant(
+    rows: list[tuple[str, float, str]], weights: dict[str, float], stem: _Stems
+) -> list[tuple[str, float, str]]:
+    """The rows relevant enough to return, most relevant first, scored by relevance.
+
+    A record's relevance is the weight of the query stems it holds, those in its
+    summary or trigger counted :data:`HEAD_WEIGHT` times. It qualifies at
+    :data:`RELEVANCE_FLOOR`, or when it covers :data:`RELEVANCE_COVER` of the query's
+    whole weight. Nothing qualifying means nothing returned: the OR query's matches
+    on a common word or two never fill the limit for a query that matches nothing.
+    """
+    if not rows:
+        return []
+    heads = [set(_words(_head(text))) for _uri, _rank, text in rows]
+    bodies = [set(_words(_search_text(text))) for _uri, _rank, text in rows]
+    # A porter stem keeps the start of its word (a changed ending at most), so only
+    # the words that start like a query stem are stemmed, not whole records.
+    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in weights)
+    wanted = sorted(
+        {word for words in (*heads, *bodies) for word in words if word.startswith(starts)}
+    )
+    stems = stem.of(wanted) if wanted else {}
+    reach = HEAD_WEIGHT * sum(weights.values())
+    kept = []
+    for (uri, _rank, text), head_words, body_words in zip(rows, heads, bodies, strict=True):
+        head = {stems[word] for word in head_words if word in stems}
+        body = {stems[word] for word in body_words if word in stems}
+        score = sum(
+            weight * (HEAD_WEIGHT if term in head else 1.0)
+            for term, weight in weights.items()
+            if term in head or term in body
+        )
+        if score >= RELEVANCE_FLOOR or score >= RELEVANCE_COVER * reach:
+            kept.append((uri, score, text))
+    return sorted(kept, key=lambda row: -row[1])
+
+
+def _count_terms(connection: sqlite3.Connection, body: str, delta: int, stem: _Stems) -> None:
     connection.executemany(
         "INSERT INTO term_docs(term, docs) VALUES (?, ?) "
         "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs",
-        [(term, delta) for term in _terms(body)],
+        [(term, delta) for term in _terms(body, stem)],
     )
 
 
@@ -309,6 +479,8 @@ class EmbeddedSqliteProvider:
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                 (SCHEMA_VERSION,),
             )
+            if _index_mark(connection) != SEARCH_INDEX:
+                _rebuild_index(connection)
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
@@ -359,17 +531,25 @@ class EmbeddedSqliteProvider:
         now = datetime.now(UTC).isoformat()
         with self._connect(timeout) as connection:
             self._ensure_schema(connection)
+            stem = _stemmer()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 for uri, text, user, peer in rows:
-                    self._store(connection, uri, text, user, peer, now)
+                    self._store(connection, uri, text, user, peer, now, stem)
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
 
     def _store(
-        self, connection: sqlite3.Connection, uri: str, text: str, user: str, peer: str, now: str
+        self,
+        connection: sqlite3.Connection,
+        uri: str,
+        text: str,
+        user: str,
+        peer: str,
+        now: str,
+        stem: _Stems,
     ) -> None:
         old = connection.execute("SELECT content FROM records WHERE uri = ?", (uri,)).fetchone()
         # The search row shares the record's rowid, so replacing it is an index lookup
@@ -383,9 +563,9 @@ class EmbeddedSqliteProvider:
         ).fetchone()[0]
         body = _search_text(text)
         if old is not None:
-            _count_terms(connection, _search_text(str(old[0])), -1)
+            _count_terms(connection, _search_text(str(old[0])), -1, stem)
             connection.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
-        _count_terms(connection, body, +1)
+        _count_terms(connection, body, +1, stem)
         connection.execute(
             "INSERT INTO records_fts(rowid, uri, body) VALUES (?, ?, ?)", (rowid, uri, body)
         )
@@ -411,7 +591,9 @@ class EmbeddedSqliteProvider:
         found: dict[str, tuple[str, float, str]] = {}
         with self._connect(timeout) as connection:
             self._ensure_schema(connection)
-            for match in _fts_queries(connection, query):
+            stem = _stemmer() if _index_mark(connection) == SEARCH_INDEX else None
+            matches, weights = _fts_queries(connection, query, stem)
+            for match in matches:
                 rows = connection.execute(
                     "SELECT r.uri, bm25(records_fts) AS rank, r.content FROM records_fts "
                     "JOIN records r ON r.rowid = records_fts.rowid "
@@ -422,7 +604,8 @@ class EmbeddedSqliteProvider:
                     found.setdefault(str(uri), (str(uri), -float(rank), str(text)))
                 if len(found) >= limit:
                     break
-        return list(found.values())[:limit]
+        rows = list(found.values())[:limit]
+        return rows if stem is None else _relevant(rows, weights, stem)
 
     def search(
         self,
@@ -433,7 +616,7 @@ class EmbeddedSqliteProvider:
         actor_peer_id: str | None,
         timeout: float = 5.0,
     ) -> list[Hit]:
-        """FTS5 search strictly below the scope, best (lowest bm25) first."""
+        """FTS5 search strictly below the scope, most relevant first (:func:`_relevant`)."""
         rows = self._search_rows(scope_ref, query, limit, actor_peer_id, timeout)
         return [Hit(uri=uri, score=score, summary=_summary(text)) for uri, score, text in rows]
 
@@ -481,13 +664,43 @@ class EmbeddedSqliteProvider:
                 ).fetchone()
                 if row is not None:
                     connection.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
-                    _count_terms(connection, _search_text(str(row[1])), -1)
+                    _count_terms(connection, _search_text(str(row[1])), -1, _stemmer())
                 removed = row is not None
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
         return bool(removed)
+
+
+def _index_mark(connection: sqlite3.Connection) -> str | None:
+    row = connection.execute("SELECT value FROM meta WHERE key = 'search_index'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def _rebuild_index(connection: sqlite3.Connection) -> None:
+    """Rebuild the search index and term counts with :data:`TOKENIZE`, then mark it.
+
+    Run once per store, inside the writer's ``BEGIN IMMEDIATE`` transaction: other
+    writers wait on the store's lock, readers keep the old index until the commit,
+    and a failure rolls the whole rebuild back (DDL is transactional in SQLite). A
+    new store takes the same path with no records.
+    """
+    connection.execute("DROP TABLE IF EXISTS records_fts")
+    connection.execute(_SCHEMA[2])
+    connection.execute("DELETE FROM term_docs")
+    stem = _stemmer()
+    for rowid, uri, content in connection.execute(
+        "SELECT rowid, uri, content FROM records"
+    ).fetchall():
+        body = _search_text(str(content))
+        connection.execute(
+            "INSERT INTO records_fts(rowid, uri, body) VALUES (?, ?, ?)", (rowid, uri, body)
+        )
+        _count_terms(connection, body, +1, stem)
+    connection.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('search_index', ?)", (SEARCH_INDEX,)
+    )
 
 
 def _make_missing(directory: Path) -> None:
@@ -536,8 +749,9 @@ def _empty_store() -> sqlite3.Connection:
     connection = sqlite3.connect(":memory:", isolation_level=None)
     for statement in _SCHEMA:
         connection.execute(statement)
-    connection.execute(
-        "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+    connection.executemany(
+        "INSERT INTO meta(key, value) VALUES (?, ?)",
+        [("schema_version", SCHEMA_VERSION), ("search_index", SEARCH_INDEX)],
     )
     connection.execute("PRAGMA query_only=ON")
     return connection

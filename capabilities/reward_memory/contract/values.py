@@ -90,6 +90,22 @@ def is_public_safe(text: str) -> bool:
     return not (_LOCAL_PATH.search(text) or _SECRET.search(text))
 
 
+def redact(text: str) -> str:
+    """``text`` without its local paths and secret-shaped values, whitespace folded.
+
+    Every word a secret touches is cut whole (a ``Bearer …`` secret spans two, and
+    a pattern may match only the start of a word), then every word holding a path,
+    so the rest of the text stays usable.
+    """
+    spans = [match.span() for match in _SECRET.finditer(text)]
+    return " ".join(
+        word.group()
+        for word in re.finditer(r"\S+", text)
+        if not any(start < word.end() and word.start() < end for start, end in spans)
+        and is_public_safe(word.group())
+    )
+
+
 def compact_or_empty(value: object, limit: int) -> str:
     """contracts.md §1.1 steps 1-4: whitespace folded, cut with ``…``, unsafe → ``""``."""
     text = " ".join(str(value or "").strip().split())

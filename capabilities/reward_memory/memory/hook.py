@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from capabilities.providers.base import Provider
 from capabilities.reward_memory.contract import values as v
@@ -155,6 +155,35 @@ class RecallHookRequest(NamedTuple):
     identity: dict[str, str | None] | None = None
     """The identity refs (user, peer, session) the recall is scoped to."""
     apply_memory: Applier | None = None
+    search_text: str | None = None
+    """What the provider searches for instead of each query's text (``None``: the
+    query's own text; ``""``: nothing). The packet keeps the queries and their
+    digests; only the provider's search changes (:class:`SearchingFor`)."""
+
+
+class SearchingFor:
+    """A provider whose searches look for ``text``; every other call is the provider's.
+
+    The queries of a recall request are part of its public, reference-compared packet,
+    so a caller that searches on other words changes what the provider is asked, not
+    the packet. An empty ``text`` searches nothing: the provider is not asked.
+    """
+
+    def __init__(self, provider: Provider, text: str) -> None:
+        self._provider = provider
+        self._text = text
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._provider, name)
+        if name not in ("search", "search_read"):
+            return attribute
+        text = self._text
+
+        def search(scope_ref: str, *_query: str, **options: Any) -> Any:
+            options.pop("query", None)
+            return attribute(scope_ref, text, **options) if text else []
+
+        return search
 
 
 def run_recall_hook(
@@ -242,10 +271,11 @@ def run_recall_hook(
                 recall_attempts=attempts,
             )
             return result
+        provider = provider_for(entry["provider_binding"])
+        if request.search_text is not None:
+            provider = cast("Provider", SearchingFor(provider, request.search_text))
         session = execute_recall(
-            packet,
-            provider_binding=entry["provider_binding"],
-            provider=provider_for(entry["provider_binding"]),
+            packet, provider_binding=entry["provider_binding"], provider=provider
         )
         telemetry["attempted_corpus_count"] += 1
         telemetry["provider_call_count"] += session.packet["provider_call_count"]

@@ -29,6 +29,7 @@ from capabilities.reward_memory.turn.situation import (
     SURFACE,
     build_situation,
     identity_scope,
+    search_text,
     situation_query,
     situation_summary,
 )
@@ -227,6 +228,7 @@ def turn_recall(
         artifact_ref=fingerprint,
         identity={key: scope.get(key) for key in ("user_ref", "peer_ref", "session_ref")},
         apply_memory=cite_guidance,
+        search_text=search_text(turn),
     )
     hook = run_recall_hook(config, request, provider_for=provider_for).document
     reason = hook.get("reason_code")

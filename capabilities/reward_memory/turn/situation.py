@@ -8,6 +8,7 @@ deduplicates a same-Turn retry), and it never touches a provider or a sidecar.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from capabilities.reward_memory.contract import values as v
@@ -71,6 +72,34 @@ def situation_query(situation: dict[str, Any]) -> str:
     if situation["recent_outcomes"]:
         parts.append("recent=" + "; ".join(situation["recent_outcomes"]))
     return v.compact_or_empty(" | ".join(parts), 500) or "turn admission"
+
+
+SEARCH_TEXT_MAX = 1000
+"""How much of a prompt is searched: the store keeps its rarest few terms anyway."""
+TRIVIAL_WORDS = frozenset(
+    "alright awesome carry continue cool done fine go going good great k keep lgtm next "
+    "nice no nope ok okay on perfect please proceed right sounds sure thank thanks thx ty "
+    "y yep yes".split()
+)
+"""A prompt made of these words alone acknowledges or nudges; it asks about nothing."""
+
+
+def search_text(turn: TurnContext) -> str | None:
+    """What the provider searches for on this Turn: the user's own words (§5.2 aside).
+
+    The packet's query (:func:`situation_query`) stays the reference's, since its
+    digest is compared byte for byte; but its scaffolding (agent, goal, project,
+    phase) is the same on every Turn and would outrank the prompt's words, and scope
+    already comes from the exact corpus and peer. So the search runs on the prompt,
+    with local paths and secrets cut out rather than the prompt dropped. ``None``
+    (no prompt: the host withheld it) searches the packet's query as before; ``""``
+    (a trivial prompt such as "thanks" or "continue") searches nothing.
+    """
+    if turn.prompt is None:
+        return None
+    text = v.redact(turn.prompt)[:SEARCH_TEXT_MAX]
+    words = re.findall(r"[^\W\d_]+", text.lower())
+    return "" if all(word in TRIVIAL_WORDS for word in words) else text
 
 
 def situation_summary(situation: dict[str, Any]) -> str:

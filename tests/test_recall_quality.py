@@ -1,0 +1,173 @@
+"""Recall that helps and stays out of the way (issue 17), through the real pre-turn hook.
+
+The query is the user's words (paths and secrets cut out, not the prompt dropped),
+stemmed as the store stems its records; a prompt that matches nothing, or only
+acknowledges, gets no memory; and a generic host delivers a memory once per session.
+The numbers behind the thresholds are in ``benchmarks/bench_recall_quality.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import sys
+
+import pytest
+from fixtures import f1
+from turn_support import ROOT, bound_goal, run_process
+
+from capabilities.providers.factory import build_provider
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.values import redact
+from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+
+MEMORIES = [
+    (
+        "Run the migration check before rebasing the schema branch.",
+        "a schema branch needs a rebase onto main",
+        "run the migration consistency check before starting the rebase",
+    ),
+    (
+        "Vacuum the SQLite database after bulk deletes.",
+        "many rows were deleted from a SQLite file",
+        "run VACUUM while no writer is connected",
+    ),
+    (
+        "Quote shell variables that hold file names.",
+        "a shell script handles user file names",
+        "wrap every expansion of a file name in double quotes",
+    ),
+]
+SECRET = "ghp_" + "Q7x" * 7  # secret-shaped, built here so no file holds one
+
+
+def learn(registry, memories=MEMORIES):
+    """Ingest memories through the real path: guard, activate, write, exact readback."""
+    config = json.loads((registry.parent / "repo" / f1.CONFIG_PATH).read_text())
+    entry = normalise_config(config)["corpora"]["experience"]
+    provider = build_provider(entry["provider_binding"], repo=registry.parent / "repo")
+    for index, (summary, trigger, action) in enumerate(memories):
+        event = f1.event()
+        event["feedback_ref"] = event["source"]["source_ref"] = f"test-recall:{index}"
+        event["content_summary"] = summary
+        experience = copy.deepcopy(event["experience"])
+        experience["applicability"] = [trigger]
+        experience["future_behavior"] = {**experience["future_behavior"], "trigger": trigger}
+        experience["future_behavior"]["action"] = action
+        event["experience"] = experience
+        receipt = ingest_scoped_event(
+            event,
+            corpus=entry["corpus"],
+            standing_policy=entry["standing_policy"],
+            provider_binding=entry["provider_binding"],
+            observed_at=f1.OBSERVED_AT,
+            execute=True,
+            provider=provider,
+        )
+        assert receipt["status"] == "activated"
+
+
+def pre_turn(registry, prompt, turn_id="t1", session=None, dialect=None):
+    """One real ``turn-hooks host generic pre-turn`` process; the context it prints."""
+    argv = [sys.executable, "-m", "hosts.cli", "host", "generic", "pre-turn"]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
+    if dialect:
+        argv += ["--dialect", dialect]
+    event = {"turn_id": turn_id, "prompt": prompt}
+    if session:
+        event["session_id"] = session
+    result = run_process(argv, json.dumps(event))
+    assert result.returncode == 0
+    document = json.loads(result.stdout)
+    if dialect == "claude-code":
+        return document["hookSpecificOutput"]["additionalContext"]
+    return document["additional_context"]
+
+
+@pytest.fixture
+def learned(tmp_path):
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    return registry
+
+
+def test_a_prompt_that_matches_no_memory_gets_none(learned):
+    """The OR fallback used to fill the limit with any record sharing a word."""
+    text = pre_turn(learned, "add a dark mode toggle to the settings file page")
+    assert "[memory " not in text
+    assert "<reward_memory_reflection_json>" in text, "the reflection request still goes out"
+
+
+def test_a_stemmed_paraphrase_is_recalled(learned):
+    """ "rebased", "schemas", "migrations" find "rebasing", "schema", "migration"."""
+    text = pre_turn(learned, "rebased schemas migrations")
+    assert "[memory 1]" in text
+    assert "summary: Run the migration check before rebasing the schema branch." in text
+    assert "[memory 2]" not in text
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "rebasing the schema branch in /home/dev/shop/db/migrations/0042.py, what first",
+        f"rebasing the schema branch with {SECRET} in the env, what first",
+    ],
+)
+def test_a_path_or_secret_is_cut_from_the_query_not_the_prompt_dropped(learned, prompt):
+    text = pre_turn(learned, prompt)
+    assert "summary: Run the migration check before rebasing the schema branch." in text
+    assert "/home/" not in text and SECRET not in text
+    receipts = list((learned.parent / "repo" / ".local" / "turn-hooks").rglob("*.json"))
+    assert not any(
+        SECRET in path.read_text() or "/home/dev" in path.read_text() for path in receipts
+    )
+
+
+@pytest.mark.parametrize("prompt", ["thanks", "ok", "continue", "Yes, please!"])
+def test_a_trivial_prompt_gets_no_memory(learned, prompt):
+    assert "[memory " not in pre_turn(learned, prompt)
+
+
+@pytest.mark.parametrize("dialect", [None, "claude-code"])
+def test_a_generic_host_delivers_a_memory_once_per_session(learned, dialect):
+    prompt = "vacuum the sqlite database after deleting rows"
+    assert "[memory 1]" in pre_turn(learned, prompt, "t1", "s-1", dialect)
+    again = pre_turn(learned, prompt, "t2", "s-1", dialect)
+    assert "[memory " not in again, "already in this session's conversation"
+    assert "<reward_memory_reflection_json>" in again, "instructions are not items"
+    assert "[memory 1]" in pre_turn(learned, prompt, "t3", "s-2", dialect)
+    assert "[memory 1]" in pre_turn(learned, prompt, "t4", None, dialect), "no session: no memo"
+    host = "claude_code" if dialect else "generic_cli"
+    sidecars = list(
+        (learned.parent / "repo" / ".local" / "turn-hooks" / "injected" / host).glob("*.json")
+    )
+    assert len(sidecars) == 2
+    assert all(stat.S_IMODE(os.stat(path).st_mode) == 0o600 for path in sidecars)
+
+
+def test_no_prompt_in_recall_still_withholds_the_prompt(learned):
+    argv = [sys.executable, "-m", "hosts.cli", "host", "generic", "pre-turn", "--goal-id"]
+    argv += [f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(learned)]
+    argv.append("--no-prompt-in-recall")
+    event = {"turn_id": "t1", "prompt": "rebased schemas migrations"}
+    result = run_process(argv, json.dumps(event))
+    assert result.returncode == 0
+    assert "[memory " not in json.loads(result.stdout)["additional_context"]
+
+
+def test_redact_cuts_paths_and_secrets_and_keeps_the_rest():
+    assert redact("fix /home/ana/x.py now") == "fix now"
+    assert redact(f"token {SECRET} leaked") == "token leaked"
+    assert redact("Bearer " + "a1b2c3d4" * 3 + " was sent") == "was sent"
+    assert redact("  plain   words ") == "plain words"
+
+
+def test_the_benchmark_data_is_large_enough_that_no_prompt_decides_it():
+    data = json.loads((ROOT / "benchmarks" / "recall_quality.json").read_text())
+    ids = [memory["id"] for memory in data["memories"]]
+    summaries = {memory["summary"] for memory in data["memories"]}
+    assert len(ids) == len(set(ids)) == len(summaries) >= 200
+    assert len(data["prompts"]) >= 100 and len(data["no_match"]) >= 20
+    assert {prompt["expect"] for prompt in data["prompts"]} <= set(ids)
