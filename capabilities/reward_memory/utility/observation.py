@@ -18,9 +18,9 @@ from capabilities.reward_memory.contract.values import (
     EXTERNAL_WRITES,
     NEW_ACTION_AUTHORITY,
     RAW_CONTENT,
+    RewardMemoryInputError,
 )
 from turn_hooks.canonical import s1, sha256_hex
-from turn_hooks.errors import InvalidInputError
 
 OBSERVATION_SCHEMA = "memory_utility_observation_v0"
 UTILITY_LABELS = ("helpful", "harmful", "neutral", "unknown")
@@ -87,8 +87,11 @@ _OBSERVATION_ID = re.compile(r"^muo_[0-9a-f]{64}$")
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
-class UtilityError(InvalidInputError):
-    """An observation or projection input that breaks the contract (typed reason code)."""
+class UtilityError(RewardMemoryInputError):
+    """An observation or projection input that breaks the contract (typed reason code).
+
+    On the command line it is a ``reward_memory_error_v0``, as upstream reports it.
+    """
 
 
 def fail(reason_code: str, message: str) -> NoReturn:
