@@ -123,8 +123,12 @@ def build_receipt(value: object) -> dict[str, Any]:
         frozenset({"latency_ms", "model_tokens", "provider_call_count"}),
     )
     cost = {key: _count(cost_input[key], f"observation.cost.{key}") for key in cost_input}
+    # The summary is optional upstream: absent reads as null (issue 19).
     intervention_input = v.exact_keys(
-        document["intervention"], "observation.intervention", frozenset({"count", "summary"})
+        document["intervention"],
+        "observation.intervention",
+        frozenset({"count"}),
+        frozenset({"summary"}),
     )
     count = _count(intervention_input["count"], "observation.intervention.count")
     feedback_input = v.exact_keys(
@@ -163,7 +167,10 @@ def build_receipt(value: object) -> dict[str, Any]:
         "intervention": {
             "count": count,
             "summary": _summary(
-                intervention_input["summary"], 240, "observation.intervention.summary", count > 0
+                intervention_input.get("summary"),
+                240,
+                "observation.intervention.summary",
+                count > 0,
             ),
         },
         "bot_feedback": {

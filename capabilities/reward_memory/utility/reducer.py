@@ -182,6 +182,13 @@ def _previous_identity(previous: object) -> str:
     return str(previous["reducer_identity"])
 
 
+def _by_subject(item: tuple[str, list[dict[str, Any]]]) -> tuple[str, tuple[str, ...]]:
+    """Upstream's subject order: attribution level, then the digests (unattributed: id)."""
+    sid, group = item
+    level = group[0]["attribution_level"]
+    return level, tuple(group[0]["memory_ref_digests"]) if level != "none" else (sid,)
+
+
 def project(document: object) -> dict[str, Any]:
     """Reduce one projection input (§15).
 
@@ -266,7 +273,9 @@ def _reduce(
         rejected = _rejected(context, identity, "projection_subject_limit_exceeded")
         rejected["rejected_observation_count"] = len(accepted)
         return rejected
-    subjects = [subject_projection(sid, group) for sid, group in sorted(by_subject.items())]
+    subjects = [
+        subject_projection(sid, group) for sid, group in sorted(by_subject.items(), key=_by_subject)
+    ]
     projection = _base(context, identity)
     conflicted = [s for s in subjects if s["review"]["state"] == "conflict"]
     if not accepted and not rejections:
