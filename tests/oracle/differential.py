@@ -38,7 +38,7 @@ def materialise(case: dict[str, Any], root: Path) -> list[str]:
     for name, document in case["files"].items():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(document) if not isinstance(document, str) else document
+        text = document if isinstance(document, str) else json.dumps(document)
         target.write_text(text.replace("{root}", str(root)), encoding="utf-8")
     return [arg.replace("{root}", str(root)) for arg in case["argv"]]
 

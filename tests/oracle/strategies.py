@@ -200,7 +200,9 @@ def _goal_files() -> dict[str, Any]:
     files = {}
     for path in sorted(root.rglob("*.json")):
         text = path.read_text(encoding="utf-8").replace(str(root), "{root}")
-        files[str(path.relative_to(root))] = json.loads(text)
+        # The config stays as its bytes, so its digest matches the receipt's.
+        name = str(path.relative_to(root))
+        files[name] = text if "config" in name else json.loads(text)
     return files
 
 
@@ -214,7 +216,10 @@ def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
     """A registry and config, either edited; the status of F1's Goal and Agent."""
     files = copy.deepcopy(GOAL_FILES)
     target = draw(st.sampled_from([REGISTRY_NAME, CONFIG_NAME]))
-    files[target] = draw(edited(files[target], max_edits=2))
+    if target == CONFIG_NAME:
+        files[target] = json.dumps(draw(edited(json.loads(files[target]), max_edits=2)))
+    else:
+        files[target] = draw(edited(files[target], max_edits=2))
     argv = ["reward-memory", "experiment-status", "--registry", f"{{root}}/{REGISTRY_NAME}"]
     return _case(
         "experiment-status", [*argv, "--goal-id", f1.GOAL, "--agent-id", f1.AGENT], **files

@@ -1,7 +1,8 @@
 """The differential fuzzer: generated inputs through both CLIs, compared whole.
 
-``make oracle`` runs a bounded budget per family (``TURN_HOOKS_DIFF_EXAMPLES``,
-default 40 draws, about a minute a family on a quiet machine). Each divergence
+``make oracle`` runs a bounded budget per family: at most ``TURN_HOOKS_DIFF_EXAMPLES``
+draws (default 40) and ``TURN_HOOKS_DIFF_SECONDS`` (default 45) per phase, so the
+whole job stays within a few minutes. Each divergence
 class (the first JSON path that differs after the named excuses, or the exit code)
 is then looked for again on its own, so Hypothesis shrinks every class separately;
 the smallest input seen per class is written, with both answers, to
@@ -16,6 +17,7 @@ import contextlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,9 @@ from oracle.strategies import FAMILIES
 pytestmark = pytest.mark.oracle
 
 BUDGET = int(os.environ.get("TURN_HOOKS_DIFF_EXAMPLES", "40"))
+# Wall-clock bound per family and phase: draws after it are skipped, so a slow
+# machine runs fewer draws rather than a longer job.
+SECONDS = float(os.environ.get("TURN_HOOKS_DIFF_SECONDS", "45"))
 OUT = Path(os.environ.get("TURN_HOOKS_DIFF_OUT") or tempfile.mkdtemp(prefix="diff-found-"))
 
 
@@ -90,10 +95,13 @@ SETTINGS = settings(
 
 def _shrinker(family: str, target: str, tools):
     """A search that fails only on ``target``, so Hypothesis shrinks that class."""
+    until = time.monotonic() + SECONDS
 
     @settings(SETTINGS, max_examples=BUDGET)
     @given(FAMILIES[family])
     def shrink(case):
+        if time.monotonic() > until:
+            return
         ours, theirs = answer_both(case, tools)
         classes, _used = divergences(family, ours, theirs)
         if target in classes:
@@ -107,10 +115,13 @@ def _shrinker(family: str, target: str, tools):
 def test_both_tools_agree(family, tools):
     """Explore the budget, then shrink each divergence class on its own."""
     seen: dict[str, int] = {}
+    until = time.monotonic() + SECONDS
 
     @settings(SETTINGS, max_examples=BUDGET, phases=[Phase.generate])
     @given(FAMILIES[family])
     def explore(case):
+        if time.monotonic() > until:
+            return
         ours, theirs = answer_both(case, tools)
         classes, _used = divergences(family, ours, theirs)
         for name in classes:
