@@ -136,14 +136,17 @@ def strict(value: Any) -> Any:
 
 
 def divergences(
-    family: str, ours: dict[str, Any], theirs: dict[str, Any]
+    family: str,
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    case: dict[str, Any] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(divergence classes, excuse rules applied) between two answers to one case.
 
     A class names where the two differ (``exit_code``, or the first JSON path that
     differs), so one behaviour found on many inputs counts once.
     """
-    ours_out, theirs_out, used = apply_excuses(family, ours, theirs)
+    ours_out, theirs_out, used = apply_excuses(family, ours, theirs, case)
     kinds = [_kind(ours["exit_code"], ours_out), _kind(theirs["exit_code"], theirs_out)]
     if kinds[0] != kinds[1]:
         # A different kind of answer (an error against a receipt) is one class, not

@@ -103,7 +103,7 @@ def _shrinker(family: str, target: str, tools):
         if time.monotonic() > until:
             return
         ours, theirs = answer_both(case, tools)
-        classes, _used = divergences(family, ours, theirs)
+        classes, _used = divergences(family, ours, theirs, case)
         if target in classes:
             _keep(target, case, ours, theirs)
             raise Divergence(target)
@@ -123,7 +123,7 @@ def test_both_tools_agree(family, tools):
         if time.monotonic() > until:
             return
         ours, theirs = answer_both(case, tools)
-        classes, _used = divergences(family, ours, theirs)
+        classes, _used = divergences(family, ours, theirs, case)
         for name in classes:
             seen[name] = seen.get(name, 0) + 1
             _keep(name, case, ours, theirs)
