@@ -30,7 +30,6 @@ MAX_CONTROLS = 8
 _INPUT_KEYS = frozenset(
     {"domain_family", "domain_id", "application_receipt", "module_outcome", "cost", "intervention"}
 )
-_INPUT_OPTIONAL = frozenset({"utility_attribution", "bot_feedback", v.RAW_CONTENT})
 
 
 def _count(value: object, field: str) -> int:
@@ -77,7 +76,11 @@ def _utility(
 
 def build_receipt(value: object) -> dict[str, Any]:
     """One ``reward_memory_dogfood_receipt_v1`` from a settled observation."""
-    document = v.exact_keys(value, "observation", _INPUT_KEYS, _INPUT_OPTIONAL)
+    # Keys beyond the contract's are ignored, as upstream ignores them; none is echoed.
+    document = v.mapping(value, "observation")
+    missing = sorted(_INPUT_KEYS - set(document))
+    if missing:
+        v.fail(f"observation.{missing[0]}", "is required", "missing_key")
     if document.get(v.RAW_CONTENT, False) is not False:
         v.fail(f"observation.{v.RAW_CONTENT}", "must be false", "raw_content_rejected")
     family = v.enum(document["domain_family"], FAMILIES, "observation.domain_family")

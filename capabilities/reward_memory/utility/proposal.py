@@ -14,6 +14,7 @@ from capabilities.reward_memory.contract.values import (
     EXTERNAL_WRITES,
     NEW_ACTION_AUTHORITY,
     RAW_CONTENT,
+    TOKEN,
 )
 from capabilities.reward_memory.utility.observation import (
     BOUNDARY_FIELDS,
@@ -124,6 +125,12 @@ def application_receipt(value: object) -> dict[str, Any]:
     for key in ("application_id", "corpus_id", "surface_id"):
         if not isinstance(receipt[key], str) or not receipt[key]:
             fail(_RECEIPT_CODE, f"application_receipt.{key} must be a string")
+    # Upstream refuses these two shapes too (found by the differential fuzzer).
+    if not TOKEN.fullmatch(receipt["application_id"]):
+        fail(_RECEIPT_CODE, "application_receipt.application_id must be a token")
+    evidence = receipt["query_evidence"]
+    if not isinstance(evidence, list) or not all(isinstance(item, dict) for item in evidence):
+        fail(_RECEIPT_CODE, "application_receipt.query_evidence must be a list of objects")
     return receipt
 
 
