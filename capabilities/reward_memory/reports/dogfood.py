@@ -233,6 +233,8 @@ def _controls(value: object) -> list[str]:
         ):
             if control.get(flag) is not False:
                 v.fail(f"{field}.{flag}", "must be false")
+        for key in ("operator_ref", "authority_ref", "authority_source_ref", "corpus_id"):
+            v.token(control.get(key), f"{field}.{key}")  # as upstream checks them
         actions.append(v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action"))
         ref = v.token(control.get("control_ref"), f"{field}.control_ref")
         if ref in refs:
