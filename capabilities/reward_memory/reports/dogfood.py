@@ -25,6 +25,8 @@ FAMILIES = ("issue_fix", "loopx")
 DISPOSITIONS = ("applied", "not_applied", "refuted")
 DISPOSITION_OF = {"applied": "applied", "refuted": "refuted"}
 CONTROL_ACTIONS = ("edit", "retire")
+# What an operator control leaves behind: an edit is a new candidate to review.
+RESULT_STATE = {"edit": "candidate", "retire": "retired"}
 MAX_RECEIPTS = 24
 MAX_CONTROLS = 8
 _INPUT_KEYS = frozenset(
@@ -235,7 +237,12 @@ def _controls(value: object) -> list[str]:
                 v.fail(f"{field}.{flag}", "must be false")
         for key in ("operator_ref", "authority_ref", "authority_source_ref", "corpus_id"):
             v.token(control.get(key), f"{field}.{key}")  # as upstream checks them
-        actions.append(v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action"))
+        action = v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action")
+        if control.get("effective_action") != action:
+            v.fail(f"{field}.effective_action", "must be the control's action")
+        if control.get("result_state") != RESULT_STATE[action]:
+            v.fail(f"{field}.result_state", f"must be {RESULT_STATE[action]} after {action}")
+        actions.append(action)
         ref = v.token(control.get("control_ref"), f"{field}.control_ref")
         if ref in refs:
             v.fail(f"{field}.control_ref", "is a duplicate", "duplicate_control_ref")
