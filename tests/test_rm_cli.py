@@ -180,6 +180,55 @@ def test_full_fixture_form_never_writes(capsys, goal, monkeypatch):
     assert (code, error["status"]) == (2, "invalid_request")
 
 
+def _fixture_with_binding(root, change):
+    from capabilities.reward_memory.contract.config import normalise_config
+
+    entry = normalise_config(f1.config("embedded_sqlite"))["corpora"]["experience"]
+    binding = dict(entry["provider_binding"])
+    change(binding)
+    fixture = root / "fixture.json"
+    fixture.write_text(
+        json.dumps(
+            {
+                "adapter": "scoped_feedback",
+                "event": f1.event(),
+                "corpus": f1.corpus("embedded_sqlite"),
+                "standing_policy": f1.standing_policy(),
+                "provider_binding": binding,
+                "observed_at": f1.OBSERVED_AT,
+            }
+        )
+    )
+    return str(fixture)
+
+
+def test_a_fixture_binding_without_timeout_or_hints_takes_the_defaults(capsys, goal, monkeypatch):
+    """LoopX 2.1.1 defaults a fixture binding's timeout to 30 s (issue 19: it crashed)."""
+    monkeypatch.setenv("TURN_HOOKS_SQLITE_PATH", str(goal["root"] / "fixture.sqlite3"))
+    full = _fixture_with_binding(goal["root"], lambda b: b.update(timeout_seconds=30))
+    code, expected = run(capsys, "reward-memory", "ingest-event", "--input", full)
+    assert (code, expected["status"]) == (0, "preflight_ready")
+    expected["write"].pop("telemetry")  # latency
+    for drop in (("timeout_seconds",), ("timeout_seconds", "setup_hints")):
+        bare = _fixture_with_binding(
+            goal["root"], lambda b, drop=drop: [b.pop(key) for key in drop]
+        )
+        code, receipt = run(capsys, "reward-memory", "ingest-event", "--input", bare)
+        receipt["write"].pop("telemetry")
+        assert (code, receipt) == (0, expected)
+
+
+@pytest.mark.parametrize("timeout", [0, 0.5, 121, True, "5", None])
+def test_a_fixture_timeout_out_of_range_is_an_input_error(capsys, goal, timeout):
+    fixture = _fixture_with_binding(goal["root"], lambda b: b.update(timeout_seconds=timeout))
+    code, error = run(capsys, "reward-memory", "ingest-event", "--input", fixture)
+    assert (code, error["status"], error["field"]) == (
+        2,
+        "invalid_request",
+        "input.provider_binding.timeout_seconds",
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "reason"),
     [

@@ -90,6 +90,16 @@ def test_unavailable_provider(tmp_path):
     assert receipt["fail_open"] is True
 
 
+def test_an_unconfigured_endpoint_is_not_worth_retrying(monkeypatch, tmp_path):
+    """Like LoopX 2.1.1 without its `ov` CLI: a missing endpoint is `no_retry` (issue 19)."""
+    from capabilities.providers.factory import build_provider
+
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.delenv("OPENVIKING_URL", raising=False)
+    receipt = ingest(build_provider({"provider_id": "openviking"}, repo=tmp_path))
+    assert (receipt["status"], receipt["write"]["retry_disposition"]) == ("unavailable", "no_retry")
+
+
 @pytest.mark.parametrize(
     ("fault", "status", "reason"),
     [

@@ -211,3 +211,21 @@ def test_bad_registry_files(tmp_path, content, reason):
     with pytest.raises(RewardMemoryInputError) as info:
         load_registry(path)
     assert info.value.reason_code == reason
+
+
+@pytest.mark.parametrize(
+    ("pointer", "status", "reason"),
+    [
+        # Inside the repository: the config is read, and the binding is to requalify,
+        # as LoopX 2.1.1 reports it (issue 19).
+        (f"../repo/{f1.CONFIG_PATH}", "enablement_stale", "config_digest_missing_or_drifted"),
+        (".loopx/config/../" + f1.CONFIG_PATH[len(".loopx/") :], "enablement_stale", None),
+        # Leaving it is still refused, and nothing outside is read.
+        ("../../etc/passwd", "config_invalid", "config_unavailable_or_invalid"),
+        ("..", "config_invalid", "config_unavailable_or_invalid"),
+    ],
+)
+def test_a_config_pointer_with_dot_dot(tmp_path, pointer, status, reason):
+    result = status_of(tmp_path, lambda b: b.update(config_path=pointer))
+    assert result["status"] == status
+    assert result["reason_code"] == (reason or "config_digest_missing_or_drifted")

@@ -24,6 +24,9 @@ SYNC_SCHEMA = "context_provider_sync_v0"
 RECORD_SCHEMA = "reward_memory_active_record_v0"
 
 
+SETUP_FAILURES = frozenset({"provider_endpoint_unconfigured", "provider_unsupported"})
+
+
 def canonical_text(text: str) -> str:
     """CRLF to LF and one trailing newline removed (identities.md §11)."""
     normalised = text.replace("\r\n", "\n")
@@ -157,9 +160,11 @@ def _sync(
     result.provider_preflight_performed = True
     result.provider_version = preflight.provider_version
     if not preflight.ok:
-        return _stop(
-            result, "unavailable", preflight.reason_code or "provider_unavailable", "safe_to_retry"
-        )
+        reason = preflight.reason_code or "provider_unavailable"
+        # A provider that is not set up is no transient fault: LoopX 2.1.1 says no_retry
+        # when its `ov` CLI is missing, and so do we for a missing endpoint.
+        disposition = "no_retry" if reason in SETUP_FAILURES else "safe_to_retry"
+        return _stop(result, "unavailable", reason, disposition)
     for body, target in resources:
         expected = stored_form(body)
         try:

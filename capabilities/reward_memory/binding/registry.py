@@ -7,6 +7,7 @@ enablement_stale → enablement_unverified → available.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,6 +195,23 @@ def _receipt_verified(
     )
 
 
+def _canonical_pointer(repo: Path, config_path: str) -> tuple[str, bool]:
+    """The pointer with ``..`` resolved lexically against ``repo``, and whether it had any.
+
+    A pointer with ``..`` that stays inside the repository names the config, but it
+    is not the pointer a configure run registers: upstream reports it as digest
+    drift to requalify (issue 19). One that leaves the repository stays refused.
+    """
+    relative = Path(config_path.strip())
+    if ".." not in relative.parts or relative.is_absolute():
+        return config_path, False
+    base = os.path.normpath(repo)
+    target = os.path.normpath(os.path.join(base, relative))
+    if os.path.commonpath([base, target]) != base or target == base:
+        return config_path, False  # leaves the repository: read_config_bytes refuses it
+    return os.path.relpath(target, base), True
+
+
 def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution:
     """Resolve the experiment status of one (Goal, Agent) (§5.3); no provider call."""
     goal = find_goal(registry, goal_id)
@@ -256,8 +274,9 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     if not config_path:
         return stop("config_missing")
     repo = Path(str(goal.get("repo") or "."))
+    pointer, dotted = _canonical_pointer(repo, str(config_path))
     try:
-        raw = read_config_bytes(repo, config_path)
+        raw = read_config_bytes(repo, pointer)
         digest = config_digest(raw)
         # Validated when the binding was configured, unless the bytes changed since.
         config = validated_config(SidecarStore(sidecar_root(repo)), config_path, raw, digest)
@@ -272,6 +291,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     receipt = receipt if isinstance(receipt, dict) else None
     if (
         receipt is None
+        or dotted
         or binding.get("config_digest") != digest
         or receipt.get("config_digest") != digest
     ):

@@ -30,6 +30,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
         normalise_corpus,
         normalise_standing_policy,
     )
+    from capabilities.reward_memory.contract.fixture import normalise_fixture_binding
     from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 
     source = read_input(args.input)
@@ -43,10 +44,13 @@ def ingest_event(args: argparse.Namespace) -> Result:
             v.fail(
                 "input.adapter", "is unsupported; routing is never inferred", "adapter_unsupported"
             )
-        binding = v.mapping(fixture["provider_binding"], "input.provider_binding")
+        corpus = normalise_corpus(fixture["corpus"], "input.corpus")
+        binding = normalise_fixture_binding(
+            fixture["provider_binding"], corpus, "input.provider_binding"
+        )
         receipt = ingest_scoped_event(
             fixture["event"],
-            corpus=normalise_corpus(fixture["corpus"], "input.corpus"),
+            corpus=corpus,
             standing_policy=normalise_standing_policy(
                 fixture["standing_policy"], "input.standing_policy"
             ),

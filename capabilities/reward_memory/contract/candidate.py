@@ -137,7 +137,8 @@ def candidate_guard_reasons(candidate: dict[str, Any], checkpoint: dict[str, Any
     procedural = candidate["target_class"] == "procedural_experience"
     hard = candidate["target_class"] == "hard_policy"
     guard = candidate["guard_context"]
-    scopes = candidate["requested_action_scopes"]
+    # A reviewed record written without the field has requested nothing (as upstream).
+    scopes = candidate.get("requested_action_scopes", [])
     source = candidate["source"]
     if procedural and "experience" not in candidate:
         reasons.append("procedural_experience_quality_contract_missing")
@@ -228,7 +229,9 @@ def _identity(candidate: dict[str, Any]) -> dict[str, Any]:
         "scope": candidate["scope"],
         "guard_context": candidate["guard_context"],
         "experience": candidate.get("experience"),
-        "requested_action_scopes": candidate["requested_action_scopes"],
+        "requested_action_scopes": candidate.get(
+            "requested_action_scopes"
+        ),  # null when absent, as upstream hashes it,
     }
 
 

@@ -193,9 +193,10 @@ def _automation(value: object) -> tuple[dict[str, bool], dict[str, str]]:
     return normal, intent
 
 
-def _check_peer_binding(
+def check_peer_binding(
     binding: dict[str, Any], scope_ref: str, corpus: dict[str, Any], field: str
 ) -> None:
+    """The scope ref is accepted, bound to the binding's peer, and private if the corpus is."""
     scope = classify_scope(scope_ref)
     if scope is None:
         # viking://agent/... is an account-wide shared scope, never a memory root.
@@ -251,7 +252,7 @@ def normalise_config(document: object) -> dict[str, Any]:
         digest = corpus.get("provider_scope_ref_digest")
         if digest is not None and digest != short_digest(scope_ref):
             v.fail(f"corpora.{name}.provider_scope_ref_digest", "does not match its scope ref")
-        _check_peer_binding(binding, scope_ref, corpus, f"corpora.{name}")
+        check_peer_binding(binding, scope_ref, corpus, f"corpora.{name}")
         provider_binding: dict[str, Any] = {
             "corpus_id": name,
             "provider_id": binding["provider_id"],

@@ -45,6 +45,27 @@ def _checkpoint(value: object) -> dict[str, Any]:
     return tokens
 
 
+def _check_record_in_corpus(scope: dict[str, Any], corpus: dict[str, Any]) -> None:
+    """The record lives in the corpus: same workspace and project, surfaces inside the
+    corpus', and for a revision-bound corpus its source revision (as upstream checks)."""
+    declared = corpus["scope"]
+    surfaces = scope.get("surface_ids")
+    freshness = corpus["freshness"]
+    if (
+        scope.get("workspace_ref") != declared["workspace_ref"]
+        or scope.get("project_ref") != declared["project_ref"]
+        or not isinstance(surfaces, list)
+        or not set(surfaces) <= set(declared["surface_ids"])
+        or (
+            freshness["mode"] == "revision_bound"
+            and scope.get("revision_ref") != freshness["source_revision"]
+        )
+    ):
+        v.fail(
+            "reviewed_record.record.scope", "is not the corpus' scope", "operator_scope_mismatch"
+        )
+
+
 def operator_control(
     document: object,
     *,
@@ -88,6 +109,7 @@ def operator_control(
             "does not match the record",
             "operator_authority_mismatch",
         )
+    _check_record_in_corpus(scope, corpus)
     declared = (
         corpus["owner_ref"] if action == "edit" else corpus["maintenance"]["retirement_authority"]
     )

@@ -25,12 +25,13 @@ FAMILIES = ("issue_fix", "loopx")
 DISPOSITIONS = ("applied", "not_applied", "refuted")
 DISPOSITION_OF = {"applied": "applied", "refuted": "refuted"}
 CONTROL_ACTIONS = ("edit", "retire")
+# What an operator control leaves behind: an edit is a new candidate to review.
+RESULT_STATE = {"edit": "candidate", "retire": "retired"}
 MAX_RECEIPTS = 24
 MAX_CONTROLS = 8
 _INPUT_KEYS = frozenset(
     {"domain_family", "domain_id", "application_receipt", "module_outcome", "cost", "intervention"}
 )
-_INPUT_OPTIONAL = frozenset({"utility_attribution", "bot_feedback", v.RAW_CONTENT})
 
 
 def _count(value: object, field: str) -> int:
@@ -77,7 +78,11 @@ def _utility(
 
 def build_receipt(value: object) -> dict[str, Any]:
     """One ``reward_memory_dogfood_receipt_v1`` from a settled observation."""
-    document = v.exact_keys(value, "observation", _INPUT_KEYS, _INPUT_OPTIONAL)
+    # Keys beyond the contract's are ignored, as upstream ignores them; none is echoed.
+    document = v.mapping(value, "observation")
+    missing = sorted(_INPUT_KEYS - set(document))
+    if missing:
+        v.fail(f"observation.{missing[0]}", "is required", "missing_key")
     if document.get(v.RAW_CONTENT, False) is not False:
         v.fail(f"observation.{v.RAW_CONTENT}", "must be false", "raw_content_rejected")
     family = v.enum(document["domain_family"], FAMILIES, "observation.domain_family")
@@ -123,8 +128,12 @@ def build_receipt(value: object) -> dict[str, Any]:
         frozenset({"latency_ms", "model_tokens", "provider_call_count"}),
     )
     cost = {key: _count(cost_input[key], f"observation.cost.{key}") for key in cost_input}
+    # The summary is optional upstream: absent reads as null (issue 19).
     intervention_input = v.exact_keys(
-        document["intervention"], "observation.intervention", frozenset({"count", "summary"})
+        document["intervention"],
+        "observation.intervention",
+        frozenset({"count"}),
+        frozenset({"summary"}),
     )
     count = _count(intervention_input["count"], "observation.intervention.count")
     feedback_input = v.exact_keys(
@@ -163,7 +172,10 @@ def build_receipt(value: object) -> dict[str, Any]:
         "intervention": {
             "count": count,
             "summary": _summary(
-                intervention_input["summary"], 240, "observation.intervention.summary", count > 0
+                intervention_input.get("summary"),
+                240,
+                "observation.intervention.summary",
+                count > 0,
             ),
         },
         "bot_feedback": {
@@ -223,7 +235,14 @@ def _controls(value: object) -> list[str]:
         ):
             if control.get(flag) is not False:
                 v.fail(f"{field}.{flag}", "must be false")
-        actions.append(v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action"))
+        for key in ("operator_ref", "authority_ref", "authority_source_ref", "corpus_id"):
+            v.token(control.get(key), f"{field}.{key}")  # as upstream checks them
+        action = v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action")
+        if control.get("effective_action") != action:
+            v.fail(f"{field}.effective_action", "must be the control's action")
+        if control.get("result_state") != RESULT_STATE[action]:
+            v.fail(f"{field}.result_state", f"must be {RESULT_STATE[action]} after {action}")
+        actions.append(action)
         ref = v.token(control.get("control_ref"), f"{field}.control_ref")
         if ref in refs:
             v.fail(f"{field}.control_ref", "is a duplicate", "duplicate_control_ref")

@@ -18,9 +18,9 @@ from capabilities.reward_memory.contract.values import (
     EXTERNAL_WRITES,
     NEW_ACTION_AUTHORITY,
     RAW_CONTENT,
+    RewardMemoryInputError,
 )
 from turn_hooks.canonical import s1, sha256_hex
-from turn_hooks.errors import InvalidInputError
 
 OBSERVATION_SCHEMA = "memory_utility_observation_v0"
 UTILITY_LABELS = ("helpful", "harmful", "neutral", "unknown")
@@ -87,8 +87,11 @@ _OBSERVATION_ID = re.compile(r"^muo_[0-9a-f]{64}$")
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
-class UtilityError(InvalidInputError):
-    """An observation or projection input that breaks the contract (typed reason code)."""
+class UtilityError(RewardMemoryInputError):
+    """An observation or projection input that breaks the contract (typed reason code).
+
+    On the command line it is a ``reward_memory_error_v0``, as upstream reports it.
+    """
 
 
 def fail(reason_code: str, message: str) -> NoReturn:
@@ -214,7 +217,52 @@ def _semantics(document: dict[str, Any]) -> None:
 
 
 def validate_observation(value: object) -> dict[str, Any]:
-    """The normalised observation; :class:`UtilityError` with its typed reason code."""
+    """The normalised observation; :class:`UtilityError` with its typed reason code.
+
+    The reason code of a refusal is classified from the document's fields, in
+    LoopX 2.1.1's order (issue 19), not from the first check that failed: the
+    schema, the write-boundary flags, the scope, the snapshots, then the identity
+    (an ``observation_id`` that the identity fields as sent do not produce), and
+    ``observation_malformed`` for everything else.
+    """
+    try:
+        return _validated(value)
+    except UtilityError as exc:
+        raise UtilityError(exc.message, reason_code=_refusal_code(value)) from exc
+
+
+def _refusal_code(value: object) -> str:
+    if not isinstance(value, dict):
+        return "observation_malformed"
+    if value.get("schema_version") != OBSERVATION_SCHEMA:
+        return "observation_schema_mismatch"
+    if any(key in value and value[key] is not False for key in BOUNDARY_FIELDS):
+        return "observation_write_boundary_violation"
+    checks = (
+        ("observation_malformed_scope", lambda: scope(value.get("scope"))),
+        (
+            "observation_malformed_snapshot",
+            lambda: [opaque_ref(value.get(key), "", key) for key in SNAPSHOT_FIELDS],
+        ),
+    )
+    for code, check in checks:
+        try:
+            check()
+        except UtilityError:
+            return code
+    try:
+        claimed = opaque_ref(value.get("observation_id"), "", "observation_id")
+        if set(IDENTITY_FIELDS) <= set(value) and claimed != observation_id(value):
+            return "observation_identity_invalid"
+    except (UtilityError, TypeError, ValueError):
+        return "observation_identity_invalid"
+    return "observation_malformed"
+
+
+SNAPSHOT_FIELDS = ("retrieval_snapshot_ref", "policy_snapshot_ref")
+
+
+def _validated(value: object) -> dict[str, Any]:
     if not isinstance(value, dict):
         fail("observation_malformed", "an observation must be a JSON object")
     if value.get("schema_version") != OBSERVATION_SCHEMA:
@@ -254,9 +302,9 @@ def validate_observation(value: object) -> dict[str, Any]:
         "created_at": timestamp(value["created_at"], code, "created_at"),
         **dict.fromkeys(BOUNDARY_FIELDS, False),
     }
+    # Digests arriving unsorted are sorted, as upstream does; the identity is over
+    # the sorted form.
     _semantics(document)
-    if document["memory_ref_digests"] != value["memory_ref_digests"]:
-        fail(code, "memory_ref_digests must arrive sorted")
     if not isinstance(document["observation_id"], str) or not _OBSERVATION_ID.match(
         document["observation_id"]
     ):

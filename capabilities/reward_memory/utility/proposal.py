@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from capabilities.reward_memory.contract.config import RECALL_MODES
 from capabilities.reward_memory.contract.values import (
     EXTERNAL_WRITES,
     NEW_ACTION_AUTHORITY,
     RAW_CONTENT,
+    TOKEN,
 )
 from capabilities.reward_memory.utility.observation import (
     BOUNDARY_FIELDS,
@@ -124,6 +126,20 @@ def application_receipt(value: object) -> dict[str, Any]:
     for key in ("application_id", "corpus_id", "surface_id"):
         if not isinstance(receipt[key], str) or not receipt[key]:
             fail(_RECEIPT_CODE, f"application_receipt.{key} must be a string")
+    # Upstream refuses these shapes too (found by the differential fuzzer).
+    if not TOKEN.fullmatch(receipt["application_id"]):
+        fail(_RECEIPT_CODE, "application_receipt.application_id must be a token")
+    opaque_ref(receipt["corpus_id"], _RECEIPT_CODE, "application_receipt.corpus_id")
+    enum(receipt["mode"], RECALL_MODES, _RECEIPT_CODE, "application_receipt.mode")
+    calls = receipt["provider_call_count"]
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+        fail(_RECEIPT_CODE, "application_receipt.provider_call_count must be a count")
+    summary = receipt["reasoning_summary"]
+    if not isinstance(summary, str) or not summary.strip():
+        fail(_RECEIPT_CODE, "application_receipt.reasoning_summary must be compact text")
+    evidence = receipt["query_evidence"]
+    if not isinstance(evidence, list) or not all(isinstance(item, dict) for item in evidence):
+        fail(_RECEIPT_CODE, "application_receipt.query_evidence must be a list of objects")
     return receipt
 
 

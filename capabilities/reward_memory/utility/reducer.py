@@ -161,6 +161,13 @@ def _input(document: object) -> dict[str, Any]:
         v.fail(f"input.{missing[0]}", "is required", "missing_key")
     if not isinstance(document["observations"], list):
         v.fail("input.observations", "must be a list")
+    # Upstream refuses these two as a bad request, not as a rejected projection.
+    version = document.get("reducer_version", REDUCER_VERSION)
+    if not isinstance(version, str) or not version.strip():
+        v.fail("input.reducer_version", "must be a non-empty string when given")
+    previous = document.get("previous_projection")
+    if previous is not None and not isinstance(previous, dict):
+        v.fail("input.previous_projection", "must be a projection object when given")
     return document
 
 
@@ -173,6 +180,13 @@ def _previous_identity(previous: object) -> str:
     ):
         u.fail(MALFORMED, "previous_projection is not a projection")
     return str(previous["reducer_identity"])
+
+
+def _by_subject(item: tuple[str, list[dict[str, Any]]]) -> tuple[str, tuple[str, ...]]:
+    """Upstream's subject order: attribution level, then the digests (unattributed: id)."""
+    sid, group = item
+    level = group[0]["attribution_level"]
+    return level, tuple(group[0]["memory_ref_digests"]) if level != "none" else (sid,)
 
 
 def project(document: object) -> dict[str, Any]:
@@ -200,17 +214,21 @@ def project(document: object) -> dict[str, Any]:
                 return _rejected(context, identity, "reducer_identity_mismatch")
         if len(raw) > MAX_OBSERVATIONS:
             u.fail(MALFORMED, f"at most {MAX_OBSERVATIONS} observations")
-        observations = [u.validate_observation(item) for item in raw]
+        observations = []
+        # One observation at a time, as upstream: the first that is malformed or
+        # foreign to the context names the rejection.
+        for item in raw:
+            observation = u.validate_observation(item)
+            for key, code in (
+                ("scope", "scope_mismatch"),
+                ("retrieval_snapshot_ref", "retrieval_snapshot_mismatch"),
+                ("policy_snapshot_ref", "policy_snapshot_mismatch"),
+            ):
+                if observation[key] != context[key]:
+                    return _rejected(context, identity, code)
+            observations.append(observation)
     except u.UtilityError as exc:
         return _rejected(context, identity, exc.reason_code)
-    for observation in observations:
-        for key, code in (
-            ("scope", "scope_mismatch"),
-            ("retrieval_snapshot_ref", "retrieval_snapshot_mismatch"),
-            ("policy_snapshot_ref", "policy_snapshot_mismatch"),
-        ):
-            if observation[key] != context[key]:
-                return _rejected(context, identity, code)
     return _reduce(context, identity, observations)
 
 
@@ -226,10 +244,11 @@ def _reduce(
     for oid in sorted(deliveries):
         group = deliveries[oid]
         fingerprints = sorted({u.delivery_fingerprint(o) for o in group})
+        # Repeated deliveries of one content are duplicates, inside a conflict too.
+        duplicates += len(group) - len(fingerprints)
         if len(fingerprints) == 1:
             fingerprint_of[oid] = fingerprints[0]
             accepted.append(min(group, key=observation_order))
-            duplicates += len(group) - 1
             continue
         conflicting += 1
         rejected_deliveries += len(group)
@@ -254,7 +273,9 @@ def _reduce(
         rejected = _rejected(context, identity, "projection_subject_limit_exceeded")
         rejected["rejected_observation_count"] = len(accepted)
         return rejected
-    subjects = [subject_projection(sid, group) for sid, group in sorted(by_subject.items())]
+    subjects = [
+        subject_projection(sid, group) for sid, group in sorted(by_subject.items(), key=_by_subject)
+    ]
     projection = _base(context, identity)
     conflicted = [s for s in subjects if s["review"]["state"] == "conflict"]
     if not accepted and not rejections:

@@ -104,7 +104,8 @@ def subject_projection(sid: str, observations: list[dict[str, Any]]) -> dict[str
         "subject_id": sid,
         "attribution_level": latest["attribution_level"],
         "memory_ref_digests": latest["memory_ref_digests"],
-        "utility_estimate": round(direction * confidence, 6) + 0.0,
+        # A harmful judgement at confidence 0 is -0.0, as upstream writes it.
+        "utility_estimate": round(direction * confidence, 6),
         "utility_bounds": {"min": -1.0, "max": 1.0},
         "effective_utility_label": label,
         "effective_evidence_basis": max(

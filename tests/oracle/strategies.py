@@ -1,0 +1,283 @@
+"""Hypothesis strategies: one case (argv and files, see :mod:`oracle.differential`) per draw.
+
+Each family starts from a valid document our own tests wrote (F1, U1 and the dogfood
+batch) and applies a short list of edits: a value replaced by one of the boundary
+values below, a key dropped or added. Hypothesis shrinks a diverging case by
+shortening that list and simplifying each value, so a kept regression names one or
+two edits. Utility inputs are generated as observation streams instead, with every
+observation id recomputed, so the reducer's own rules are what is exercised.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import utility_cases
+from fixtures import f1
+from hypothesis import strategies as st
+
+from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.curation.review import review_candidate
+
+# Values at the edges of what the contracts accept: types JSON tells apart, signed
+# zero, integral floats, non-ASCII and over-long text, path-like and `..` text.
+SCALARS = st.one_of(
+    st.sampled_from(
+        [None, True, False, 0, 1, -1, 0.0, -0.0, 1.0, 0.5, 2, 121, 1e9, "", " ", "x", ".."]
+    ),
+    st.sampled_from(
+        [
+            "a/../b.json",
+            "viking://agent/x/memories/y",
+            "viking://user/alice/peers/p/memories/x.json",
+            "sha256:" + "0" * 64,
+            "0" * 16,
+            "2026-08-15T00:00:00+02:00",
+            "2026-08-15T00:00:00Z",
+            "é" * 300,
+            "word " * 80,
+            "先运行聚焦测试" * 40,
+            "/home/u/x",
+        ]
+    ),
+    st.integers(-3, 300),
+    st.text(max_size=12),
+)
+VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.just({}))
+
+
+def paths_of(document: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value in ``document`` (dict keys and list indexes)."""
+    found = [prefix] if prefix else []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            found.extend(paths_of(value, (*prefix, key)))
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            found.extend(paths_of(value, (*prefix, index)))
+    return found
+
+
+def _apply(document: Any, path: tuple[Any, ...], edit: str, value: Any) -> None:
+    parent = document
+    for step in path[:-1]:
+        parent = parent[step]
+    last = path[-1]
+    if edit == "drop" and isinstance(parent, dict):
+        parent.pop(last, None)
+    elif edit == "add" and isinstance(parent, dict):
+        parent["extra_key"] = value
+    else:
+        parent[last] = value
+
+
+@st.composite
+def edited(draw: st.DrawFn, seed: Any, max_edits: int = 3) -> Any:
+    """``seed`` with up to ``max_edits`` edits at drawn paths."""
+    document = copy.deepcopy(seed)
+    for _ in range(draw(st.integers(0, max_edits))):
+        paths = paths_of(document)
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        edit = draw(st.sampled_from(["set", "set", "drop", "add"]))
+        _apply(document, path, edit, draw(VALUES))
+    return document
+
+
+def _case(family: str, argv: list[str], **files: Any) -> dict[str, Any]:
+    return {"family": family, "argv": argv, "files": dict(files)}
+
+
+# --- utility-project -------------------------------------------------------------
+DIGESTS = ["34e0a8c2c217e248", "1111111111111111", "ffffffffffffffff", "0123456789abcdef"]
+OBSERVATION_FIELDS: dict[str, Any] = {
+    "utility_label": st.sampled_from(["helpful", "harmful", "neutral", "unknown"]),
+    "attribution_level": st.sampled_from(["item", "set", "none"]),
+    "evidence_basis": st.sampled_from(
+        [
+            "owner_correction",
+            "deterministic_effect",
+            "controlled_replay",
+            "evaluator_inference",
+            "insufficient",
+        ]
+    ),
+    "confidence": st.sampled_from([0, 1, 0.0, -0.0, 0.3, 0.5, 0.8, 1.0]),
+    "evaluator_ref": st.sampled_from(["evaluator:owner", "ev:a", "ev:b"]),
+    "created_at": st.sampled_from(
+        [
+            "2026-08-16T00:00:00Z",
+            "2026-08-16T02:00:00+02:00",
+            "2026-08-16T00:00:00+00:00",
+            "2026-08-17T00:00:00Z",
+        ]
+    ),
+    "memory_ref_digests": st.one_of(
+        st.lists(st.sampled_from(DIGESTS), min_size=0, max_size=4),
+        st.integers(15, 18).map(lambda n: [f"{i:016x}" for i in range(n)]),
+    ),
+    "evidence_refs": st.sampled_from([[], ["evidence:review-9"]]),
+    "reason_codes": st.sampled_from([[], ["owner_confirmed"], ["b", "a"]]),
+}
+
+
+@st.composite
+def observation(draw: st.DrawFn) -> dict[str, Any]:
+    """One U1 observation with a few fields drawn, its id recomputed."""
+    keys = draw(st.lists(st.sampled_from(sorted(OBSERVATION_FIELDS)), max_size=4, unique=True))
+    return utility_cases.obs(**{key: draw(OBSERVATION_FIELDS[key]) for key in keys})
+
+
+@st.composite
+def utility_project(draw: st.DrawFn) -> dict[str, Any]:
+    """A utility projection input: a stream, sometimes very long, and a context edit."""
+    stream = draw(st.lists(observation(), max_size=5))
+    if draw(st.integers(0, 9)) == 0:  # the history and subject caps
+        count = draw(st.sampled_from([128, 129, 256, 257]))
+        stream = [
+            utility_cases.obs(evaluator_ref=f"ev:{i}", memory_ref_digests=[f"{i % 130:016x}"])
+            for i in range(count)
+        ]
+    document = utility_cases.projection_input(*stream)
+    if draw(st.booleans()):
+        extra = draw(
+            st.sampled_from(
+                [
+                    {"reducer_version": ""},
+                    {"reducer_version": "x"},
+                    {"previous_projection": []},
+                    {"previous_projection": None},
+                    {"previous_projection": "p"},
+                ]
+            )
+        )
+        document.update(extra)
+    document = draw(edited(document, max_edits=draw(st.integers(0, 1))))
+    return _case(
+        "utility-project",
+        ["reward-memory", "utility-project", "--input", "{root}/input.json"],
+        **{"input.json": document},
+    )
+
+
+# --- ingest-event (full fixture) ---------------------------------------------------
+def ingest_fixture() -> dict[str, Any]:
+    """F1's full ingest fixture: the event, its corpus, policy and provider binding."""
+    entry = normalise_config(f1.config())["corpora"]["experience"]
+    return {
+        "adapter": "scoped_feedback",
+        "event": f1.event(),
+        "corpus": entry["corpus"],
+        "standing_policy": entry["standing_policy"],
+        "provider_binding": entry["provider_binding"],
+        "observed_at": f1.OBSERVED_AT,
+    }
+
+
+INGEST_SEED = ingest_fixture()
+
+
+@st.composite
+def ingest_event(draw: st.DrawFn) -> dict[str, Any]:
+    """A full-fixture ingest (no write) with a few edits."""
+    return _case(
+        "ingest-event",
+        ["reward-memory", "ingest-event", "--input", "{root}/input.json"],
+        **{"input.json": draw(edited(INGEST_SEED))},
+    )
+
+
+# --- experiment-status -------------------------------------------------------------
+def _goal_files() -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="diff-goal-"))
+    f1.write_goal(root)
+    files = {}
+    for path in sorted(root.rglob("*.json")):
+        text = path.read_text(encoding="utf-8").replace(str(root), "{root}")
+        # The config stays as its bytes, so its digest matches the receipt's.
+        name = str(path.relative_to(root))
+        files[name] = text if "config" in name else json.loads(text)
+    return files
+
+
+GOAL_FILES = _goal_files()
+REGISTRY_NAME = next(name for name in GOAL_FILES if "config" not in name)
+CONFIG_NAME = next(name for name in GOAL_FILES if "config" in name)
+
+
+@st.composite
+def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
+    """A registry and config, either edited; the status of F1's Goal and Agent."""
+    files = copy.deepcopy(GOAL_FILES)
+    target = draw(st.sampled_from([REGISTRY_NAME, CONFIG_NAME]))
+    if target == CONFIG_NAME:
+        files[target] = json.dumps(draw(edited(json.loads(files[target]), max_edits=2)))
+    else:
+        files[target] = draw(edited(files[target], max_edits=2))
+    argv = ["reward-memory", "experiment-status", "--registry", f"{{root}}/{REGISTRY_NAME}"]
+    return _case(
+        "experiment-status", [*argv, "--goal-id", f1.GOAL, "--agent-id", f1.AGENT], **files
+    )
+
+
+# --- dogfood-evaluate --------------------------------------------------------------
+@st.composite
+def dogfood_evaluate(draw: st.DrawFn) -> dict[str, Any]:
+    """A dogfood batch from our cases, with a few edits."""
+    seeds = utility_cases.dogfood_cases()
+    seed = seeds[draw(st.sampled_from(sorted(seeds)))]
+    return _case(
+        "dogfood-evaluate",
+        ["reward-memory", "dogfood-evaluate", "--input", "{root}/input.json"],
+        **{"input.json": draw(edited(seed, max_edits=2))},
+    )
+
+
+# --- operator-control --------------------------------------------------------------
+def operator_input(action: str) -> dict[str, Any]:
+    """F1's accepted record, its corpus and a verified checkpoint for ``action``."""
+    from rm_support import operator_checkpoint
+
+    packet = build_candidate(normalise_event(f1.event()))
+    review = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "ok"}
+    return {
+        "reviewed_record": review_candidate(packet, {"decision": "accept", **review}),
+        "corpus": f1.corpus("openviking"),
+        "operator_checkpoint": operator_checkpoint(action=action),
+    }
+
+
+SUMMARIES = st.sampled_from(
+    ["stale memory", "é" * 300, "先运行聚焦测试" * 40, "word " * 60, "a" * 221, "  x  "]
+)
+
+
+@st.composite
+def operator_control(draw: st.DrawFn) -> dict[str, Any]:
+    """An edit or retire control with edited input and drawn summaries."""
+    action = draw(st.sampled_from(["retire", "edit"]))
+    argv = ["reward-memory", "operator-control", "--input", "{root}/input.json"]
+    argv += ["--action", action, "--control-ref", "control:1"]
+    argv += ["--reasoning-summary", draw(SUMMARIES)]
+    if action == "edit":
+        argv += ["--edited-content-summary", draw(SUMMARIES)]
+    return _case(
+        "operator-control",
+        argv,
+        **{"input.json": draw(edited(operator_input(action), max_edits=2))},
+    )
+
+
+FAMILIES = {
+    "utility-project": utility_project(),
+    "ingest-event": ingest_event(),
+    "experiment-status": experiment_status(),
+    "dogfood-evaluate": dogfood_evaluate(),
+    "operator-control": operator_control(),
+}
