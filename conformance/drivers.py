@@ -221,6 +221,8 @@ class CodexCliDriver(RealDriver):
         argv += ["--goal-id", GOAL, "--agent-id", AGENT]
         if self.setup.validation:
             argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
+        else:  # a scenario without evidence: install refuses that unless asked for
+            argv.append("--recall-only")
         installed = subprocess.run(
             argv, capture_output=True, text=True, check=False, env=self.env(), timeout=120
         )
@@ -320,6 +322,8 @@ class DshDriver(RealDriver):
         argv += ["--agent-id", AGENT]
         if self.setup.validation:
             argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
+        else:  # a scenario without evidence: install refuses that unless asked for
+            argv.append("--recall-only")
         subprocess.run(argv, capture_output=True, check=True, env=self.env(), timeout=60)
         layer = json.loads(self.patch.read_text())
         config = layer[0]["insert"][0]["config"]
