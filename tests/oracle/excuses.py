@@ -126,6 +126,20 @@ def item_with_several_digests(ours: Any, theirs: Any, case: dict[str, Any] | Non
             document["excused"] = "item_with_several_digests"
 
 
+UPSTREAM_CRASH = 101  # oracle.worker's exit code for an exception out of main()
+
+
+def upstream_crash(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Upstream raised out of its CLI (no JSON) where we gave a typed input error:
+    ours is the answer the contract asks for (exit 2, one typed error)."""
+    return (
+        theirs["exit_code"] == UPSTREAM_CRASH
+        and ours["exit_code"] == 2
+        and isinstance(ours["output"], dict)
+        and ours["output"].get("schema_version") == ERROR_SCHEMA
+    )
+
+
 CASE_RULES: dict[str, Callable[[Any, Any, dict[str, Any] | None], None]] = {
     "item_with_several_digests": item_with_several_digests,
 }
@@ -147,6 +161,8 @@ def apply_excuses(
 ) -> tuple[Any, Any, list[str]]:
     """Both outputs with every rule applied, and the names of the rules that mattered."""
     del family  # every rule so far applies to every family
+    if upstream_crash(ours, theirs):
+        return {"excused": "upstream_crash"}, {"excused": "upstream_crash"}, ["upstream_crash"]
     ours_out = copy.deepcopy(ours["output"])
     theirs_out = copy.deepcopy(theirs["output"])
     used = []

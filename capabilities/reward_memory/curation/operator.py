@@ -55,6 +55,7 @@ def _check_record_in_corpus(scope: dict[str, Any], corpus: dict[str, Any]) -> No
         scope.get("workspace_ref") != declared["workspace_ref"]
         or scope.get("project_ref") != declared["project_ref"]
         or not isinstance(surfaces, list)
+        or not all(isinstance(surface, str) for surface in surfaces)
         or not set(surfaces) <= set(declared["surface_ids"])
         or (
             freshness["mode"] == "revision_bound"

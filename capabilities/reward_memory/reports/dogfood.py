@@ -237,6 +237,7 @@ def _controls(value: object) -> list[str]:
                 v.fail(f"{field}.{flag}", "must be false")
         for key in ("operator_ref", "authority_ref", "authority_source_ref", "corpus_id"):
             v.token(control.get(key), f"{field}.{key}")  # as upstream checks them
+        v.boolean(control.get(v.NEW_ACTION_AUTHORITY), f"{field}.{v.NEW_ACTION_AUTHORITY}")
         action = v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action")
         if control.get("effective_action") != action:
             v.fail(f"{field}.effective_action", "must be the control's action")
