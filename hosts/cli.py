@@ -226,7 +226,11 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         # The declaration is checked before stdin is read: a hook that could never
         # run its validator settles nothing, so the host's retry, once fixed, still can.
-        argv = _validation_argv(args) if args.event == "post-settlement" else None
+        argv = None
+        if args.event == "post-settlement":
+            from hosts.install import validation_argv
+
+            argv = validation_argv(args)
         event = generic.parse_event(generic.read_hook_stdin())
         binding = {
             "goal_id": args.goal_id,
@@ -285,18 +289,6 @@ def _hook_arguments_invalid(arguments: list[str]) -> int:
     if not quiet:
         _emit("{}\n")
     return EXIT_OK
-
-
-def _validation_argv(args: argparse.Namespace) -> list[str] | None:
-    from turn_hooks import argv_from_json
-
-    if not args.validation_command_json:
-        return None
-    return argv_from_json(
-        args.validation_command_json,
-        reason_code="validation_declaration_invalid",
-        field="validation_command_json",
-    )
 
 
 def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
