@@ -15,26 +15,19 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
 
+from host_turns import alternate  # noqa: E402
 from test_codex_real import REFLECTED, CodexRun  # noqa: E402
 from turn_support import settled_spools  # noqa: E402
 
 from conformance.fakes import FakeResponses  # noqa: E402
-
-VARIANTS = {
-    "without": "without our hooks",
-    "cold": "with our hooks, `python -m hosts.cli` (cold)",
-    "warm": "with our hooks, `python -m hosts._entry` (warm, resident server)",
-}
 
 
 def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
@@ -64,43 +57,7 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
 
 
 def main(rounds: int = 5) -> None:
-    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
-    with tempfile.TemporaryDirectory(prefix="thb-", dir="/tmp") as run_dir:
-        envs = {
-            "without": {"TURN_HOOKS_RESIDENT": "0"},
-            "cold": {"TURN_HOOKS_RESIDENT": "0"},
-            "warm": {
-                "TURN_HOOKS_RESIDENT": "1",
-                "TURN_HOOKS_RESIDENT_DIR": run_dir,
-                "TURN_HOOKS_RESIDENT_IDLE_SECONDS": "600",
-            },
-        }
-        try:
-            for index in range(rounds):
-                for variant in VARIANTS:
-                    with tempfile.TemporaryDirectory() as scratch:
-                        times[variant].append(two_turns(Path(scratch), variant, envs[variant]))
-                print(
-                    f"round {index + 1}: "
-                    + ", ".join(f"{v} {times[v][-1]:.2f} s" for v in VARIANTS),
-                    file=sys.stderr,
-                )
-        finally:
-            # The resident server the warm variant started; its pid file names it.
-            for pid_file in Path(run_dir).glob("th-*.pid"):
-                try:
-                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
-                except (OSError, ValueError):
-                    pass
-    base = statistics.median(times["without"])
-    report: dict[str, object] = {"rounds": rounds}
-    for variant, label in VARIANTS.items():
-        median = statistics.median(times[variant])
-        report[label] = {
-            "median_turn_s": round(median, 3),
-            "added_per_turn_s": round(median - base, 3),
-        }
-    print(json.dumps(report, indent=1))
+    alternate(two_turns, rounds)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+"""What the host benchmarks share: the three variants, alternated in one loop.
+
+``bench_codex.py`` and ``bench_claude.py`` each time one two-Turn run (learn, then
+recall) of their host; :func:`alternate` runs it without our hooks, with them cold
+and with them warm (a resident server in a private directory, stopped at the end),
+round after round, and prints the median time per Turn and what the hooks add.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+VARIANTS = {
+    "without": "without our hooks",
+    "cold": "with our hooks, `python -m hosts.cli` (cold)",
+    "warm": "with our hooks, `python -m hosts._entry` (warm, resident server)",
+}
+
+TwoTurns = Callable[[Path, str, dict[str, str]], float]
+"""``two_turns(scratch, variant, env)``: seconds per Turn of one learn-then-recall run."""
+
+
+def alternate(two_turns: TwoTurns, rounds: int) -> None:
+    """Run every variant once a round, ``rounds`` times, then print the report."""
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    with tempfile.TemporaryDirectory(prefix="thb-", dir="/tmp") as run_dir:
+        envs = {
+            "without": {"TURN_HOOKS_RESIDENT": "0"},
+            "cold": {"TURN_HOOKS_RESIDENT": "0"},
+            "warm": {
+                "TURN_HOOKS_RESIDENT": "1",
+                "TURN_HOOKS_RESIDENT_DIR": run_dir,
+                "TURN_HOOKS_RESIDENT_IDLE_SECONDS": "600",
+            },
+        }
+        try:
+            for index in range(rounds):
+                for variant in VARIANTS:
+                    with tempfile.TemporaryDirectory() as scratch:
+                        times[variant].append(two_turns(Path(scratch), variant, envs[variant]))
+                print(
+                    f"round {index + 1}: "
+                    + ", ".join(f"{v} {times[v][-1]:.2f} s" for v in VARIANTS),
+                    file=sys.stderr,
+                )
+        finally:
+            # The resident server the warm variant started; its pid file names it.
+            for pid_file in Path(run_dir).glob("th-*.pid"):
+                try:
+                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+                except (OSError, ValueError):
+                    pass
+    base = statistics.median(times["without"])
+    report: dict[str, object] = {"rounds": rounds}
+    for variant, label in VARIANTS.items():
+        median = statistics.median(times[variant])
+        report[label] = {
+            "median_turn_s": round(median, 3),
+            "added_per_turn_s": round(median - base, 3),
+        }
+    print(json.dumps(report, indent=1))
