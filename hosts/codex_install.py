@@ -14,17 +14,16 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from hosts._hook_line import MODULE, hook_line
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
 EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
 # The hooks enter through hosts._entry, which tries the resident server first; a
 # hooks.json written before it ran ``-m hosts.cli`` and is still recognised as ours.
-MODULE = "hosts._entry"
 MARKERS = (f" -m {MODULE} host codex-cli ", " -m hosts.cli host codex-cli ")
 HOOK_TIMEOUT = 30
 
@@ -39,25 +38,15 @@ def hook_command(
     prompt_in_recall: bool = True,
 ) -> str:
     """The exact command line Codex runs for one of our handlers."""
-    parts = [
-        sys.executable,
-        "-m",
-        MODULE,
-        "host",
-        "codex-cli",
+    return hook_line(
+        ["codex-cli"],
         EVENTS[event],
-        "--goal-id",
-        goal_id,
-        "--agent-id",
-        agent_id,
-        "--registry",
-        registry,
-    ]
-    if event == "Stop" and validation_argv:
-        parts += ["--validation-command-json", json.dumps(validation_argv)]
-    if event == "UserPromptSubmit" and not prompt_in_recall:
-        parts.append("--no-prompt-in-recall")
-    return shlex.join(parts)
+        registry=registry,
+        goal_id=goal_id,
+        agent_id=agent_id,
+        validation_argv=validation_argv,
+        prompt_in_recall=prompt_in_recall,
+    )
 
 
 def _ours(handler: Any, goal_id: str | None, agent_id: str | None) -> bool:

@@ -15,15 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hosts._hook_line import MODULE, hook_line
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
-
-MODULE = "hosts._entry"
 
 
 @dataclass(frozen=True)
@@ -76,14 +74,16 @@ def hook_command(
     prompt_in_recall: bool = True,
 ) -> str:
     """The exact command line the runtime runs for one of our handlers."""
-    parts = [sys.executable, "-m", MODULE, "host", "generic", spec.events[event]]
-    parts += ["--goal-id", goal_id, "--agent-id", agent_id, "--registry", registry]
-    parts += ["--dialect", spec.name]
-    if spec.events[event] == "post-settlement" and validation_argv:
-        parts += ["--validation-command-json", json.dumps(validation_argv)]
-    if spec.events[event] == "pre-turn" and not prompt_in_recall:
-        parts.append("--no-prompt-in-recall")
-    return shlex.join(parts)
+    return hook_line(
+        ["generic"],
+        spec.events[event],
+        registry=registry,
+        goal_id=goal_id,
+        agent_id=agent_id,
+        validation_argv=validation_argv,
+        prompt_in_recall=prompt_in_recall,
+        extra=("--dialect", spec.name),
+    )
 
 
 def is_ours(spec: SettingsHost, handler: Any) -> bool:
