@@ -130,7 +130,7 @@ def build_config(goal: str, agent: str, provider_id: str, user: str) -> dict[str
         "allowed_source_kinds": ["engineering_review", "research_review"],
         "allowed_actor_roles": ["validated_goal_agent"],
         "allowed_action_scopes": [],
-        "raw_content_captured": False,
+        v.RAW_CONTENT: False,
     }
     return {
         "schema_version": "reward_memory_experiment_config_v1",
