@@ -356,3 +356,20 @@ def test_a_query_matching_only_common_words_returns_nothing(store):
     assert store.search(A, "add a footer to the page", limit=5, actor_peer_id="peer-a") == []
     hits = store.search(A, "rotating signing key", limit=5, actor_peer_id="peer-a")
     assert [hit.uri for hit in hits] == [f"{A}/match.json"]
+
+
+def test_a_term_most_records_hold_is_not_searched(store):
+    # "module" is in every record: it cannot make one relevant, so it is not even
+    # searched (ranking it would be a search over the whole store); a rare word
+    # beside it still finds its record.
+    store.write_many(
+        [
+            (f"{A}/r{index}.json", f'{{"content_summary":"module note {index}"}}')
+            for index in range(300)
+        ]
+        + [(f"{A}/rare.json", '{"content_summary":"module quarantine lesson"}')],
+        actor_peer_id="peer-a",
+    )
+    assert store.search(A, "module", limit=5, actor_peer_id="peer-a") == []
+    hits = store.search(A, "module quarantine lesson", limit=5, actor_peer_id="peer-a")
+    assert [hit.uri for hit in hits] == [f"{A}/rare.json"]

@@ -200,8 +200,15 @@ def _fts_queries(
             f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0", list(stems)
         ).fetchall()
     )
-    known = sorted((frequencies[t], stems[t]) for t in stems if t in frequencies)
     weights = _weights(connection, stems, frequencies) if stem is not None else {}
+    # A term that most records hold tells them apart no better than none: it cannot
+    # make a record relevant (its weight is near 0), yet ranking its matches would be
+    # a search over most of the store. (A store indexed before stemming has no gate.)
+    known = sorted(
+        (frequencies[t], stems[t])
+        for t in stems
+        if t in frequencies and weights.get(t, 1.0) >= COMMON_WEIGHT
+    )
     known = known[:MAX_QUERY_TERMS]
     if not known:
         return [], weights
@@ -216,6 +223,11 @@ def _fts_queries(
     if len(known) > 1:
         queries.insert(0, " AND ".join(f'"{term}"' for _count, term in known))
     return queries, weights
+
+
+COMMON_WEIGHT = 0.1
+"""A query term whose rarity weight (:func:`_weights`) is below this is not searched:
+in a store of 10,000 records it is held by more than about 4,000 of them."""
 
 
 RELEVANCE_FLOOR = 1.8
