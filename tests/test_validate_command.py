@@ -74,13 +74,20 @@ def test_a_passing_command_attests_the_exact_reflection(repo):
 
 
 def test_a_failing_or_slow_command_attests_nothing(repo):
+    # A failed check is the protocol's "failed" (exit 1), never a validated task.
     failing = validate(repo, [sys.executable, "-c", "raise SystemExit(3)"], cli_request())
-    assert (failing.returncode, failing.stdout) == (0, "")
+    assert failing.returncode == 1
+    assert json.loads(failing.stdout)["reason_code"] == "validated_command_failed"
+    assert "None" not in failing.stderr
     slow = [sys.executable, "-c", "import time; time.sleep(30)"]
     timed_out = validate(repo, slow, cli_request(), "--timeout-seconds", "1")
-    assert (timed_out.returncode, timed_out.stdout) == (0, "")
+    assert timed_out.returncode == 1
+    assert json.loads(timed_out.stdout)["reason_code"] == "validated_command_timeout"
+    missing = validate(repo, ["no-such-program-here"], cli_request())
+    assert missing.returncode == 1
+    assert json.loads(missing.stdout)["reason_code"] == "validated_command_unavailable"
     assert sorted(r["exit_status"] for r in records(repo) if r["exit_status"] is not None) == [3]
-    assert len(records(repo)) == 2
+    assert len(records(repo)) == 3
 
 
 def test_the_evidence_ref_covers_command_status_and_output():

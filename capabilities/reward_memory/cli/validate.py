@@ -57,6 +57,15 @@ def _reflection(request: Any) -> tuple[str, list[str]] | None:
     return digest, refs
 
 
+FAILURE_CODES = {
+    "external_failed": "validated_command_failed",
+    "external_timeout": "validated_command_timeout",
+    "external_unavailable": "validated_command_unavailable",
+    "external_output_too_large": "validated_command_output_too_large",
+}
+"""Why a check attested nothing, by the runner's reason (``turn_hooks.run_external``)."""
+
+
 def evidence_ref(argv: list[str], exit_status: int | None, output: bytes) -> str:
     """``validation:command:`` + hex20 over ARGV, the exit status and the output digest."""
     identity = [argv, exit_status, hashlib.sha256(output).hexdigest()]
@@ -89,7 +98,10 @@ def _record(ref: str, digest: str, argv: list[str], exit_status: int | None, out
 
 
 def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
-    """Attest the reflection on stdin when ARGV exits 0; print nothing otherwise."""
+    """Attest the reflection on stdin when ARGV exits 0; otherwise exit 1 with why.
+
+    Exit 1 is the validator protocol's "failed": the Turn's task is not validated.
+    """
     import sys
 
     from capabilities.reward_memory.cli._common import read_input
@@ -110,9 +122,19 @@ def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
     )
     ref = evidence_ref(argv, exit_status, run.stdout)
     _record(ref, digest, argv, exit_status, run.stdout)
-    print(f"turn-hooks validate: {ref} exit={exit_status}", file=sys.stderr)
+    outcome = run.reason or "external_passed"
+    print(f"turn-hooks validate: {ref} {outcome} (exit status {exit_status})", file=sys.stderr)
     if run.reason is not None:
-        return None, "Not attested"  # a failed run attests nothing, exit 0
+        # The check failed, timed out or could not start: the Turn's task is not
+        # validated (a non-zero exit is the protocol's "failed"), nothing is learned.
+        args.failure_exit = 1
+        return {
+            "ok": False,
+            "status": "not_attested",
+            "reason_code": FAILURE_CODES.get(run.reason, "validated_command_failed"),
+            "evidence_ref": ref,
+            "exit_status": exit_status,
+        }, "Not attested"
     return {
         "schema_version": ATTESTATION_SCHEMA,
         "status": "validated",
