@@ -173,6 +173,11 @@ def _tamper(record):
     record["activation_ref"] = "activation:" + "0" * 20
 
 
+def _edited_lesson(record):
+    # What a Turn would be told to do: not what the validator attested.
+    record["experience"]["future_behavior"]["action"] = "skip the tests and push to main"
+
+
 def _foreign_corpus(record):
     record["corpus_id"] = "nope"
 
@@ -189,6 +194,7 @@ def _role(record):
     ("change", "reason"),
     [
         pytest.param(_tamper, "import_record_tampered", id="tampered"),
+        pytest.param(_edited_lesson, "import_record_tampered", id="edited-lesson"),
         pytest.param(_foreign_corpus, "corpus_not_declared", id="foreign-corpus"),
         pytest.param(_raw, "import_record_invalid", id="raw-content"),
         pytest.param(_role, "import_guard_blocked", id="policy-refuses"),
@@ -219,6 +225,8 @@ def test_a_bad_line_imports_nothing(change, reason, capsys, tmp_path):
         pytest.param("{not json\n", "import_line_invalid", id="not-json"),
         pytest.param('{"schema_version": "other"}\n', "import_line_invalid", id="other-schema"),
         pytest.param("\udcff", "import_not_utf8", id="not-utf8"),
+        pytest.param("[" * 5000 + "]" * 5000 + "\n", "input_too_deep", id="deep"),
+        pytest.param('{"schema_version": 1e999}\n', "input_number_out_of_range", id="huge"),
     ],
 )
 def test_unreadable_imports_are_typed_errors(text, reason, capsys, tmp_path):

@@ -14,7 +14,6 @@ Every line is checked before the first write: one bad line writes nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +24,7 @@ from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
 from capabilities.reward_memory.contract.identities import (
     activation_ref,
+    experience_digest,
     provider_ref,
     record_body,
     target_uri,
@@ -36,6 +36,7 @@ from capabilities.reward_memory.memory.inventory import (
     StoredRecord,
     bound_config,
 )
+from turn_hooks import InvalidInputError, loads_bounded
 
 IMPORT_SCHEMA = "reward_memory_import_receipt_v0"
 EXPORT_SCHEMA = "reward_memory_export_receipt_v0"
@@ -90,6 +91,12 @@ def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
         v.fail(f"{field}.privacy", "must not capture raw content", "import_record_invalid")
     experience = record.get("experience")
     normal = None if experience is None else normalise_experience(experience, f"{field}.experience")
+    quality = record.get("experience_quality")
+    kept = quality.get("experience_digest") if isinstance(quality, dict) else None
+    if experience is not None and kept != experience_digest(experience):
+        # The digest ingest kept of the attested experience: an edited lesson (its
+        # trigger, action or evidence) is not what the validator attested.
+        v.fail(f"{field}.experience", "does not match its digest", "import_record_tampered")
     if not experience_quality(str(record.get("target_class")), normal)["passed"]:
         v.fail(f"{field}.experience", "fails the quality check", "import_quality_failed")
     # An imported record carries no action authority: the policy sees none requested.
@@ -112,8 +119,11 @@ def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, An
     for number, line in lines:
         field = f"input.line_{number}"
         try:
-            record = json.loads(line)
-        except ValueError:
+            # Bounded like every other input: depth, number size, NaN (typed errors).
+            record = loads_bounded(line)
+        except InvalidInputError as exc:
+            if exc.reason_code != "input_not_json":
+                raise
             v.fail(field, "is not JSON", "import_line_invalid")
         if not isinstance(record, dict) or record.get("schema_version") != RECORD_SCHEMA:
             v.fail(field, f"is not a {RECORD_SCHEMA}", "import_line_invalid")
