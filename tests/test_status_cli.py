@@ -246,3 +246,18 @@ def test_help(command, capsys):
         cli.main([*command, "--help"])
     assert exit_.value.code == 0
     assert "--format" in capsys.readouterr().out
+
+
+def test_status_names_its_binding_by_the_one_rule(capsys, tmp_path, monkeypatch):
+    # No flags: the environment names the binding, as for every other command.
+    goal = "status-env"
+    registry = health_goal(tmp_path, goal, "embedded_sqlite")
+    monkeypatch.setenv("TURN_HOOKS_REGISTRY", str(registry))
+    monkeypatch.setenv("TURN_HOOKS_GOAL", goal)
+    monkeypatch.setenv("TURN_HOOKS_AGENT", f1.AGENT)
+    code, document, _out = call(capsys, "status")
+    assert (code, document["binding"]["state"]) == (0, "resolved")
+    monkeypatch.setenv("TURN_HOOKS_GOAL", "no-such-goal")
+    code, document, _out = call(capsys, "status")
+    assert (code, document["binding"]["state"]) == (0, "unresolved")
+    assert document["binding"]["reason_code"] == "goal_not_found"

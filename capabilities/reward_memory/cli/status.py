@@ -164,6 +164,9 @@ def add_status(commands: argparse._SubParsersAction[Any]) -> None:
         "without one it says why and shows the rest.",
     )
     add_binding_arguments(parser, required=False)
+    # Optional ids, named by the one rule all the same (flags, TURN_HOOKS_*, the
+    # repository): status looks where every other command looks.
+    parser.set_defaults(discover_binding=True)
     parser.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
     parser.add_argument("--dsh-patch-file", help="the DSH patch layer `install dsh` wrote")
     parser.set_defaults(handler=status_command)
