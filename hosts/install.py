@@ -208,13 +208,21 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
     for host in hosts:
         try:
             commands = installed_commands(host, args)
-        except ValueError:  # a file of the host's that is not ours: nothing installed
-            commands = []
+        except ValueError as exc:
+            # A host file doctor cannot read (not JSON, a FIFO, a link) hides what
+            # is installed: that is a failed check, not "nothing installed".
+            reason = getattr(exc, "reason_code", None) or f"{host}_hooks_unreadable"
+            checks.append(doctor.row("hooks", host, reason, str(exc)))
+            continue
         if commands:
             installed[host] = len(commands)
             checks += doctor.installed_checks(host, commands)
     if not installed:  # nothing installed yet: what install would check
-        checks, _ = install_checks(args.host or "turn-hooks", args)
+        checks += install_checks(args.host or "turn-hooks", args)[0]
+    elif args.registry or args.goal_id or args.agent_id:
+        # A binding named on the command line is checked as named: an unusable
+        # --registry is its typed error (exit 2), never silently passed over.
+        checks.insert(0, install_checks(args.host or "turn-hooks", args)[0][0])
     return doctor.report(checks, installed=installed), "turn-hooks doctor"
 
 

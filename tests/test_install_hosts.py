@@ -202,6 +202,23 @@ def test_doctor_fails_loudly_when_an_installed_hook_no_longer_resolves(repo, tmp
     assert str(tmp_path) not in json.dumps(doctor)
 
 
+def test_doctor_checks_a_named_registry_and_an_unreadable_host_file(repo, tmp_path):
+    home = tmp_path / "claude"
+    assert turn_hooks(repo, "install", "claude-code", "--home", str(home), "--recall-only")[0] == 0
+    fifo = tmp_path / "registry.fifo"
+    os.mkfifo(fifo)
+    # Named on the command line, the registry is checked as named: never passed over.
+    code, error = turn_hooks(
+        repo, "doctor", "claude-code", "--home", str(home), "--registry", str(fifo)
+    )
+    assert (code, error["reason_code"]) == (2, "registry_not_regular")
+    # A settings file doctor cannot read hides what is installed: a failed check.
+    (home / "settings.json").write_text('{"hooks":')
+    code, doctor = turn_hooks(repo, "doctor", "claude-code", "--home", str(home), "--recall-only")
+    assert (code, doctor["ok"]) == (2, False)
+    assert [c["check"] for c in doctor["checks"] if not c["ok"]] == ["hooks"]
+
+
 def test_doctor_warns_about_an_editable_install_in_a_clone(repo, tmp_path):
     # The test environment is an editable install of this clone: just what the warning is for.
     code, doctor = turn_hooks(repo, "doctor", "--recall-only", home=tmp_path / "home")
