@@ -168,11 +168,21 @@ def installed_hooks(
     *, home: Path, codex_home: Path | None = None, dsh_patch_file: Path | None = None
 ) -> list[dict[str, Any]]:
     """One view per host, from the files each host reads."""
+    from hosts.settings_install import HOSTS
+
     codex = codex_home or Path(os.environ.get("CODEX_HOME") or home / ".codex")
+
+    def settings_home(name: str) -> Path:
+        # Where the runtime itself looks: its own variable (CLAUDE_CONFIG_DIR), else
+        # its directory under the home.
+        spec = HOSTS[name]
+        named = os.environ.get(spec.home_env) if spec.home_env else None
+        return Path(named) if named else home / spec.home_dir
+
     return [
         codex_hooks(codex),
-        settings_hooks("claude_code", home / ".claude" / "settings.json"),
-        settings_hooks("gemini", home / ".gemini" / "settings.json"),
+        settings_hooks("claude_code", settings_home("claude-code") / "settings.json"),
+        settings_hooks("gemini", settings_home("gemini") / "settings.json"),
         dsh_patch(dsh_patch_file),
     ]
 

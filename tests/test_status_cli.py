@@ -261,3 +261,22 @@ def test_status_names_its_binding_by_the_one_rule(capsys, tmp_path, monkeypatch)
     code, document, _out = call(capsys, "status")
     assert (code, document["binding"]["state"]) == (0, "unresolved")
     assert document["binding"]["reason_code"] == "goal_not_found"
+
+
+def test_status_looks_where_claude_code_looks(tmp_path, monkeypatch):
+    # CLAUDE_CONFIG_DIR moves Claude Code's settings; `install claude-code` writes
+    # there, so status reads there too.
+    from hosts import settings_install
+
+    config = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    settings_install.install(
+        "claude-code",
+        home=config,
+        registry="/r.json",
+        goal_id="g",
+        agent_id=f1.AGENT,
+        validation_argv=None,
+    )
+    views = by_host({"hosts": status.installed_hooks(home=tmp_path / "home")})
+    assert views["claude_code"]["installed"] is True

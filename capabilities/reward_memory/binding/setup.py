@@ -322,7 +322,6 @@ def init_binding(
 def _with_next_step(document: dict[str, Any]) -> dict[str, Any]:
     document["next_step"] = (
         "install the hooks with a validator, e.g. "
-        "turn-hooks install codex --validation-command-json "
-        '\'["turn-hooks", "validate", "command", "--", "make", "test"]\''
+        'turn-hooks install codex --validate-with "make test"'
     )
     return document
