@@ -238,6 +238,15 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
             "prompt_in_recall": not args.no_prompt_in_recall,
         }
+        # Hooks are installed machine-wide: another repository's Turn is not this
+        # Goal's, so it gets no recall, no staging, no validator and no settlement.
+        from sidecars import serves_directory
+
+        if not serves_directory(binding["registry"], args.goal_id, event.get("cwd")):
+            from hosts.hook_log import record
+
+            record(host, args.event.replace("-", "_"), [("adapter", "outside_goal_repository")])
+            return (None if quiet else {}), "Nothing added"
         if args.event == "pre-turn":
             document = adapter.pre_turn(event, **binding, **extra)
             return (None if quiet and not document else document or {}), "PreTurn context"

@@ -2,7 +2,8 @@
 
 Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
 
-- ``binding``: the registry reads, names the Goal with an existing repository, and
+- ``binding``: the registry reads, names the Goal with an existing repository (the
+  row names it, by its directory's name: the only place the hook acts), and
   registers the Agent (whether a capability has enabled it is the capability's own
   status command, e.g. ``reward-memory experiment-status``);
 - ``validator``: the declared validator's program resolves to an executable (none
@@ -87,7 +88,9 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
     agents = coordination.get("registered_agents") if isinstance(coordination, dict) else None
     if not isinstance(agents, list) or agent_id not in agents:
         return row("binding", subject, "agent_not_registered", "the Agent is not registered")
-    return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}")
+    # Hooks are machine-wide; say where this one acts (the directory's name: no paths).
+    where = f"acts only in repository {Path(repo).name}"
+    return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}, {where}")
 
 
 def resolve_validator(argv: list[str]) -> list[str]:

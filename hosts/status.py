@@ -1,13 +1,16 @@
 """What the hosts have installed, and what the hook log says: read-only views.
 
 ``turn-hooks status`` shows, per host, whether our hooks are in the host's own
-configuration (the files ``install`` writes), for which Goal and Agent, and whether
-the interpreter each hook runs still exists. ``turn-hooks log`` shows the hook log.
+configuration (the files ``install`` writes), for which Goal and Agent, which
+repository each hook acts in (hooks are machine-wide, but a hook acts only in its
+Goal's repository), and whether the interpreter each hook runs still exists.
+``turn-hooks log`` shows the hook log.
 One small function per host reads that host's files and never writes; a file that
 cannot be read is a reason code in the view, never an error.
 
-The views are public: goal and agent ids, event names, counts and reason codes.
-Commands, paths and file contents stay out of them.
+The views are public: goal and agent ids, event names, counts and reason codes; a
+repository is named by its directory's name alone. Commands, paths and file
+contents stay out of them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from sidecars import SidecarStore, read_bounded
+from sidecars import SidecarStore, goal_repository, read_bounded, serves_directory
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 
 STATUS_SCHEMA = "turn_hooks_host_status_v0"
@@ -69,13 +72,28 @@ def our_handler(command: object) -> dict[str, Any] | None:
     ours = entry in _ENTRIES or Path(program).name == "turn-hooks"
     if not ours or len(parts) < at + 3:
         return None
+    goal_id = _option(parts, "--goal-id")
     return {
         "adapter": parts[at + 1],
         "hook_event": parts[at + 2],
-        "goal_id": _option(parts, "--goal-id"),
+        "goal_id": goal_id,
         "agent_id": _option(parts, "--agent-id"),
+        **served(_option(parts, "--registry"), goal_id),
         "validator_configured": "--validation-command-json" in parts,
         "command_resolves": _resolves(program),
+    }
+
+
+def served(registry: str | None, goal_id: str | None) -> dict[str, Any]:
+    """Where a hook acts: ``repository``, the name (never the path) of the directory its
+    Goal registers, ``None`` when the registry names none (the hook then acts
+    everywhere, as before ``repo`` was recorded); and ``serves_here``, whether a Turn
+    in the current directory would be served (:func:`sidecars.serves_directory`)."""
+    registry = registry or os.environ.get("TURN_HOOKS_REGISTRY")
+    repo = goal_repository(registry, goal_id)
+    return {
+        "repository": repo.name if repo is not None else None,
+        "serves_here": serves_directory(registry, goal_id, os.getcwd()),
     }
 
 
@@ -155,6 +173,7 @@ def dsh_patch(patch_file: Path | None) -> dict[str, Any]:
                     "hook_event": "pre-turn, post-settlement",
                     "goal_id": config.get("goalId"),
                     "agent_id": config.get("agentId"),
+                    **served(config.get("registry"), config.get("goalId")),
                     "validator_configured": bool(config.get("validationCommand")),
                     "command_resolves": bool(command) and _resolves(str(command[0])),
                 }

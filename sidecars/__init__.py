@@ -10,6 +10,7 @@ from sidecars.naming import (
     default_registry,
     name_binding,
     name_registry,
+    serves_directory,
 )
 from sidecars.paths import (
     SIDECAR_DIR,
@@ -65,6 +66,7 @@ __all__ = [
     "read_stream",
     "registry_goal",
     "require_goal_repository",
+    "serves_directory",
     "sidecar_path",
     "sidecar_root",
 ]

@@ -94,6 +94,41 @@ def _repository_goals(document: dict[str, Any], cwd: Path) -> list[str]:
     return found[max(found)] if found else []
 
 
+def serves_directory(registry: str | None, goal_id: str | None, cwd: object) -> bool:
+    """Whether a hook of ``goal_id`` acts in the working directory ``cwd``.
+
+    Installed hooks are machine-wide (one ``~/.codex/hooks.json`` or ``settings.json``
+    holds the handlers of every Goal installed), so each Goal's hook acts only where
+    discovery would name its Goal: its registered ``repo`` must be the nearest Goal
+    repository enclosing ``cwd``, by the rule of :func:`name_binding` (links resolved
+    the same way). A Turn in another Goal's repository, nested in this one or not, or
+    in an unrelated directory is not this Goal's.
+
+    ``cwd`` is the host event's ``cwd`` (never the process's: the resident server's
+    is not the Turn's). Every host we install into sends it (Codex, Claude Code,
+    Gemini, and DSH's plugin); an event of the generic contract that names none
+    (``cwd`` is optional there) says nothing about where the Turn runs, so it is not
+    scoped and acts as before. A Goal that registers no ``repo`` (older registries)
+    and a registry this cannot read keep acting everywhere too: the hook's own
+    checks then report what is wrong, as before. A ``cwd`` that names no possible
+    directory serves no Goal.
+    """
+    if not registry or not goal_id or not isinstance(cwd, str) or not cwd:
+        return True
+    try:
+        document = read_registry(registry)
+    except InvalidInputError:
+        return True
+    goal = registry_goal(document, goal_id)
+    repo = goal.get("repo") if goal is not None else None
+    if not isinstance(repo, str) or not repo:
+        return True
+    try:  # a relative cwd is taken from the process's directory, as a host would
+        return goal_id in _repository_goals(document, Path(cwd))
+    except (OSError, RuntimeError, ValueError):  # no directory, or a NUL in its name
+        return False
+
+
 def _one(candidates: list[str], what: str, flag: str, env: str, reason: str) -> str:
     if len(candidates) == 1:
         return candidates[0]

@@ -64,7 +64,7 @@ def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess
         "ANTHROPIC_API_KEY": "dummy",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    (root / "work").mkdir(exist_ok=True)
+    (root / "repo" / "work").mkdir(parents=True, exist_ok=True)  # a hook acts only there
     return run_host(
         [
             str(claude),
@@ -77,7 +77,7 @@ def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess
             "--output-format",
             "json",
         ],
-        cwd=root / "work",
+        cwd=root / "repo" / "work",
         env=env,
     )
 

@@ -47,7 +47,8 @@ class CodexRun:
         self.registry = f1.write_goal(root, f1.config("embedded_sqlite"))
         self.home = root / "codex-home"
         self.home.mkdir()
-        self.work = root / "work"
+        # Inside the Goal's repository: a hook acts only there.
+        self.work = root / "repo" / "work"
         self.work.mkdir()
         (self.home / "config.toml").write_text(
             'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\n'

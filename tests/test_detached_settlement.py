@@ -55,7 +55,7 @@ def pre_turn_argv(registry):
 
 def stop_event(tmp_path, turn_id="t1"):
     return json.dumps(
-        {"turn_id": turn_id, "last_assistant_message": message(), "cwd": str(tmp_path)}
+        {"turn_id": turn_id, "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     )
 
 
@@ -92,7 +92,10 @@ def test_a_killed_settling_child_is_carried_on_by_the_next_pre_turn(tmp_path):
     wait_for(lambda: _lock_holder(registry, tmp_path) is None, "the killed child kept its lock")
     assert journal_states(registry) == [] and len(queue(registry)) == 1
     (tmp_path / "gate").unlink()
-    next_turn = run(pre_turn_argv(registry), json.dumps({"turn_id": "t2", "prompt": "next"}))
+    next_turn = run(
+        pre_turn_argv(registry),
+        json.dumps({"turn_id": "t2", "prompt": "next", "cwd": str(tmp_path / "repo")}),
+    )
     assert next_turn.returncode == 0
     wait_for(lambda: queue(registry) == [], "the worker did not carry the entry on")
     assert journal_states(registry) == ["completed"]

@@ -89,11 +89,11 @@ def ask(
         "DEEPSEEK_API_KEY": "dummy",
         "DSH_TELEMETRY_DISABLED": "1",
     }
-    (root / "work").mkdir(exist_ok=True)
+    (root / "repo" / "work").mkdir(parents=True, exist_ok=True)  # a hook acts only there
     overlays = [arg for patch in patches for arg in ("--patch", str(patch))]
     return run_host(
         [str(dsh), "--profile", "headless", *overlays, prompt],
-        cwd=root / "work",
+        cwd=root / "repo" / "work",
         env=env,
     )
 

@@ -46,6 +46,9 @@ def run_cli(*args, stdin):
 
 
 def hook(event, registry, stdin=None, *extra, goal=f1.GOAL, command="generic"):
+    # A Turn runs in the Goal's repository unless the event says otherwise: a hook
+    # acts only there (hooks are installed machine-wide).
+    event = {"cwd": str(Path(registry).parent / "repo"), **(event or {})}
     text = stdin if stdin is not None else json.dumps(event)
     result = run_cli(
         "host",
@@ -73,7 +76,7 @@ def test_two_turn_loop_through_the_hook_commands(tmp_path):
     assert "<reward_memory_reflection_json>" in first["additional_context"]
     assert "[memory " not in first["additional_context"]
     receipt = hook(
-        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)},
+        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")},
         registry,
         None,
         "post-settlement",
@@ -192,7 +195,7 @@ def test_a_binding_missing_from_the_registry_injects_nothing_and_logs_why(tmp_pa
 def test_a_repeated_or_malformed_reflection_block_learns_nothing(tmp_path, final, reason):
     registry = bound_goal(tmp_path)
     receipt = hook(
-        {"turn_id": "t1", "last_assistant_message": final, "cwd": str(tmp_path)},
+        {"turn_id": "t1", "last_assistant_message": final, "cwd": str(tmp_path / "repo")},
         registry,
         None,
         "post-settlement",
@@ -332,7 +335,7 @@ def test_goal_repository_lookup(tmp_path):
 def test_codex_cli_does_not_reinject_a_memory_in_the_same_session(tmp_path):
     registry = bound_goal(tmp_path)
     hook(
-        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)},
+        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")},
         registry,
         None,
         "post-settlement",
@@ -352,7 +355,12 @@ def test_codex_cli_does_not_reinject_a_memory_in_the_same_session(tmp_path):
             "--registry",
             str(registry),
             stdin=json.dumps(
-                {"turn_id": turn_id, "session_id": session, "prompt": "a change touches one module"}
+                {
+                    "turn_id": turn_id,
+                    "session_id": session,
+                    "prompt": "a change touches one module",
+                    "cwd": str(tmp_path / "repo"),
+                }
             ),
         )
         assert result.returncode == 0
@@ -367,7 +375,11 @@ def test_an_injected_context_sidecar_v0_is_still_read(tmp_path):
     """Before items were generic the sidecar kept reward memory's candidate refs under
     its own key (v0); an upgrade must not deliver those memories a second time."""
     registry = bound_goal(tmp_path)
-    settle_one = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    settle_one = {
+        "turn_id": "t1",
+        "last_assistant_message": message(),
+        "cwd": str(tmp_path / "repo"),
+    }
     validator = ("--validation-command-json", json.dumps(VALIDATOR))
     hook(settle_one, registry, None, "post-settlement", *validator)
     event = {"turn_id": "t2", "session_id": "new", "prompt": "a change touches one module"}
@@ -428,14 +440,14 @@ GEMINI_BEFORE = {
 
 def test_gemini_dialect_on_its_documented_payloads(tmp_path):
     registry = bound_goal(tmp_path)
-    before = {**GEMINI_BEFORE, "cwd": str(tmp_path)}
+    before = {**GEMINI_BEFORE, "cwd": str(tmp_path / "repo")}
     context = hook(before, registry, None, "pre-turn", "--dialect", "gemini")
     assert context["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
     assert "<reward_memory_reflection_json>" in context["hookSpecificOutput"]["additionalContext"]
     after = {
         "session_id": "gem-1",
         "hook_event_name": "AfterAgent",
-        "cwd": str(tmp_path),
+        "cwd": str(tmp_path / "repo"),
         "timestamp": "2026-11-29T10:00:09Z",
         "prompt": "fix the tests",
         "prompt_response": message(),
@@ -580,7 +592,9 @@ def test_a_pre_turn_imports_no_lock_library_and_no_process_machinery(tmp_path):
     argv = ["host", "generic", "pre-turn", "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
     result = subprocess.run(
         [sys.executable, "-c", code, *argv, "--registry", str(registry)],
-        input=json.dumps({"turn_id": "turn-1", "prompt": "module tests"}),
+        input=json.dumps(
+            {"turn_id": "turn-1", "prompt": "module tests", "cwd": str(registry.parent / "repo")}
+        ),
         capture_output=True,
         text=True,
         check=True,

@@ -463,7 +463,7 @@ def settle(registry, stdin, *extra):
 @pytest.mark.parametrize("declaration", ["[1]", "[]", "{}", "not json", '[""]', "[" * 100_000])
 def test_a_bad_validator_declaration_at_use_settles_nothing_and_says_why(tmp_path, declaration):
     registry = bound_goal(tmp_path)
-    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     stdin = json.dumps(event).encode()
     assert settle(registry, stdin, "--validation-command-json", declaration) == {}
     assert hook_log() == [
@@ -493,7 +493,11 @@ def test_a_bad_validator_declaration_is_refused_at_install(capsys, tmp_path, dec
 )
 def test_one_bad_byte_in_the_final_message_still_learns(tmp_path, bad):
     registry = bound_goal(tmp_path)
-    event = {"turn_id": "t1", "last_assistant_message": message("@@ "), "cwd": str(tmp_path)}
+    event = {
+        "turn_id": "t1",
+        "last_assistant_message": message("@@ "),
+        "cwd": str(tmp_path / "repo"),
+    }
     stdin = json.dumps(event).encode().replace(b"@@", bad)
     receipt = settle(registry, stdin, "--validation-command-json", json.dumps(VALIDATOR))
     ingest = receipt["results"]["reward-memory.outcome-ingest"]

@@ -59,13 +59,17 @@ def test_a_plugin_that_exits_or_hangs_costs_the_turn_only_its_own_contribution(
 ):
     load(monkeypatch, how)
     registry = bound_goal(tmp_path)
-    event = {"turn_id": "t1", "prompt": "how do I fix the tests?", "cwd": str(tmp_path)}
+    event = {"turn_id": "t1", "prompt": "how do I fix the tests?", "cwd": str(tmp_path / "repo")}
     pre = run_process(hook_argv(registry, "pre-turn"), json.dumps(event))
     assert pre.returncode == 0
     assert "additional_context" in json.loads(pre.stdout), "the other plugins still answered"
     assert (f"fixtures.misbehaving:{how}", REASONS[how]) in logged()
 
-    event = {"turn_id": "t1", "cwd": str(tmp_path), "last_assistant_message": reflection_message()}
+    event = {
+        "turn_id": "t1",
+        "cwd": str(tmp_path / "repo"),
+        "last_assistant_message": reflection_message(),
+    }
     post = run_process(hook_argv(registry), json.dumps(event))
     receipt = json.loads(post.stdout)
     assert post.returncode == 0
@@ -79,6 +83,7 @@ def test_a_plugin_writing_to_stdout_never_reaches_the_host_protocol(tmp_path, mo
     load(monkeypatch, "prints")
     registry = bound_goal(tmp_path)
     document = {"turn_id": "t1", "prompt": "p", "last_assistant_message": reflection_message()}
+    document["cwd"] = str(tmp_path / "repo")
     result = run_process(hook_argv(registry, event), json.dumps(document))
     assert result.returncode == 0
     assert LEAK not in result.stdout

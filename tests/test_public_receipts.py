@@ -152,7 +152,11 @@ def test_host_settlement_receipts_leak_nothing(goal):
             json.dumps([sys.executable, str(VALIDATOR)]),
         ],
         input=json.dumps(
-            {"turn_id": "receipt-turn", "last_assistant_message": message, "cwd": str(goal["root"])}
+            {
+                "turn_id": "receipt-turn",
+                "last_assistant_message": message,
+                "cwd": str(goal["root"] / "repo"),
+            }
         ),
         capture_output=True,
         text=True,

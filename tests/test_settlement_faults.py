@@ -118,7 +118,7 @@ def gated_validator(tmp_path):
 
 def kill_during_validation(tmp_path, registry):
     validator = gated_validator(tmp_path)
-    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     process = start_hook(hook_argv(registry, validator=validator), event)
     deadline = time.monotonic() + 30
     while not (tmp_path / "started").exists():
@@ -147,7 +147,10 @@ def test_the_next_pre_turn_starts_the_worker_that_finishes_it(tmp_path):
     registry = bound_goal(tmp_path)
     kill_during_validation(tmp_path, registry)
     (tmp_path / "gate").unlink()
-    result = run(hook_argv(registry, "pre-turn"), json.dumps({"turn_id": "t2", "prompt": "next"}))
+    result = run(
+        hook_argv(registry, "pre-turn"),
+        json.dumps({"turn_id": "t2", "prompt": "next", "cwd": str(tmp_path / "repo")}),
+    )
     assert result.returncode == 0
     deadline = time.monotonic() + 60
     while journal_states(registry) != ["completed"]:
@@ -164,7 +167,7 @@ def test_an_unwritable_journal_directory_leaves_the_settlement_queued(tmp_path):
     blocker = tmp_path / "repo" / ".local" / "turn-hooks" / "reward-memory-outcomes"
     private_dirs(blocker.parent)
     blocker.write_text("not a directory")
-    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     assert run(hook_argv(registry), json.dumps(event)).returncode == 0
     assert journal_states(registry) == [] and len(queue(registry)) == 1
     blocker.unlink()
@@ -186,7 +189,7 @@ def test_a_journal_lock_held_past_its_timeout_leaves_the_settlement_queued(tmp_p
     store = SidecarStore(sidecar_root(tmp_path / "repo"))
     path = journal_path(store, f1.GOAL, f1.AGENT, event_id)
     private_dirs(path.parent)
-    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     with filelock.FileLock(str(path) + ".lock", mode=0o600):
         assert run(hook_argv(registry), json.dumps(event)).returncode == 0
     assert journal_states(registry) == [] and len(queue(registry)) == 1
@@ -199,7 +202,7 @@ def test_an_entry_that_never_settles_ends_in_a_typed_terminal_state(tmp_path):
     the attempts are spent; the entry then says why, and the queue is empty."""
     registry = bound_goal(tmp_path)
     hang = [sys.executable, "-c", "import time; time.sleep(30)"]
-    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)}
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     argv = [*hook_argv(registry, validator=hang), "--validation-timeout-seconds", "1"]
     assert run(argv, json.dumps(event)).returncode == 0
     for _ in range(MAX_SETTLEMENT_ATTEMPTS):
@@ -302,6 +305,7 @@ def test_a_host_result_too_large_to_spool_is_refused_before_anything_is_written(
     registry = bound_goal(tmp_path)
     before = files_below(tmp_path)
     event = {"turn_id": "t1", "last_assistant_message": message("x" * (1024 * 1024 + 1))}
+    event["cwd"] = str(tmp_path / "repo")
     result = run(hook_argv(registry), json.dumps(event))
     assert (result.returncode, json.loads(result.stdout)) == (0, {})
     assert ("adapter", "settlement_spool_too_large") in logged()
@@ -454,7 +458,7 @@ def block(registry, directory):
 def test_an_unwritable_queue_still_settles_inline_and_says_why(tmp_path):
     registry = bound_goal(tmp_path)
     block(registry, QUEUE_DIR)
-    event = {"turn_id": "t1", "cwd": str(tmp_path), "last_assistant_message": message()}
+    event = {"turn_id": "t1", "cwd": str(tmp_path / "repo"), "last_assistant_message": message()}
     result = run(hook_argv(registry), json.dumps(event))
     assert result.returncode == 0
     assert ("adapter", "settlement_queue_unwritable") in logged()
@@ -465,7 +469,7 @@ def test_an_unwritable_queue_still_settles_inline_and_says_why(tmp_path):
 def test_an_unwritable_spool_still_delivers_inline_with_honest_evidence(tmp_path):
     registry = bound_goal(tmp_path)
     block(registry, "settlements")
-    event = {"turn_id": "t1", "cwd": str(tmp_path), "last_assistant_message": message()}
+    event = {"turn_id": "t1", "cwd": str(tmp_path / "repo"), "last_assistant_message": message()}
     result = run(hook_argv(registry), json.dumps(event))
     receipt = json.loads(result.stdout)
     assert (result.returncode, receipt["status"]) == (0, "observed")

@@ -89,6 +89,7 @@ def test_status_reads_what_install_wrote_per_host(capsys, tmp_path, monkeypatch)
     codex = hosts["codex_cli"]
     assert (codex["installed"], codex["handler_count"], codex["trust_entry_count"]) == (True, 2, 2)
     assert (codex["bound_to"], codex["all_commands_resolve"]) == (f"g1/{f1.AGENT}", True)
+    assert codex["acts_in"] == "g1: unscoped (here)", "the registry names no repository"
     assert (hosts["claude_code"]["installed"], hosts["claude_code"]["bound_to"]) == (True, "g2/a")
     assert (hosts["gemini"]["installed"], hosts["gemini"]["reason_code"]) == (
         False,
@@ -161,14 +162,22 @@ def test_status_shows_the_last_recall_and_settlement(capsys, tmp_path):
         *hook,
         "--validation-command-json",
         json.dumps(VALIDATOR),
-        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
+        stdin=json.dumps(
+            {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
+        ),
     )
     run_cli(
         "host",
         "generic",
         "pre-turn",
         *hook,
-        stdin=json.dumps({"turn_id": "t2", "prompt": "a change touches one module"}),
+        stdin=json.dumps(
+            {
+                "turn_id": "t2",
+                "prompt": "a change touches one module",
+                "cwd": str(tmp_path / "repo"),
+            }
+        ),
     )
     code, after, out = call(capsys, "status", *args)
     binding = after["binding"]
@@ -199,7 +208,9 @@ def test_status_counts_a_pending_journal(capsys, tmp_path, monkeypatch):
         *("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry)),
         "--validation-command-json",
         json.dumps(VALIDATOR),
-        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
+        stdin=json.dumps(
+            {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
+        ),
     )
     _code, document, _out = call(capsys, "status", *binding_args(registry, goal))
     binding = document["binding"]

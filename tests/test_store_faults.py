@@ -235,7 +235,7 @@ def _settle(registry: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "--validation-command-json",
         json.dumps(VALIDATOR),
         stdin=json.dumps(
-            {"turn_id": "t1", "last_assistant_message": message, "cwd": str(tmp_path)}
+            {"turn_id": "t1", "last_assistant_message": message, "cwd": str(tmp_path / "repo")}
         ),
     )
 
@@ -273,7 +273,7 @@ def test_a_fifo_in_the_journal_directory_blocks_neither_reconcile_nor_pre_turn(t
         "generic",
         "pre-turn",
         *binding_args(registry),
-        stdin=json.dumps({"turn_id": "t2", "prompt": "fix tests", "cwd": str(tmp_path)}),
+        stdin=json.dumps({"turn_id": "t2", "prompt": "fix tests", "cwd": str(tmp_path / "repo")}),
     )
     assert hooked.returncode == 0
     assert "additional_context" in json.loads(hooked.stdout)

@@ -142,7 +142,18 @@ def status_command(args: argparse.Namespace) -> Result:
             | {
                 "bound_to": ", ".join(
                     sorted({f"{h['goal_id']}/{h['agent_id']}" for h in view["handlers"]})
-                )
+                ),
+                # Which repository each Goal's hooks act in, by name (no paths here);
+                # "unscoped": the registry names none, so the hook acts anywhere.
+                "acts_in": ", ".join(
+                    sorted(
+                        {
+                            f"{h['goal_id']}: {h['repository'] or 'unscoped'}"
+                            + (" (here)" if h["serves_here"] else "")
+                            for h in view["handlers"]
+                        }
+                    )
+                ),
             }
             for view in hosts
         ],
