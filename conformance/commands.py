@@ -1,8 +1,11 @@
-"""``turn-hooks conformance run|list``, added to the CLI through ``register_commands``.
+"""``turn-hooks conformance run|report|list``, added to the CLI through ``register_commands``.
 
 It is no entry point, so no Turn imports it: the ``turn-hooks`` command line
 registers it when it builds its parser. The runner itself is imported only when the
-command runs.
+command runs. Where a run's report is kept (the latest per host) belongs to the
+hosts' state directory: the command line hands that store to these commands as
+``args.conformance_reports`` (``hosts.conformance_reports``), so this package
+imports no host.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from turn_hooks.errors import InvalidInputError
 
 EXIT_SCENARIO_FAILED = 3
 """``conformance run``: the report was printed and at least one scenario failed."""
+LATEST_SCHEMA = "turn_hooks_conformance_latest_v0"
+"""``conformance report``: the latest saved report per host, with a summary of each."""
 EXIT_CODES = (
     "exit codes: 0 every scenario that ran passed or was skipped; 2 bad input (one typed "
     "error: unknown scenario or event, unusable --binary), nothing run; 3 the report was "
@@ -93,6 +98,9 @@ def _run(args: argparse.Namespace) -> tuple[Any, str]:
             field="without_event",
         )
     binary, probed = _binary(args)
+    store = getattr(args, "conformance_reports", None) if not args.no_save else None
+    if store is not None:
+        store.prepare(args.host)  # a report that cannot be kept is refused before the run
     label = args.host + (f" {probed['version']}" if probed else "")
     if _wants_progress(args):
         chosen = len(set(args.scenario or ())) or len(CATALOGUE)
@@ -117,7 +125,47 @@ def _run(args: argparse.Namespace) -> tuple[Any, str]:
         partial=report["partial"],
     )
     report["exit_code"] = 0 if report["ok"] else EXIT_SCENARIO_FAILED
+    if store is not None:
+        store.save(report)
     return report, f"Host coverage: {args.host}"
+
+
+def _report(args: argparse.Namespace) -> tuple[Any, str]:
+    """``conformance report``: the latest saved report of one host or of each."""
+    from conformance.public_safety import public_safety_violations
+    from conformance.report import to_markdown
+
+    store = args.conformance_reports
+    reports = store.latest(args.host)
+    for report in reports:
+        # A saved file is ours, but anyone can edit it: what is shown must still be a
+        # report a run wrote (it renders) and public-safe (it is meant to be pasted).
+        try:
+            to_markdown(report, report["exit_code"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            problem = "does not have the shape a run writes"
+        else:
+            problem = "is not public-safe" if public_safety_violations(report) else ""
+        if problem:
+            host = report["identity"]["host"]
+            raise InvalidInputError(
+                f"the saved conformance report for host {host!r} {problem}; run "
+                f"`turn-hooks conformance run --host {host}` again to replace it",
+                reason_code="conformance_report_invalid",
+                field="host",
+            )
+    return {
+        "ok": True,
+        "schema_version": LATEST_SCHEMA,
+        "hosts": [store.summary(r["identity"]["host"], r) for r in reports],
+        "reports": reports,
+    }, "Latest conformance reports"
+
+
+def _reports_markdown(document: dict[str, Any]) -> str:
+    from conformance.report import to_markdown
+
+    return "\n".join(to_markdown(r, r["exit_code"]) for r in document["reports"])
 
 
 def _markdown(document: dict[str, Any]) -> str:
@@ -184,9 +232,27 @@ def register(commands: Any) -> None:
         action="store_true",
         help="one line per scenario on stderr (the default when stderr is a terminal)",
     )
+    runner.add_argument(
+        "--no-save",
+        action="store_true",
+        help="do not keep this report as the host's latest (by default every run, full "
+        "or partial, replaces it)",
+    )
     runner.set_defaults(markdown=_markdown, failure_exit=EXIT_SCENARIO_FAILED)
+    shown = sub.add_parser(
+        "report",
+        help="show the latest saved report of each host (or of --host)",
+        description="Every `conformance run` without --no-save keeps its report as the "
+        "latest one for its host, in the state directory ($TURN_HOOKS_STATE_DIR, else "
+        "$XDG_STATE_HOME/turn-hooks): the run that finished last, full or partial (its "
+        "partial flag says which). This shows that document, as the run printed it.",
+        epilog="exit codes: 0 shown; 2 nothing saved (conformance_report_missing, with "
+        "the command that saves one) or a saved file that cannot be read",
+    )
+    shown.add_argument("--host", choices=HOSTS, help="only this host (default: every saved one)")
+    shown.set_defaults(markdown=_reports_markdown)
     listing = sub.add_parser("list", help="the scenario catalogue: ids and what each proves")
-    for parser, handler in ((runner, _run), (listing, _list)):
+    for parser, handler in ((runner, _run), (shown, _report), (listing, _list)):
         parser.add_argument("--format", choices=("json", "markdown"), default="json")
         parser.set_defaults(handler=handler)
 

@@ -79,19 +79,29 @@ def probe_binary(host: str, binary: str) -> dict[str, str]:
     return {"name": said or host, "version": found.group(0), "reports": reports}
 
 
-def redact(argument: str) -> str:
-    """One command-line word with any absolute or home path cut to ``.../<last part>``."""
+PATH_OPTIONS = ("--binary",)
+"""Options whose value is always a path, so a relative one is cut too."""
+
+
+def redact(argument: str, *, path: bool = False) -> str:
+    """One command-line word with any absolute, home or ``./`` path cut to
+    ``.../<last part>``; with ``path`` (the value of a path option) any word with a
+    ``/``. Other words keep their slashes: ``turn/completed`` is an event name."""
     prefix, sep, value = argument.partition("=")
     if sep and prefix.startswith("--"):
-        return f"{prefix}={redact(value)}"
-    if argument.startswith(("/", "~")):
+        return f"{prefix}={redact(value, path=prefix in PATH_OPTIONS)}"
+    if argument.startswith(("/", "~", "./", "../")) or (path and "/" in argument):
         return ".../" + Path(argument).name
     return argument
 
 
 def command_line(arguments: list[str]) -> str:
     """The command as typed, paths redacted, program named ``turn-hooks``."""
-    return shlex.join(["turn-hooks", *(redact(a) for a in arguments)])
+    words = [
+        redact(word, path=index > 0 and arguments[index - 1] in PATH_OPTIONS)
+        for index, word in enumerate(arguments)
+    ]
+    return shlex.join(["turn-hooks", *words])
 
 
 def identity(

@@ -500,15 +500,17 @@ def build_parser(*, with_plugins: bool = True, only: str | None = None) -> argpa
         # registered here, for building the parser only, never as an entry point.
         pm.register(conformance_commands, name="conformance_commands")
         pm.hook.register_commands(commands=commands)
-        from hosts import codex_app, status
+        from hosts import codex_app, conformance_reports, status
 
         # The composition root hands plugin commands the hosts they settle through,
         # and the hosts' read-only views (`status`), so a capability's command
-        # reaches a host without importing it.
+        # reaches a host without importing it; the conformance commands get the
+        # store of the latest report per host the same way.
         parser.set_defaults(
             settlement_hosts={codex_app.HOST: codex_app},
             host_status=status.installed_hooks,
             hook_log=status.hook_log,
+            conformance_reports=conformance_reports,
         )
     return parser
 

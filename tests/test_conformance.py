@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -32,6 +33,7 @@ from conformance.scenarios import (
     TEXT_START,
     our_text,
 )
+from turn_hooks import InvalidInputError
 
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
@@ -46,6 +48,23 @@ BINARIES = {
 }
 SCENARIO_IDS = [s.id for s in CATALOGUE]
 REAL_ONLY = {s.id for s in CATALOGUE if s.real_host_only}
+
+
+def saved(host: str) -> Path:
+    """Where a run keeps its host's latest report (this test's state directory)."""
+    return Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "conformance" / f"{host}.json"
+
+
+def shown(*argv: str, code: int = 0) -> str:
+    """``conformance report`` as a user runs it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hosts.cli", "conformance", "report", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == code and "Traceback" not in result.stderr, result.stdout
+    return result.stdout
 
 
 def run_conformance(host: str, *extra: str, fmt: str = "json") -> subprocess.CompletedProcess:
@@ -179,6 +198,7 @@ def test_payload_hosts_are_recorded_contracts(host):
     skipped = {r["scenario"] for r in report["scenarios"] if r["result"] == "skipped"}
     assert skipped == REAL_ONLY
     assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
+    assert json.loads(saved(host).read_text()) == report, "the run is the host's latest report"
 
 
 def test_the_codex_app_row_is_earned_through_app_server_and_refresh_spend():
@@ -356,6 +376,122 @@ def test_the_report_says_which_run_it_came_from():
 def test_the_command_line_keeps_its_words_but_no_path():
     line = command_line(["run", "--binary=/home/me/bin/codex", "~/x/dsh", "rel/path", "a b"])
     assert line == "turn-hooks run --binary=.../codex .../dsh rel/path 'a b'"
+    # A --binary value is a path even when relative; an event name keeps its slash.
+    line = command_line(
+        [
+            *("run", "--binary", "home/me/bin/codex", "--binary=node_modules/.bin/dsh", "./x/y"),
+            *("--without-event", "turn/completed"),
+        ]
+    )
+    assert line == (
+        "turn-hooks run --binary .../codex --binary=.../dsh .../y --without-event turn/completed"
+    )
+
+
+def test_every_run_replaces_its_hosts_latest_report_unless_no_save():
+    """The latest report per host is the run that finished last, full or partial, kept
+    as a private sidecar; `conformance report` shows it; --no-save keeps a trial out."""
+    printed = json.loads(conformance("generic", "--scenario", "hook.fail_open"))
+    path = saved("generic")
+    assert json.loads(path.read_text()) == printed
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.with_name("generic.json.lock").stat().st_mode) == 0o600
+    document = json.loads(shown("--host", "generic"))
+    assert (document["schema_version"], document["reports"]) == (
+        "turn_hooks_conformance_latest_v0",
+        [printed],
+    )
+    [line] = document["hosts"]
+    assert line == {
+        "host": "generic",
+        "automatic_recall": "uncovered",
+        "automatic_ingest": "uncovered",
+        "verification": "not_verified",
+        "partial": True,
+        "ok": True,
+        "passed": 1,
+        "failed": 0,
+        "skipped": 0,
+        "without_events": [],
+        "date": printed["identity"]["date"],
+        "turn_hooks_version": printed["identity"]["turn_hooks_version"],
+        "host_version": None,
+        "catalogue_version": CATALOGUE_VERSION,
+        "report_digest": line["report_digest"],
+        "reason_code": None,
+    }
+    assert line["report_digest"].startswith("sha256:")
+    assert public_safety_violations(document) == []
+    assert json.loads(shown()) == document, "every saved host, here one"
+    text = shown("--format", "markdown")
+    assert text.startswith("## turn-hooks conformance: generic (partial run)\n")
+    assert "`turn-hooks conformance run --host generic --scenario hook.fail_open " in text
+    before = path.read_bytes()
+    failing = ["--without-event", "post-settlement", "--scenario", "ingest.validated_activated"]
+    assert json.loads(conformance("generic", *failing, "--no-save", code=3))["ok"] is False
+    assert path.read_bytes() == before
+    conformance("generic", *failing, code=3)
+    assert json.loads(shown("--host", "generic"))["hosts"][0]["ok"] is False
+
+
+def test_no_saved_report_is_a_typed_error_that_names_the_command():
+    for argv, command in (
+        (["--host", "dsh"], "`turn-hooks conformance run --host dsh`"),
+        ([], "`turn-hooks conformance run --host HOST`"),
+    ):
+        error = json.loads(shown(*argv, code=2))
+        assert error["reason_code"] == "conformance_report_missing"
+        assert command in error["message"]
+
+
+def test_a_report_that_cannot_be_kept_is_refused_before_the_run(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(state))
+    result = run_conformance("generic", "--scenario", "hook.fail_open")
+    assert result.returncode == 2 and result.stderr == ""
+    assert json.loads(result.stdout)["reason_code"] == "sidecar_permission_widened"
+    assert not (state / "conformance").exists(), "nothing run, nothing written"
+    printed = json.loads(conformance("generic", "--scenario", "hook.fail_open", "--no-save"))
+    assert printed["ok"] is True, "--no-save needs no state directory"
+
+
+def test_a_saved_report_that_is_not_a_runs_is_refused_and_summarised_as_such(capsys):
+    from hosts import cli, conformance_reports
+
+    assert (
+        cli.main(["conformance", "run", "--host", "generic", "--scenario", "hook.fail_open"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    root = saved("generic").parent
+    unsafe = {**report, "identity": {**report["identity"], "date": "/home/me/secret"}}
+    (root / "gemini.json").write_text(json.dumps({**unsafe, "identity": {"host": "gemini"}}))
+    (root / "gemini.json").chmod(0o600)
+    (root / "dsh.json").write_text(json.dumps(unsafe))  # names another host
+    (root / "dsh.json").chmod(0o600)
+    (root / "Not A Host.json").write_text("{}")
+    conformance_reports.save(unsafe)
+    lines = {line["host"]: line for line in conformance_reports.summaries()}
+    assert sorted(lines) == ["dsh", "gemini", "generic"]
+    assert lines["dsh"]["reason_code"] == "conformance_report_invalid"
+    assert (lines["generic"]["date"], lines["generic"]["reason_code"]) == (None, None)
+    assert public_safety_violations(lines) == []
+    for host in ("generic", "gemini", "dsh"):
+        assert cli.main(["conformance", "report", "--host", host]) == 2
+        assert json.loads(capsys.readouterr().out)["reason_code"] == "conformance_report_invalid"
+    (root / "dsh.json").chmod(0o644)
+    assert cli.main(["conformance", "report", "--host", "dsh"]) == 2
+    assert json.loads(capsys.readouterr().out)["reason_code"] == "sidecar_permission_widened"
+    root.chmod(0o755)
+    assert [line["reason_code"] for line in conformance_reports.summaries()] == [
+        "sidecar_permission_widened"
+    ]
+    root.chmod(0o700)
+    with pytest.raises(InvalidInputError) as refused:
+        conformance_reports.save({**report, "identity": {"host": "../generic"}})
+    assert refused.value.reason_code == "conformance_host_unknown"
 
 
 def test_the_catalogue_has_stable_unique_ids_and_every_edge_is_vouched_for():

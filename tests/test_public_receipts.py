@@ -43,6 +43,9 @@ def commands(goal):
     sidecar_root = str(goal["root"] / "repo" / ".local" / "turn-hooks")
     return [
         ["plugins"],
+        # First, so the statuses below point to a saved report (issue 18).
+        ["conformance", "run", "--host", "generic", "--scenario", "hook.fail_open"],
+        ["conformance", "report"],
         ["reward-memory", "experiment-status", *binding],
         ["reward-memory", "configure", *binding, "--config", f1.CONFIG_PATH],
         ["reward-memory", "configure", *binding, "--config", f1.CONFIG_PATH, "--execute"],

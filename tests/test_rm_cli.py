@@ -333,7 +333,45 @@ def test_the_status_declares_host_coverage_and_points_to_conformance(capsys, goa
     assert heading in out and "### host_coverage\n" not in out
     note = out.split(heading, 1)[1].split("| host_id |", 1)[0]
     assert "Upstream LoopX" in note and "turn-hooks conformance run --host" in note
-    assert "no conformance run" in note
+    assert "No conformance run is saved on this machine yet" in note
+    assert "host_conformance" not in status and "host_conformance" not in out
+
+
+def test_the_status_points_to_the_latest_saved_conformance_run(capsys, goal):
+    """Issue 18: beside the declared table, what a saved run saw: per host its edges,
+    date, partial flag and identity. The upstream part of the JSON is unchanged."""
+    _, upstream = run(capsys, "reward-memory", "experiment-status", *binding(goal))
+    assert (
+        cli.main(["conformance", "run", "--host", "generic", "--scenario", "hook.fail_open"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    code, status = run(capsys, "reward-memory", "experiment-status", *binding(goal))
+    keys = list(status)
+    assert keys[keys.index("host_coverage") + 1] == "host_conformance", "beside the declaration"
+    pointer = status.pop("host_conformance")
+    assert (code, status) == (0, upstream), "only the pointer is added"
+    assert (pointer["host_coverage_basis"], pointer["show_command"]) == (
+        "declared_source_wiring",
+        "turn-hooks conformance report",
+    )
+    [line] = pointer["latest"]
+    assert (line["host"], line["automatic_recall"], line["automatic_ingest"]) == (
+        "generic",
+        "uncovered",
+        "uncovered",
+    )
+    assert (line["partial"], line["date"]) == (True, report["identity"]["date"])
+    assert line["turn_hooks_version"] == report["identity"]["turn_hooks_version"]
+    assert line["report_digest"].startswith("sha256:")
+    cli.main(["reward-memory", "experiment-status", *binding(goal), "--format", "markdown"])
+    out = capsys.readouterr().out
+    declared = out.index("### host_coverage (declared source wiring, not verified coverage)")
+    earned = out.index("### host_conformance (latest saved conformance run per host)")
+    assert declared < earned and "#### host_conformance" not in out[:declared]
+    assert "follows, under host_conformance" in out[declared:earned]
+    assert "turn-hooks conformance report --host HOST" in out[earned:]
+    assert report["identity"]["date"] in out[earned:] and "| partial | true |" in out[earned:]
+    assert not public_safety_violations(out)
 
 
 def test_stdin_is_not_read_by_reward_memory_commands(capsys, goal, monkeypatch):

@@ -251,6 +251,30 @@ def test_an_unreadable_log_is_a_reason_not_an_error(capsys, tmp_path, monkeypatc
     assert (code, document["entries"], document["reason_code"]) == (0, [], "sidecar_corrupt")
 
 
+def test_status_shows_the_latest_conformance_run_per_host(capsys):
+    code, document, _out = call(capsys, "status")
+    assert (code, document["conformance"]) == (0, []), "no run saved yet"
+    assert (
+        cli.main(["conformance", "run", "--host", "generic", "--scenario", "hook.fail_open"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert cli.main(["status", "--format", "markdown"]) == 0
+    text = capsys.readouterr().out
+    assert "### conformance\n" in text and "| generic | uncovered | uncovered | true |" in text
+    code, document, _out = call(capsys, "status")
+    assert document["conformance"] == [
+        {
+            "host": "generic",
+            "automatic_recall": "uncovered",
+            "automatic_ingest": "uncovered",
+            "partial": True,
+            "ok": True,
+            "date": report["identity"]["date"],
+            "reason_code": None,
+        }
+    ]
+
+
 @pytest.mark.parametrize("command", [["status"], ["log"]])
 def test_help(command, capsys):
     with pytest.raises(SystemExit) as exit_:

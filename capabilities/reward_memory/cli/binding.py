@@ -19,19 +19,55 @@ from capabilities.reward_memory.cli._common import (
 
 
 def experiment_status(args: argparse.Namespace) -> Result:
-    """``experiment-status``: resolve one binding, read-only, no provider call."""
-    return resolve_binding(args).status, "Reward memory experiment status"
+    """``experiment-status``: resolve one binding, read-only, no provider call.
+
+    The fixed upstream ``host_coverage`` stays as upstream prints it. When a
+    conformance run has been saved on this machine, ``host_conformance`` follows it:
+    the latest run per host, which is what a host was seen to connect. With none
+    saved the document is upstream's, byte for byte.
+    """
+    status: dict[str, Any] = dict(resolve_binding(args).status)
+    reports: Any = getattr(args, "conformance_reports", None)
+    latest = reports.summaries() if reports is not None else []
+    if not latest:
+        args.markdown_notes = {"host_coverage": HOST_COVERAGE_NOTE}
+        return status, TITLE
+    shown: dict[str, Any] = {}
+    for key, value in status.items():  # right after the declaration it qualifies
+        shown[key] = value
+        if key == "host_coverage":
+            shown["host_conformance"] = {
+                "host_coverage_basis": "declared_source_wiring",
+                "show_command": reports.SHOW_COMMAND,
+                "latest": latest,
+            }
+    args.markdown_notes = {
+        "host_coverage": (HOST_COVERAGE_NOTE[0], HOST_COVERAGE_DECLARED + HOST_COVERAGE_SAVED),
+        "host_conformance": HOST_CONFORMANCE_NOTE,
+    }
+    return shown, TITLE
 
 
+TITLE = "Reward memory experiment status"
+HOST_COVERAGE_DECLARED = (
+    "Upstream LoopX's fixed table of which host edges its source wires, kept "
+    "byte-identical in the JSON for interchangeability. It says nothing about this "
+    "installation: it shows the same rows with no hooks installed. What a host really "
+    'connects is earned by `turn-hooks conformance run --host HOST` (README, "Conformance").'
+)
+HOST_COVERAGE_SAVED = " The latest saved run per host follows, under host_conformance."
 HOST_COVERAGE_NOTE = (
     "declared source wiring, not verified coverage",
-    "Upstream LoopX's fixed table of which host edges its source wires, kept "
-    "byte-identical in the JSON for interchangeability. This status reads no "
-    "conformance run and says nothing about this installation: it shows the same rows "
-    "with no hooks installed. What a host really connects is earned by "
-    '`turn-hooks conformance run --host HOST` (README, "Conformance").',
+    HOST_COVERAGE_DECLARED + " No conformance run is saved on this machine yet.",
 )
 """How the Markdown status labels ``host_coverage`` (contracts.md §17)."""
+HOST_CONFORMANCE_NOTE = (
+    "latest saved conformance run per host",
+    "What each host was seen to connect in the last `turn-hooks conformance run` saved "
+    "for it, full or partial (a partial run proves only its own scenarios), with its "
+    "date and identity. `turn-hooks conformance report --host HOST` shows the report.",
+)
+"""How the Markdown status labels ``host_conformance``."""
 
 
 def configure(args: argparse.Namespace) -> Result:
@@ -53,9 +89,7 @@ def add_experiment_status(sub: argparse._SubParsersAction[Any]) -> None:
     """``reward-memory experiment-status``."""
     status = sub.add_parser("experiment-status", help="resolve one binding (no provider call)")
     add_binding_arguments(status)
-    status.set_defaults(
-        handler=experiment_status, markdown_notes={"host_coverage": HOST_COVERAGE_NOTE}
-    )
+    status.set_defaults(handler=experiment_status)
 
 
 def add_configure(sub: argparse._SubParsersAction[Any]) -> None:

@@ -5,7 +5,8 @@ hands its read-only views to this command through the parsed arguments
 (``host_status``, ``hook_log``), as it hands plugin commands their settlement hosts:
 a capability never imports a host. The reward-memory half is read here, from the
 binding and its sidecars, with no provider call: the binding's state, the last
-recall and the last settlement (when and what), and the pending journals.
+recall and the last settlement (when and what), and the pending journals. The latest
+saved conformance run per host (``conformance_reports``) is shown in brief.
 
 Everything shown is public: ids, states, reason codes and times. The journals hold
 the reflection text; only their status, Turn key and time are read out of them.
@@ -36,6 +37,18 @@ _BINDING_FIELDS = (
     "automatic_recall",
     "automatic_ingest",
 )
+
+_CONFORMANCE_FIELDS = (
+    "host",
+    "automatic_recall",
+    "automatic_ingest",
+    "partial",
+    "ok",
+    "date",
+    "reason_code",
+)
+"""What ``status`` shows of each host's latest conformance run (``conformance report``
+has the rest)."""
 
 
 def _last_recall(resolution: Any) -> dict[str, Any] | None:
@@ -157,6 +170,7 @@ def status_command(args: argparse.Namespace) -> Result:
             }
             for view in hosts
         ],
+        "conformance": _conformance(args),
         "hook_log": {
             "entry_count": log.get("entry_count", 0),
             "reason_counts": log["reason_counts"],
@@ -164,6 +178,13 @@ def status_command(args: argparse.Namespace) -> Result:
         },
     }
     return document, "turn-hooks status"
+
+
+def _conformance(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The latest saved conformance run per host, in brief (one small file per host)."""
+    reports = getattr(args, "conformance_reports", None)
+    lines = reports.summaries() if reports is not None else []
+    return [{key: line[key] for key in _CONFORMANCE_FIELDS} for line in lines]
 
 
 def add_status(commands: argparse._SubParsersAction[Any]) -> None:
