@@ -4,8 +4,8 @@ An export line is the canonical record itself (S1, the form every provider store
 so a file exported from the embedded store imports into OpenViking and back. Import
 is a write of already-activated records, so it passes the guards ingest applies to
 what it activates: the record contract, the standing policy of its corpus, the
-experience-quality check and the activation identity, which must recompute from the
-record's own fields. The record is written at the address its corpus and candidate
+experience-quality check and the activation and candidate identities, which must
+recompute from the record's own fields (so an edited summary is refused). The record is written at the address its corpus and candidate
 determine on the destination binding, through :func:`sync`, which never overwrites
 a different record and counts a write only after exact readback.
 
@@ -21,9 +21,11 @@ from typing import Any
 from capabilities.providers.sync import sync
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.candidate import candidate_identity
 from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
 from capabilities.reward_memory.contract.identities import (
     activation_ref,
+    candidate_ref,
     experience_digest,
     provider_ref,
     record_body,
@@ -70,6 +72,32 @@ def export_receipt(records: list[StoredRecord]) -> dict[str, Any]:
     }
 
 
+def _recomputes(record: dict[str, Any]) -> bool:
+    """Whether the record's candidate ref recomputes from what the record holds.
+
+    The candidate ref is ingest's digest over the class, summary, source, scope,
+    experience, guard context and requested action scopes, so it covers every field
+    recall shows the model. The record does not keep the last two; but ingest only
+    activates a candidate whose guard passed, which fixes them up to one boolean:
+    the source was current and unconflicted, and an advisory class requested no
+    action scope. A hard-policy record requested scopes the record does not keep,
+    so it cannot recompute and is refused: nothing in it vouches for its text.
+    """
+    verified = (True,) if record.get("target_class") == "procedural_experience" else (True, False)
+    for artifact_verified in verified:
+        guard = {
+            "source_freshness": "current",
+            "conflict_state": "clear",
+            "current_artifact_verified": artifact_verified,
+        }
+        identity = candidate_identity(
+            {**record, "guard_context": guard, "requested_action_scopes": []}
+        )
+        if candidate_ref(identity) == record["candidate_ref"]:
+            return True
+    return False
+
+
 def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
     """The ingest guards for one record destined for corpus ``entry`` (typed errors)."""
     corpus, policy = entry["corpus"], entry["standing_policy"]
@@ -103,6 +131,10 @@ def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
     reasons = standing_policy_reasons({**record, "requested_action_scopes": []}, corpus, policy)
     if reasons:
         v.fail(field, f"is refused by the standing policy ({reasons[0]})", "import_guard_blocked")
+    if not _recomputes(record):
+        # An edited summary, source or scope that the policy
+        # still admits: not the candidate ingest activated.
+        v.fail(f"{field}.candidate_ref", "does not recompute", "import_record_tampered")
 
 
 def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, Any], str]]:
