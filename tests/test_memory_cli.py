@@ -350,3 +350,28 @@ def test_search_says_when_a_turn_would_recall_nothing_at_all(capsys, tmp_path):
     assert "Automatic recall is disabled" in capsys.readouterr().out
     code, error = call(capsys, "memory", "search", QUERY, *args, "--surface-id", "a.b")
     assert (code, error["reason_code"]) == (2, "surface_not_configured")
+
+
+def test_a_record_of_another_goal_is_refused(provider_id, capsys, tmp_path):
+    from test_openviking_real import goal_config
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = bound(tmp_path / "a", goal_name("one", provider_id), provider_id)
+    learn(capsys, tmp_path, goal_name("one", provider_id), one)
+    exported = tmp_path / "one.jsonl"
+    call(capsys, "memory", "export", *one, "--output", str(exported))
+    # As `init` writes it: every Goal has a workspace and a project of its own.
+    goal = goal_name("other", provider_id)
+    text = json.dumps(goal_config(goal)).replace("workspace:demo", f"workspace:{goal}")
+    config = json.loads(text.replace("project:demo", f"project:{goal}"))
+    config["project_provider_binding"]["provider_id"] = provider_id
+    config["corpora"][0]["corpus"]["provider_id"] = provider_id
+    registry = f1.write_goal(tmp_path / "b", config)
+    registry.write_text(registry.read_text().replace('"demo-goal"', json.dumps(goal)))
+    other = ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
+    code, error = call(capsys, "memory", "import", str(exported), *other, "--dry-run")
+    assert (code, error["reason_code"]) == (2, "import_guard_blocked"), error
+    assert "workspace" in error["error"], "the message names the policy reason"
+    _code, there = call(capsys, "memory", "list", *other)
+    assert there["record_count"] == 0

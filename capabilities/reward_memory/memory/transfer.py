@@ -5,9 +5,10 @@ so a file exported from the embedded store imports into OpenViking and back. Imp
 is a write of already-activated records, so it passes the guards ingest applies to
 what it activates: the record contract, the standing policy of its corpus, the
 experience-quality check and the activation and candidate identities, which must
-recompute from the record's own fields (so an edited summary is refused). The record is written at the address its corpus and candidate
-determine on the destination binding, through :func:`sync`, which never overwrites
-a different record and counts a write only after exact readback.
+recompute from the record's own fields (so an edited summary is refused). The
+record is written at the address its corpus and candidate determine on the
+destination binding, through :func:`sync`, which never overwrites a different
+record and counts a write only after exact readback.
 
 Every line is checked before the first write: one bad line writes nothing.
 """
