@@ -712,7 +712,14 @@ def _run(arguments: list[str], first: str | None) -> int:
         else:
             note = getattr(args, "markdown_note", None)
             notes = getattr(args, "markdown_notes", None)
-            _emit(render(document, fmt=args.format, title=title, note=note, notes=notes))
+            text = render(document, fmt=args.format, title=title, note=note, notes=notes)
+            if getattr(args, "receipt_to_stderr", False):
+                # The command's stdout was its output (an export's lines): the
+                # receipt goes beside it, so a pipe reads only that output.
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            else:
+                _emit(text)
         if document.get("ok", True) is not False:
             return EXIT_OK
         return int(getattr(args, "failure_exit", EXIT_INVALID))

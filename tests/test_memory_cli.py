@@ -165,8 +165,20 @@ def test_export_to_stdout_is_the_lines_themselves(capsys, tmp_path):
     args = bound(tmp_path, "stdout-export", "embedded_sqlite")
     learn(capsys, tmp_path, "stdout-export", args)
     assert cli.main(["memory", "export", *args, "--output", "-"]) == 0
-    [line] = capsys.readouterr().out.splitlines()
+    streams = capsys.readouterr()
+    [line] = streams.out.splitlines()
     assert json.loads(line)["schema_version"] == "reward_memory_active_record_v0"
+    # stdout is the records, so the receipt (counts only) goes to stderr.
+    receipt = json.loads(streams.err)
+    assert (receipt["schema_version"], receipt["record_count"]) == (
+        "reward_memory_export_receipt_v0",
+        1,
+    )
+    assert not public_safety_violations(receipt, raw_texts=(SUMMARY,))
+    assert cli.main(["memory", "export", *args, "--output", "-", "--format", "markdown"]) == 0
+    streams = capsys.readouterr()
+    assert json.loads(streams.out)["content_summary"] == SUMMARY
+    assert streams.err.startswith("## Memory export\n") and "| record_count | 1 |" in streams.err
 
 
 def _tamper(record):

@@ -138,7 +138,7 @@ def memory_search(args: argparse.Namespace) -> Result:
     return document, "Memory search"
 
 
-def memory_export(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
+def memory_export(args: argparse.Namespace) -> Result:
     """``memory export``: JSON Lines of the canonical records, to a file or stdout."""
     from pathlib import Path
 
@@ -158,10 +158,11 @@ def memory_export(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]
     lines = export_lines(records)
     if target is None:
         # stdout is the export itself (private text, for a pipe or the terminal), so
-        # no receipt follows it: the handler prints and returns no document.
+        # the receipt goes to stderr, where a pipe into `memory import -` ignores it.
         _write_stdout("".join(lines))
-        return None, "Memory export"
-    atomic_write_text(target, "".join(lines), mode=FILE_MODE)
+        args.receipt_to_stderr = True
+    else:
+        atomic_write_text(target, "".join(lines), mode=FILE_MODE)
     return export_receipt(records), "Memory export"
 
 
@@ -196,7 +197,8 @@ def add_views(sub: argparse._SubParsersAction[Any]) -> None:
         "export",
         help="write the canonical records as JSON Lines",
         description="Writes one canonical record per line to --output (mode 0600), or to "
-        "stdout with `-`; prints counts only. The file holds the memories' private text.",
+        "stdout with `-`; prints counts only (on stderr with `-`). The file holds the "
+        "memories' private text.",
     )
     add_binding_arguments(export)
     export.add_argument("--output", required=True, help="file to write, or - for stdout")
