@@ -261,11 +261,25 @@ def test_unreadable_imports_are_typed_errors(text, reason, capsys, tmp_path):
     assert not (tmp_path / "repo" / ".local").exists()
 
 
+def test_a_ref_is_named_by_a_prefix_of_its_digest(capsys, tmp_path):
+    args = bound(tmp_path, "prefixes", "embedded_sqlite")
+    learn(capsys, tmp_path, "prefixes", args)
+    _code, listed = call(capsys, "memory", "list", *args, public=False)
+    ref = listed["records"][0]["memory_ref"]
+    digest = ref.removeprefix("provider-")
+    for prefix in (digest[:4], f"provider-{digest[:4]}", digest, ref):
+        code, shown = call(capsys, "memory", "show", prefix, *args, public=False)
+        assert (code, shown["record"]["memory_ref"]) == (0, ref), prefix
+
+
 @pytest.mark.parametrize(
     ("ref", "reason"),
     [
         pytest.param("provider-0000000000", "memory_ref_unknown", id="unknown"),
         pytest.param("provider-", "memory_ref_invalid", id="too-short"),
+        pytest.param("provider-abc", "memory_ref_invalid", id="three-hex-digits"),
+        pytest.param("abc", "memory_ref_invalid", id="bare-three-hex-digits"),
+        pytest.param("00000000", "memory_ref_unknown", id="unknown-digest"),
         pytest.param("xyz", "memory_ref_invalid", id="not-a-ref"),
         pytest.param("candidate:0000", "memory_ref_unknown", id="unknown-candidate"),
     ],
