@@ -91,6 +91,7 @@ def test_list_show_search_and_forget(provider_id, capsys, tmp_path):
     code, found = call(capsys, "memory", "search", QUERY, *args, public=False)
     assert (code, [r["memory_ref"] for r in found["results"]]) == (0, [ref])
     assert found["results"][0]["summary"] == SUMMARY
+    assert (found["status"], found["result_count"]) == ("matched", 1)
 
     assert health_split(capsys, args) == (1, 1, 0)
 
@@ -117,6 +118,10 @@ def test_list_show_search_and_forget(provider_id, capsys, tmp_path):
     assert retired_only["records"] == []
     _code, none = call(capsys, "memory", "search", QUERY, *args)
     assert none["results"] == [], "a forgotten memory is not recalled"
+    assert (none["status"], none["result_count"]) == ("no_match", 0)
+    assert cli.main(["memory", "search", QUERY, *args, "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "No memory matches this query." in out and "| status | no_match |" in out
     _code, recall = call(capsys, "reward-memory", "recall", *args, "--query", QUERY)
     assert recall["status"] != "applied"
 
@@ -372,6 +377,7 @@ def test_search_says_when_a_turn_would_recall_nothing_at_all(capsys, tmp_path):
     args = ("--registry", str(registry), "--goal-id", "quiet", "--agent-id", f1.AGENT)
     code, found = call(capsys, "memory", "search", QUERY, *args)
     assert (code, found["recall_status"], found["results"]) == (0, "disabled", [])
+    assert found["status"] == "disabled"
     assert cli.main(["memory", "search", QUERY, *args, "--format", "markdown"]) == 0
     assert "Automatic recall is disabled" in capsys.readouterr().out
     code, error = call(capsys, "memory", "search", QUERY, *args, "--surface-id", "a.b")
@@ -401,3 +407,21 @@ def test_a_record_of_another_goal_is_refused(provider_id, capsys, tmp_path):
     assert "workspace" in error["error"], "the message names the policy reason"
     _code, there = call(capsys, "memory", "list", *other)
     assert there["record_count"] == 0
+
+
+def test_search_says_when_the_provider_could_not_be_asked(monkeypatch, capsys, tmp_path):
+    import socket
+
+    with socket.socket() as closed:  # a loopback port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OPENVIKING_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OPENVIKING_API_KEY", "k")
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
+    args = bound(tmp_path, "down", "openviking")
+    code, found = call(capsys, "memory", "search", QUERY, *args)
+    assert (code, found["status"], found["results"]) == (0, "provider_unavailable", [])
+    assert cli.main(["memory", "search", QUERY, *args, "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "The memory provider is unavailable" in out
+    assert "No memory matches" not in out, "an unreachable provider is not an empty one"

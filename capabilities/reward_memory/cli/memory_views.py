@@ -119,22 +119,32 @@ def memory_search(args: argparse.Namespace) -> Result:
                     "corpus_id": record.get("corpus_id"),
                 }
             )
+    recall_status = public.get("status")
+    if recall_status in {"disabled", "provider_unavailable"}:
+        status = str(recall_status)
+    else:
+        # The recall's own words for "nothing" (not_available, recall_empty) read
+        # like an unavailable provider; this command says what a person asked.
+        status = "matched" if rows else "no_match"
     document = {
         "ok": True,
         "schema_version": SEARCH_SCHEMA,
+        "status": status,
         "surface_id": surface,
-        "recall_status": public.get("status"),
+        "recall_status": recall_status,
         "reason_code": public.get("reason_code"),
         "result_count": len(rows),
         "content_exposed": True,
         "results": rows,
     }
-    if public.get("status") == "disabled":
+    if status == "disabled":
         args.markdown_note = (
             "Automatic recall is disabled for this binding: a Turn recalls nothing."
         )
-    elif not rows:
-        args.markdown_note = "No memory yet matches this query."
+    elif status == "provider_unavailable":
+        args.markdown_note = "The memory provider is unavailable: nothing was searched."
+    elif status == "no_match":
+        args.markdown_note = "No memory matches this query."
     return document, "Memory search"
 
 
