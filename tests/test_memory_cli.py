@@ -57,6 +57,18 @@ def health_split(capsys, args):
     return row["record_count"], row["active_record_count"], row["retired_record_count"]
 
 
+def unreachable_openviking(monkeypatch, tmp_path):
+    """Point OpenViking bindings at a loopback port nobody listens on."""
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OPENVIKING_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OPENVIKING_API_KEY", "k")
+    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
+
+
 def goal_name(prefix, provider_id):
     return f"{prefix}-{provider_id.replace('_', '-')}"
 
@@ -156,6 +168,13 @@ def test_export_imports_into_the_other_provider(source, destination, capsys, tmp
     assert (code, imported["status"], imported["imported_count"]) == (0, "imported", 1)
     code, again = call(capsys, "memory", "import", str(exported), *to_args)
     assert (code, again["unchanged_count"], again["imported_count"]) == (0, 1, 0)
+    code, present = call(capsys, "memory", "import", str(exported), *to_args, "--dry-run")
+    assert (code, present["status"], present["planned_count"], present["unchanged_count"]) == (
+        0,
+        "planned",
+        0,
+        1,
+    ), "a dry run counts a record already there as unchanged, not as planned"
 
     _code, there = call(capsys, "memory", "list", *to_args, public=False)
     [row] = there["records"]
@@ -410,14 +429,7 @@ def test_a_record_of_another_goal_is_refused(provider_id, capsys, tmp_path):
 
 
 def test_search_says_when_the_provider_could_not_be_asked(monkeypatch, capsys, tmp_path):
-    import socket
-
-    with socket.socket() as closed:  # a loopback port nobody listens on
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    monkeypatch.setenv("OPENVIKING_URL", f"http://127.0.0.1:{port}")
-    monkeypatch.setenv("OPENVIKING_API_KEY", "k")
-    monkeypatch.setenv("OPENVIKING_CLI_CONFIG_FILE", str(tmp_path / "no-ovcli.conf"))
+    unreachable_openviking(monkeypatch, tmp_path)
     args = bound(tmp_path, "down", "openviking")
     code, found = call(capsys, "memory", "search", QUERY, *args)
     assert (code, found["status"], found["results"]) == (0, "provider_unavailable", [])
@@ -425,3 +437,30 @@ def test_search_says_when_the_provider_could_not_be_asked(monkeypatch, capsys, t
     out = capsys.readouterr().out
     assert "The memory provider is unavailable" in out
     assert "No memory matches" not in out, "an unreachable provider is not an empty one"
+
+
+def test_a_dry_run_reads_what_is_there(monkeypatch, capsys, tmp_path):
+    from capabilities.reward_memory.contract.identities import activation_ref
+
+    args = bound(tmp_path, "dry", "embedded_sqlite")
+    learn(capsys, tmp_path, "dry", args)
+    exported = tmp_path / "memories.jsonl"
+    call(capsys, "memory", "export", *args, "--output", str(exported))
+    record = json.loads(exported.read_text())
+    # The same candidate activated at another time: valid, but not the stored bytes.
+    record["activated_at"] = "2026-01-02T00:00:00Z"
+    record["activation_ref"] = activation_ref(
+        record["corpus_id"], record["candidate_ref"], record["activated_at"]
+    )
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(record) + "\n")
+    code, planned = call(capsys, "memory", "import", str(other), *args, "--dry-run")
+    assert (code, planned["conflict_count"], planned["planned_count"]) == (2, 1, 0)
+    assert planned["ok"] is False and planned["external_writes_performed"] is False
+
+    unreachable_openviking(monkeypatch, tmp_path)
+    (tmp_path / "down").mkdir()
+    down = bound(tmp_path / "down", "dry", "openviking")
+    code, planned = call(capsys, "memory", "import", str(exported), *down, "--dry-run")
+    assert (code, planned["unavailable_count"], planned["planned_count"]) == (2, 1, 0)
+    assert planned["reason_codes"], "the provider's reason is kept"

@@ -19,7 +19,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from capabilities.providers.sync import sync
+from capabilities.providers.base import Provider
+from capabilities.providers.sync import stored_form, sync
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.candidate import candidate_identity
@@ -39,7 +40,7 @@ from capabilities.reward_memory.memory.inventory import (
     StoredRecord,
     bound_config,
 )
-from turn_hooks import InvalidInputError, loads_bounded
+from turn_hooks import InvalidInputError, ProviderError, loads_bounded
 
 IMPORT_SCHEMA = "reward_memory_import_receipt_v0"
 EXPORT_SCHEMA = "reward_memory_export_receipt_v0"
@@ -169,6 +170,26 @@ def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, An
     return parsed
 
 
+def _planned(
+    provider: Provider, record: dict[str, Any], target: str, binding: dict[str, Any], status: str
+) -> str:
+    """What an import would do with one record: a dry run reads, so that a record
+    already stored counts as ``unchanged`` (and a different one as ``conflict``)."""
+    if status != "preflight_ready":  # the dry run's sync could not reach the target
+        return "unavailable"
+    try:
+        current = provider.read_exact(
+            target,
+            actor_peer_id=binding.get("actor_peer_id"),
+            timeout=float(binding["timeout_seconds"]),
+        )
+    except ProviderError:
+        return "unavailable"
+    if current is None:
+        return "planned"
+    return "unchanged" if stored_form(current) == stored_form(record_body(record)) else "conflict"
+
+
 def import_records(
     resolution: Resolution,
     parsed: list[tuple[dict[str, Any], str]],
@@ -189,8 +210,9 @@ def import_records(
         target = target_uri(
             binding["scope_ref"], entry["standing_policy"]["policy_id"], record["candidate_ref"]
         )
+        provider = provider_for(binding)
         result = sync(
-            provider_for(binding),
+            provider,
             [(record_body(record), target)],
             namespace=binding["namespace"],
             execute=execute,
@@ -200,7 +222,9 @@ def import_records(
         )
         refs.append(provider_ref(binding["provider_id"], binding["namespace"], target))
         if not execute:
-            outcome = "planned"
+            outcome = _planned(provider, record, target, binding, result.status)
+            if outcome == "unavailable":
+                reasons.add(result.reason_code or "provider_sync_unverified")
         elif result.status == "completed" and target in result.result_refs:
             outcome = "imported" if result.write_count else "unchanged"
         else:
