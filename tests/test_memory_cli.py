@@ -423,7 +423,7 @@ def test_a_record_of_another_goal_is_refused(provider_id, capsys, tmp_path):
     other = ("--registry", str(registry), "--goal-id", goal, "--agent-id", f1.AGENT)
     code, error = call(capsys, "memory", "import", str(exported), *other, "--dry-run")
     assert (code, error["reason_code"]) == (2, "import_guard_blocked"), error
-    assert "workspace" in error["error"], "the message names the policy reason"
+    assert "workspace" in error["message"], "the message names the policy reason"
     _code, there = call(capsys, "memory", "list", *other)
     assert there["record_count"] == 0
 
@@ -464,3 +464,31 @@ def test_a_dry_run_reads_what_is_there(monkeypatch, capsys, tmp_path):
     code, planned = call(capsys, "memory", "import", str(exported), *down, "--dry-run")
     assert (code, planned["unavailable_count"], planned["planned_count"]) == (2, 1, 0)
     assert planned["reason_codes"], "the provider's reason is kept"
+
+
+def test_our_own_commands_print_one_error_schema(monkeypatch, capsys, tmp_path):
+    args = bound(tmp_path, "schemas", "embedded_sqlite")
+    (tmp_path / "plain").mkdir()
+    monkeypatch.chdir(tmp_path / "plain")  # not a git repository
+    ours = [
+        ("memory", "show", "nope", *args),
+        ("memory", "search", "q", *args, "--surface-id", "a.b"),
+        ("memory", "import", str(tmp_path / "missing.jsonl"), *args),
+        ("memory", "list", "--goal-id", "nope", "--registry", args[1]),
+        ("init",),
+        ("validate", "command"),
+    ]
+    for argv in ours:
+        code, error = call(capsys, *argv)
+        assert (code, error["ok"], error["schema_version"]) == (2, False, "turn_hooks_error_v0"), (
+            argv,
+            error,
+        )
+        assert error["error"] == "InvalidInputError" and error["reason_code"] and error["message"]
+    # The LoopX-shaped commands keep LoopX's error object (the oracle compares it).
+    code, error = call(capsys, "reward-memory", "recall", *args, "--query", "")
+    assert (code, error["schema_version"], error["status"]) == (
+        2,
+        "reward_memory_error_v0",
+        "invalid_request",
+    )
