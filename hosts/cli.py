@@ -300,11 +300,21 @@ def _hook_arguments_invalid(arguments: list[str]) -> int:
     return EXIT_OK
 
 
+SETTLE_LIMIT_MAX = 1000
+"""The most entries one ``settle`` run carries on: far above any real queue, and a
+bound, so a mistyped number is an error rather than a run without end."""
+
+
 def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts.settlement import replay_pending, settlement_store
     from sidecars import name_binding
     from turn_hooks import make_plugin_manager
+    from turn_hooks.errors import InvalidInputError
 
+    if args.limit is not None and not 1 <= args.limit <= SETTLE_LIMIT_MAX:
+        raise InvalidInputError(
+            f"--limit must be between 1 and {SETTLE_LIMIT_MAX}", reason_code="settle_limit_invalid"
+        )
     # A command: an unusable binding is one typed error and exit 2, nothing written.
     named = name_binding(args.registry, args.goal_id, args.agent_id)
     store = settlement_store(named.registry, named.goal_id)
@@ -442,7 +452,10 @@ def _add_settle(commands: Any) -> None:
     settle.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
     settle.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
     settle.add_argument(
-        "--limit", type=int, default=None, help="at most this many entries (default: all)"
+        "--limit",
+        type=int,
+        default=None,
+        help=f"at most this many entries, 1..{SETTLE_LIMIT_MAX} (default: all)",
     )
     _format_option(settle)
     settle.set_defaults(handler=_cmd_settle)
@@ -723,7 +736,14 @@ def _run(arguments: list[str], first: str | None) -> int:
         else:
             note = getattr(args, "markdown_note", None)
             notes = getattr(args, "markdown_notes", None)
-            _emit(render(document, fmt=args.format, title=title, note=note, notes=notes))
+            text = render(document, fmt=args.format, title=title, note=note, notes=notes)
+            if getattr(args, "receipt_to_stderr", False):
+                # The command's stdout was its output (an export's lines): the
+                # receipt goes beside it, so a pipe reads only that output.
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            else:
+                _emit(text)
         if document.get("ok", True) is not False:
             return EXIT_OK
         return int(getattr(args, "failure_exit", EXIT_INVALID))

@@ -344,3 +344,19 @@ def test_console_script_runs_in_a_subprocess():
     assert json.loads(bad.stdout)["reason_code"] == "input_not_json"
     helped = subprocess.run([script, "--help"], capture_output=True, text=True, check=False)
     assert helped.returncode == 0 and "usage: turn-hooks" in helped.stdout
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "1001", "99999999999999999999"])
+def test_settle_limit_outside_its_range_is_a_typed_error(capsys, tmp_path, limit):
+    from fixtures import f1
+
+    registry = f1.write_goal(tmp_path, f1.config())
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    code, error = json_out(
+        capsys,
+        *("settle", "--pending", "--registry", str(registry)),
+        *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--limit", limit),
+    )
+    assert (code, error["reason_code"]) == (2, "settle_limit_invalid")
+    assert "1 and 1000" in error["message"]
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

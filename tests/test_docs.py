@@ -92,3 +92,26 @@ def test_the_module_map_states_the_enforced_layers():
     from test_layers import RM_LAYERS
 
     assert {name: allowed for name, (_, allowed) in module_map().items()} == RM_LAYERS
+
+
+def _section(title):
+    start = README.index(f"\n### {title}\n")
+    end = README.find("\n## ", start)
+    return README[start:end]
+
+
+def test_the_reflection_example_is_one_the_contract_accepts_and_the_model_is_asked_for():
+    import json
+
+    from capabilities.reward_memory.contract.experience import parse_reflection
+    from capabilities.reward_memory.turn.pre_turn import REFLECTION_INSTRUCTION
+
+    section = _section("The reflection a learning Turn ends with")
+    [example] = re.findall(r"```json\n(.*?)```", section, re.DOTALL)
+    parsed = parse_reflection(example)
+    assert parsed.kind == "eligible", "the README's example is learnable as written"
+    document = json.loads(example)
+    for key in [*document, *document["experience"], *document["experience"]["future_behavior"]]:
+        assert key in REFLECTION_INSTRUCTION, f"{key}: the model is told about every key"
+    assert "<reward_memory_reflection_json>" in section
+    assert "--reward-memory-reflection-json" in section

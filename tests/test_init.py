@@ -143,6 +143,22 @@ def test_a_linked_state_directory_is_refused(capsys, monkeypatch, tmp_path):
     assert list((tmp_path / "outside").iterdir()) == []
 
 
+@pytest.mark.parametrize("target", ["registry", "dangling"])
+def test_a_linked_registry_is_refused_and_left_as_it_is(capsys, monkeypatch, tmp_path, target):
+    repo = git_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    registry = default_registry()
+    registry.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere.json"
+    if target == "registry":
+        elsewhere.write_text('{"goals": []}')
+    os.symlink(elsewhere, registry)
+    assert refused(capsys, "init") == "registry_not_regular"
+    assert registry.is_symlink(), "the link is not replaced"
+    assert not elsewhere.exists() or elsewhere.read_text() == '{"goals": []}'
+    assert not (repo / ".local").exists(), "nothing written"
+
+
 def test_an_unreadable_registry_is_left_as_it_is(capsys, monkeypatch, tmp_path):
     repo = git_repo(tmp_path / "repo")
     monkeypatch.chdir(repo)

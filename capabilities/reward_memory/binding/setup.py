@@ -253,6 +253,14 @@ def init_binding(
     goal = goal_id_for(repo, goal_id)
     agent = v.normalise_agent_id(agent_id if agent_id is not None else DEFAULT_AGENT)
     provider_id = PROVIDERS[provider]
+    if registry.is_symlink():
+        # init replaces the registry atomically, which would swap the link for a file
+        # (or write through a dangling one): a link is refused, as every store file is.
+        v.fail(
+            "registry",
+            "is a symbolic link: init writes a regular file only",
+            "registry_not_regular",
+        )
     existing = load_registry(registry) if os.path.lexists(registry) else None
     entry = _goal_entry(existing, goal, agent, repo)
     _real_directories(repo)

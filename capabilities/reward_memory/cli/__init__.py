@@ -25,6 +25,7 @@ from capabilities.reward_memory.cli import (
     utility,
     validate,
 )
+from capabilities.reward_memory.cli._common import own_errors
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
@@ -37,7 +38,9 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     views = everyday.add_subparsers(dest="memory_command", required=True)
     memory_views.add_views(views)
     memory_changes.add_changes(views)
+    own_errors(everyday)
     status.add_status(commands)
+    own_errors(commands.choices["status"])
     group = commands.add_parser("reward-memory", help="reward memory: status, ingest, recall")
     sub = group.add_subparsers(dest="reward_memory_command", required=True)
     # The order is the --help order that tests/golden/help.txt pins, not grouped by
@@ -63,3 +66,5 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         add(sub)
     setup.add_init(commands)
     validate.add_validate(commands)
+    for name in ("init", "validate"):
+        own_errors(commands.choices[name])

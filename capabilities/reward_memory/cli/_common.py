@@ -136,3 +136,38 @@ def add_binding_arguments(
         "--agent-id", help=f"(or ${AGENT_ENV} or found from the repository)" if required else None
     )
     parser.set_defaults(discover_binding=required)
+
+
+def own_errors(parser: argparse.ArgumentParser) -> None:
+    """Give every command below ``parser`` the package's own error object.
+
+    The ``reward-memory`` and ``codex-app`` commands print LoopX's
+    ``reward_memory_error_v0`` (the oracle compares it); the everyday commands
+    (``memory``, ``status``, ``init``, ``validate``) are ours and print
+    ``turn_hooks_error_v0`` like every core command, so one command never prints two
+    shapes. The reason code and field stay as they were.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                own_errors(child)
+    handler = parser.get_default("handler")
+    if handler is not None and not getattr(handler, "own_errors", False):
+        parser.set_defaults(handler=_with_own_errors(handler))
+
+
+def _with_own_errors(handler: Callable[[argparse.Namespace], Any]) -> Any:
+    def run(args: argparse.Namespace) -> Any:
+        from capabilities.reward_memory.contract.values import RewardMemoryInputError
+        from turn_hooks import InvalidInputError
+
+        try:
+            return handler(args)
+        except RewardMemoryInputError as exc:
+            raise InvalidInputError(
+                exc.message, reason_code=exc.reason_code, field=exc.field
+            ) from exc
+
+    run.own_errors = True  # type: ignore[attr-defined]  # a marker, so wrapping is idempotent
+    run.__doc__ = handler.__doc__
+    return run

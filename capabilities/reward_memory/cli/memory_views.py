@@ -119,26 +119,36 @@ def memory_search(args: argparse.Namespace) -> Result:
                     "corpus_id": record.get("corpus_id"),
                 }
             )
+    recall_status = public.get("status")
+    if recall_status in {"disabled", "provider_unavailable"}:
+        status = str(recall_status)
+    else:
+        # The recall's own words for "nothing" (not_available, recall_empty) read
+        # like an unavailable provider; this command says what a person asked.
+        status = "matched" if rows else "no_match"
     document = {
         "ok": True,
         "schema_version": SEARCH_SCHEMA,
+        "status": status,
         "surface_id": surface,
-        "recall_status": public.get("status"),
+        "recall_status": recall_status,
         "reason_code": public.get("reason_code"),
         "result_count": len(rows),
         "content_exposed": True,
         "results": rows,
     }
-    if public.get("status") == "disabled":
+    if status == "disabled":
         args.markdown_note = (
             "Automatic recall is disabled for this binding: a Turn recalls nothing."
         )
-    elif not rows:
-        args.markdown_note = "No memory yet matches this query."
+    elif status == "provider_unavailable":
+        args.markdown_note = "The memory provider is unavailable: nothing was searched."
+    elif status == "no_match":
+        args.markdown_note = "No memory matches this query."
     return document, "Memory search"
 
 
-def memory_export(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
+def memory_export(args: argparse.Namespace) -> Result:
     """``memory export``: JSON Lines of the canonical records, to a file or stdout."""
     from pathlib import Path
 
@@ -158,10 +168,11 @@ def memory_export(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]
     lines = export_lines(records)
     if target is None:
         # stdout is the export itself (private text, for a pipe or the terminal), so
-        # no receipt follows it: the handler prints and returns no document.
+        # the receipt goes to stderr, where a pipe into `memory import -` ignores it.
         _write_stdout("".join(lines))
-        return None, "Memory export"
-    atomic_write_text(target, "".join(lines), mode=FILE_MODE)
+        args.receipt_to_stderr = True
+    else:
+        atomic_write_text(target, "".join(lines), mode=FILE_MODE)
     return export_receipt(records), "Memory export"
 
 
@@ -196,7 +207,8 @@ def add_views(sub: argparse._SubParsersAction[Any]) -> None:
         "export",
         help="write the canonical records as JSON Lines",
         description="Writes one canonical record per line to --output (mode 0600), or to "
-        "stdout with `-`; prints counts only. The file holds the memories' private text.",
+        "stdout with `-`; prints counts only (on stderr with `-`). The file holds the "
+        "memories' private text.",
     )
     add_binding_arguments(export)
     export.add_argument("--output", required=True, help="file to write, or - for stdout")

@@ -195,7 +195,7 @@ def build_candidate(
     }
     if event.get("experience") is not None:
         candidate["experience"] = event["experience"]
-    candidate["candidate_ref"] = candidate_ref(_identity(candidate))
+    candidate["candidate_ref"] = candidate_ref(candidate_identity(candidate))
     normal_checkpoint = authority_checkpoint(checkpoint)
     reasons = candidate_guard_reasons(candidate, normal_checkpoint)
     return {
@@ -221,7 +221,8 @@ def build_candidate(
     }
 
 
-def _identity(candidate: dict[str, Any]) -> dict[str, Any]:
+def candidate_identity(candidate: dict[str, Any]) -> dict[str, Any]:
+    """What a candidate ref digests (§5): every field recall later shows, and the guard's."""
     return {
         "target_class": candidate["target_class"],
         "content_summary": candidate["content_summary"],

@@ -10,7 +10,7 @@ from capabilities.reward_memory.contract.candidate import (
     CANDIDATE_SCHEMA,
     DECISIONS,
     REVIEW_SCHEMA,
-    _identity,
+    candidate_identity,
 )
 from capabilities.reward_memory.contract.identities import candidate_ref
 
@@ -86,7 +86,7 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
         record["content_summary"] = summary
         record["lifecycle"] = {"state": "candidate", "supersedes_refs": [old_ref]}
         record.pop("candidate_ref")
-        record["candidate_ref"] = candidate_ref(_identity(record))
+        record["candidate_ref"] = candidate_ref(candidate_identity(record))
     else:
         record["lifecycle"] = {
             "state": "retired",

@@ -3,7 +3,8 @@
 The ``memory`` commands look at a binding's memories as a person would: one row per
 stored record with its class, summary, surface, when it was activated and from
 which Turn. A record is named publicly by its ``memory_ref`` (the opaque provider ref
-that ingest and recall receipts already print); a unique prefix of it is enough.
+that ingest and recall receipts already print); a unique prefix of its digest is
+enough.
 
 Everything here reads. The rows hold the record's own text, so they are private:
 the commands print them on their terminal output only, never into a receipt or log.
@@ -25,8 +26,9 @@ RECORD_SCHEMA = "reward_memory_active_record_v0"
 RECORD_PREFIX = "reward-memory-"
 LIST_LIMIT = 1000
 """Records listed per corpus: far above what one Agent's corpus holds in practice."""
-MIN_PREFIX = 12
-"""The shortest ref prefix accepted (``provider-`` and three hex digits)."""
+MIN_PREFIX = 4
+"""The fewest hex digits of a ref's digest that name it (as git's shortest abbreviation)."""
+_PROVIDER = "provider-"
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
 
@@ -120,14 +122,17 @@ def find(records: list[StoredRecord], ref: str) -> StoredRecord:
     if not isinstance(ref, str) or not ref.strip():
         v.fail("ref", "must be a memory_ref printed by `memory list`", "memory_ref_invalid")
     ref = ref.strip()
+    # The digest is what tells refs apart, so a prefix counts its hex digits, with or
+    # without the ``provider-`` every ref shares.
+    digest = ref.removeprefix(_PROVIDER).lower()
     if ref.startswith("candidate:"):
         matches = [r for r in records if r.record.get("candidate_ref") == ref]
-    elif ref.startswith("provider-") and len(ref) >= MIN_PREFIX:
-        matches = [r for r in records if r.memory_ref.startswith(ref)]
+    elif len(digest) >= MIN_PREFIX and all(c in "0123456789abcdef" for c in digest):
+        matches = [r for r in records if r.memory_ref.startswith(_PROVIDER + digest)]
     else:
         v.fail(
             "ref",
-            f"must be a memory_ref (provider-..., at least {MIN_PREFIX} characters)",
+            f"must be a memory_ref (provider-<hex>) or at least {MIN_PREFIX} hex digits of it",
             "memory_ref_invalid",
         )
     if not matches:

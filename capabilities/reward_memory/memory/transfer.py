@@ -4,10 +4,11 @@ An export line is the canonical record itself (S1, the form every provider store
 so a file exported from the embedded store imports into OpenViking and back. Import
 is a write of already-activated records, so it passes the guards ingest applies to
 what it activates: the record contract, the standing policy of its corpus, the
-experience-quality check and the activation identity, which must recompute from the
-record's own fields. The record is written at the address its corpus and candidate
-determine on the destination binding, through :func:`sync`, which never overwrites
-a different record and counts a write only after exact readback.
+experience-quality check and the activation and candidate identities, which must
+recompute from the record's own fields (so an edited summary is refused). The
+record is written at the address its corpus and candidate determine on the
+destination binding, through :func:`sync`, which never overwrites a different
+record and counts a write only after exact readback.
 
 Every line is checked before the first write: one bad line writes nothing.
 """
@@ -18,12 +19,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from capabilities.providers.sync import sync
+from capabilities.providers.base import Provider
+from capabilities.providers.sync import stored_form, sync
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
+from capabilities.reward_memory.contract.candidate import candidate_identity
 from capabilities.reward_memory.contract.experience import experience_quality, normalise_experience
 from capabilities.reward_memory.contract.identities import (
     activation_ref,
+    candidate_ref,
     experience_digest,
     provider_ref,
     record_body,
@@ -36,7 +40,7 @@ from capabilities.reward_memory.memory.inventory import (
     StoredRecord,
     bound_config,
 )
-from turn_hooks import InvalidInputError, loads_bounded
+from turn_hooks import InvalidInputError, ProviderError, loads_bounded
 
 IMPORT_SCHEMA = "reward_memory_import_receipt_v0"
 EXPORT_SCHEMA = "reward_memory_export_receipt_v0"
@@ -68,6 +72,32 @@ def export_receipt(records: list[StoredRecord]) -> dict[str, Any]:
         v.EXTERNAL_WRITES: False,
         v.RAW_CONTENT: False,
     }
+
+
+def _recomputes(record: dict[str, Any]) -> bool:
+    """Whether the record's candidate ref recomputes from what the record holds.
+
+    The candidate ref is ingest's digest over the class, summary, source, scope,
+    experience, guard context and requested action scopes, so it covers every field
+    recall shows the model. The record does not keep the last two; but ingest only
+    activates a candidate whose guard passed, which fixes them up to one boolean:
+    the source was current and unconflicted, and an advisory class requested no
+    action scope. A hard-policy record requested scopes the record does not keep,
+    so it cannot recompute and is refused: nothing in it vouches for its text.
+    """
+    verified = (True,) if record.get("target_class") == "procedural_experience" else (True, False)
+    for artifact_verified in verified:
+        guard = {
+            "source_freshness": "current",
+            "conflict_state": "clear",
+            "current_artifact_verified": artifact_verified,
+        }
+        identity = candidate_identity(
+            {**record, "guard_context": guard, "requested_action_scopes": []}
+        )
+        if candidate_ref(identity) == record["candidate_ref"]:
+            return True
+    return False
 
 
 def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
@@ -103,6 +133,10 @@ def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
     reasons = standing_policy_reasons({**record, "requested_action_scopes": []}, corpus, policy)
     if reasons:
         v.fail(field, f"is refused by the standing policy ({reasons[0]})", "import_guard_blocked")
+    if not _recomputes(record):
+        # An edited summary, source or scope that the policy
+        # still admits: not the candidate ingest activated.
+        v.fail(f"{field}.candidate_ref", "does not recompute", "import_record_tampered")
 
 
 def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, Any], str]]:
@@ -136,6 +170,26 @@ def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, An
     return parsed
 
 
+def _planned(
+    provider: Provider, record: dict[str, Any], target: str, binding: dict[str, Any], status: str
+) -> str:
+    """What an import would do with one record: a dry run reads, so that a record
+    already stored counts as ``unchanged`` (and a different one as ``conflict``)."""
+    if status != "preflight_ready":  # the dry run's sync could not reach the target
+        return "unavailable"
+    try:
+        current = provider.read_exact(
+            target,
+            actor_peer_id=binding.get("actor_peer_id"),
+            timeout=float(binding["timeout_seconds"]),
+        )
+    except ProviderError:
+        return "unavailable"
+    if current is None:
+        return "planned"
+    return "unchanged" if stored_form(current) == stored_form(record_body(record)) else "conflict"
+
+
 def import_records(
     resolution: Resolution,
     parsed: list[tuple[dict[str, Any], str]],
@@ -156,8 +210,9 @@ def import_records(
         target = target_uri(
             binding["scope_ref"], entry["standing_policy"]["policy_id"], record["candidate_ref"]
         )
+        provider = provider_for(binding)
         result = sync(
-            provider_for(binding),
+            provider,
             [(record_body(record), target)],
             namespace=binding["namespace"],
             execute=execute,
@@ -167,7 +222,9 @@ def import_records(
         )
         refs.append(provider_ref(binding["provider_id"], binding["namespace"], target))
         if not execute:
-            outcome = "planned"
+            outcome = _planned(provider, record, target, binding, result.status)
+            if outcome == "unavailable":
+                reasons.add(result.reason_code or "provider_sync_unverified")
         elif result.status == "completed" and target in result.result_refs:
             outcome = "imported" if result.write_count else "unchanged"
         else:
