@@ -344,3 +344,14 @@ def test_console_script_runs_in_a_subprocess():
     assert json.loads(bad.stdout)["reason_code"] == "input_not_json"
     helped = subprocess.run([script, "--help"], capture_output=True, text=True, check=False)
     assert helped.returncode == 0 and "usage: turn-hooks" in helped.stdout
+
+
+def test_version_prints_the_installed_version_and_exits_0(capsys):
+    from importlib.metadata import version
+
+    code, out = run(capsys, "--version")
+    assert code == 0
+    assert out == f"turn-hooks {version('turn-hooks')}\n"
+    # With a command word it is still the version, not a usage error.
+    code, out = run(capsys, "--version", "status")
+    assert (code, out) == (0, f"turn-hooks {version('turn-hooks')}\n")
