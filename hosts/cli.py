@@ -517,6 +517,7 @@ def build_parser(*, with_plugins: bool = True, only: str | None = None) -> argpa
             settlement_hosts={codex_app.HOST: codex_app},
             host_status=status.installed_hooks,
             hook_log=status.hook_log,
+            settlement_view=status.settlements,
         )
     return parser
 
