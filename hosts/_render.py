@@ -107,6 +107,9 @@ def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]
     """A table of the fields that are flat in every row, then each row's nested
     fields as its own section; a row too wide for a table is a section of its own."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
+    # A schema version every row shares says nothing per row: it is left out.
+    if len({str(row.get("schema_version")) for row in rows}) == 1:
+        columns = [c for c in columns if c != "schema_version"]
     flat = [c for c in columns if all(_is_flat(row.get(c, "")) for row in rows)]
     if not flat or len(flat) > MAX_TABLE_COLUMNS:
         for number, row in enumerate(rows, 1):
@@ -115,10 +118,14 @@ def _rows(lines: list[str], heading: str, level: int, rows: list[dict[str, Any]]
     lines.append("| " + " | ".join(flat) + " |")
     lines.append("|" + "---|" * len(flat))
     for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(c, "")) for c in flat) + " |")
+        # An absent value (null) is an empty cell: a column of "null" reads as noise.
+        cells = (_cell(row.get(c)) if row.get(c) is not None else "" for c in flat)
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for number, row in enumerate(rows, 1):
-        rest = {k: v for k, v in row.items() if k not in flat and v not in ({}, [])}
+        rest = {
+            k: v for k, v in row.items() if k in columns and k not in flat and v not in ({}, [])
+        }
         if rest:  # named like its row, so it reads as that row's detail
             _section(lines, f"{heading}: {_row_name(row, number)}", min(level + 1, 6), rest)
 

@@ -30,6 +30,20 @@ class UsageError(Exception):
     """Bad command-line usage, reported as a JSON error object."""
 
 
+class _VersionRequested(Exception):
+    """``--version`` was given: the version is printed instead of running a command."""
+
+
+class _VersionAction(argparse.Action):
+    # argparse's own "version" action needs the text when the parser is built; ours
+    # reads the installed version only when asked (importlib.metadata is slow).
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise _VersionRequested
+
+
 class _Parser(argparse.ArgumentParser):
     # argparse prints usage and exits on bad arguments; we want one JSON error object.
     def error(self, message: str) -> NoReturn:
@@ -500,6 +514,9 @@ def build_parser(*, with_plugins: bool = True, only: str | None = None) -> argpa
         prog="turn-hooks",
         description="Per-Turn hooks that give agent hosts a reward memory they can trust.",
     )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print turn-hooks' version and exit"
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for names, add in _CORE_BUILDERS:
         if only is None or only in names:
@@ -524,6 +541,7 @@ def build_parser(*, with_plugins: bool = True, only: str | None = None) -> argpa
             host_status=status.installed_hooks,
             hook_log=status.hook_log,
             conformance_reports=conformance_reports,
+            settlement_view=status.settlements,
         )
     return parser
 
@@ -701,6 +719,11 @@ def _run(arguments: list[str], first: str | None) -> int:
         if fault is not None:
             raise UsageError(fault[1])
         args = _parser_for(arguments, first).parse_args(arguments)
+    except _VersionRequested:
+        import turn_hooks
+
+        _emit(f"turn-hooks {turn_hooks.__version__}\n")
+        return EXIT_OK
     except UsageError as exc:
         if first == "host":
             return _hook_arguments_invalid(arguments)

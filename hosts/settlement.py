@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -106,13 +107,17 @@ def run_validator(
         return {"ok": False, "status": "unavailable", "validator_kind": "none"}
     run = run_external(argv, request, cwd=cwd or None, timeout=timeout)
     if run.reason == "external_failed":
-        return {"ok": False, "status": "failed", "exit_code": run.exit_code}
+        failed: dict[str, Any] = {"ok": False, "status": "failed", "exit_code": run.exit_code}
+        code = _validator_reason(run.stdout)
+        if code is not None:
+            failed["reason_code"] = code
+        return failed
     if run.reason is not None:  # never started, timed out, or killed for its output
-        return {"ok": False, "status": "inconclusive"}
+        return {"ok": False, "status": "inconclusive", "reason_code": run.reason}
     try:
         stdout = run.stdout.decode("utf-8").strip()
     except UnicodeDecodeError:  # as ever: output that is not text gives no verdict
-        return {"ok": False, "status": "inconclusive"}
+        return {"ok": False, "status": "inconclusive", "reason_code": "validator_output_not_text"}
     validation: dict[str, Any] = {"ok": True, "status": "passed", "validator_kind": "command"}
     if stdout and len(stdout.encode("utf-8")) <= 4096:
         try:
@@ -123,6 +128,34 @@ def run_validator(
             # Opaque here: the plugin that asked for it checks what it attests.
             validation[ATTESTATION_KEY] = attestation
     return validation
+
+
+_REASON_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _validator_reason(stdout: bytes) -> str | None:
+    """The reason code a failing validator printed (``validate command`` prints one
+    JSON object with ``reason_code``), or ``None``: only a short code-shaped string is
+    kept, so the hook log never carries the validator's output."""
+    if len(stdout) > 4096:
+        return None
+    try:
+        document = loads_bounded(stdout.decode("utf-8").strip())
+    except (UnicodeDecodeError, InvalidInputError):
+        return None
+    code = document.get("reason_code") if isinstance(document, dict) else None
+    return code if isinstance(code, str) and _REASON_CODE.fullmatch(code) else None
+
+
+def validator_reasons(validation: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the hook log says of a validator that did not pass: its own reason code
+    (``validated_command_failed``...), else ``validator_failed`` or the run's fault
+    (``external_timeout``...). A binding with no validator (recall only) says nothing."""
+    status = validation.get("status")
+    if status not in ("failed", "inconclusive"):
+        return []
+    code = validation.get("reason_code")
+    return [("validator", code if isinstance(code, str) else "validator_failed")]
 
 
 def spool_path(store: SidecarStore, turn: TurnContext) -> Path:
@@ -249,7 +282,7 @@ def settle(
             and os.environ.get(ENV_SETTLE) != "inline"
         )
         if not detached:
-            receipt = _deliver(pm, turn, store, spool, entry, appended=appended)
+            receipt = _deliver(pm, turn, store, spool, entry, appended=appended, notes=reasons)
     if detached and _hand_off(pm, store, path, tuple(reasons)):
         return None
     if detached:  # no child could be started: settle here, as before
@@ -393,9 +426,11 @@ def _deliver(
     entry: dict[str, Any],
     *,
     appended: bool,
+    notes: list[tuple[str, str]],
 ) -> dict[str, Any]:
     """Validate (unless the spool holds a verdict), dispatch, and keep the receipt
-    (in the spool; with ``spool=None`` nothing is kept)."""
+    (in the spool; with ``spool=None`` nothing is kept). Why the validator did not
+    pass is added to ``notes``, the reasons the caller logs."""
     host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
@@ -404,6 +439,7 @@ def _deliver(
             entry["task_validation"] = validation
             if spool is not None:
                 spool.write(entry)  # a kill from here on does not run the validator again
+    notes.extend(validator_reasons(validation))
     settlement = Settlement(
         host_result=host_result,
         evidence=SettlementEvidence(
@@ -552,8 +588,9 @@ def _replay_entry(
         return "terminal", None
     entry["settlement_attempt_count"] = _attempts(entry) + 1
     spool.write(entry)
-    receipt = _deliver(pm, turn, store, spool, entry, appended=True)
-    record(turn.host, event, [*reasons, *reasons_in(receipt.get("results") or {})])
+    noted = list(reasons)
+    receipt = _deliver(pm, turn, store, spool, entry, appended=True, notes=noted)
+    record(turn.host, event, [*noted, *reasons_in(receipt.get("results") or {})])
     return ("settled" if _settled(entry) else "open"), receipt
 
 

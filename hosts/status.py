@@ -235,3 +235,51 @@ def hook_log(limit: int) -> dict[str, Any]:
         "reason_counts": dict(counts.most_common()),
         "entries": entries[:limit],
     }
+
+
+def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, Any]:
+    """The host's side of one binding's settlements: how many wait in the queue (a
+    killed Stop hook leaves one there) and how the newest spooled Turn ended,
+    whatever its outcome: the validator's verdict and each plugin's status."""
+    from hosts.settlement import SPOOL_DIR, binding_store, queued
+    from sidecars import goal_agent_parts
+
+    view: dict[str, Any] = {"queued_settlement_count": 0, "last_turn_settlement": None}
+    store = binding_store(registry, goal_id)
+    if store is None:
+        return view
+    try:
+        view["queued_settlement_count"] = len(queued(store, goal_id, agent_id))
+        spooled = list(store.iter_documents(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id)))
+        # The newest by its last write: only that one is read, however long the spool.
+        newest = max(spooled, key=_written_at, default=None)
+        entry = store.read(newest) if newest is not None else None
+    except SidecarError as exc:
+        return view | {"reason_code": exc.reason_code}
+    if not entry:
+        return view
+    validation = entry.get("task_validation")
+    validation = validation if isinstance(validation, dict) else {}
+    receipt = entry.get("post_settlement")
+    results = receipt.get("results") if isinstance(receipt, dict) else None
+    view["last_turn_settlement"] = {
+        "observed_at": entry.get("observed_at"),
+        "host": entry.get("host"),
+        "turn_key": entry.get("turn_key"),
+        "validator_status": validation.get("status"),
+        "validator_reason_code": validation.get("reason_code"),
+        "results": {
+            str(name): result.get("status")
+            for name, result in (results or {}).items()
+            if isinstance(result, dict)
+        },
+        "settlement_state": entry.get("settlement_state", "open"),
+    }
+    return view
+
+
+def _written_at(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # gone since it was listed: never the newest
+        return -1

@@ -42,7 +42,9 @@ def show(title: str, document: dict, keys: list[str]) -> None:
         value = document
         for part in key.split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        print(f"| {key} | {json.dumps(value)} |")
+        # Text as itself (a person reads this table), anything else in JSON spelling.
+        text = value if isinstance(value, str) else json.dumps(value)
+        print(f"| {key} | {text.replace('|', chr(92) + '|')} |")
     print()
 
 

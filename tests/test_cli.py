@@ -360,3 +360,14 @@ def test_settle_limit_outside_its_range_is_a_typed_error(capsys, tmp_path, limit
     assert (code, error["reason_code"]) == (2, "settle_limit_invalid")
     assert "1 and 1000" in error["message"]
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_version_prints_the_installed_version_and_exits_0(capsys):
+    from importlib.metadata import version
+
+    code, out = run(capsys, "--version")
+    assert code == 0
+    assert out == f"turn-hooks {version('turn-hooks')}\n"
+    # With a command word it is still the version, not a usage error.
+    code, out = run(capsys, "--version", "status")
+    assert (code, out) == (0, f"turn-hooks {version('turn-hooks')}\n")

@@ -23,7 +23,8 @@ def test_demo_runs_the_two_turn_loop():
     out = result.stdout
     turn1, turn2 = out.split("### Turn 2")
     assert "| guidance_items | 0 |" in turn1 and "| reflection_requested | true |" in turn1
-    assert '| status | "activated" |' in turn1
+    assert "| status | activated |" in turn1
+    assert '| "' not in out, "text in a cell is not JSON-quoted"
     assert "| exact_readback_verified | true |" in turn1
     assert "| guidance_items | 1 |" in turn2
     assert "trigger: a change touches one module" in turn2

@@ -99,7 +99,7 @@ def test_a_timeout_kills_the_commands_children_too(tmp_path):
 
 def test_a_non_zero_exit_is_failed_with_its_code():
     run = run_external(["sh", "-c", "echo out; exit 3"], {}, timeout=20)
-    assert run == ExternalRun("external_failed", exit_code=3)
+    assert run == ExternalRun("external_failed", exit_code=3, stdout=b"out\n")
 
 
 def test_a_command_that_reads_nothing_still_gets_its_exit_judged():
@@ -131,17 +131,25 @@ def test_the_working_directory_is_the_callers(tmp_path):
 
 def test_the_settlement_validator_that_never_stops_printing_is_inconclusive():
     outcome = promptly(lambda: run_validator(["yes"], request={}, cwd=None, timeout=60), seconds=30)
-    assert outcome["value"] == {"ok": False, "status": "inconclusive"}
+    assert outcome["value"] == {
+        "ok": False,
+        "status": "inconclusive",
+        "reason_code": "external_output_too_large",
+    }
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
         pytest.param(["sh", "-c", "exit 4"], {"ok": False, "status": "failed", "exit_code": 4}),
-        pytest.param(["sleep", "60"], {"ok": False, "status": "inconclusive"}, id="timeout"),
+        pytest.param(
+            ["sleep", "60"],
+            {"ok": False, "status": "inconclusive", "reason_code": "external_timeout"},
+            id="timeout",
+        ),
         pytest.param(
             [PY, "-c", "import sys; sys.stdout.buffer.write(b'\\xff')"],
-            {"ok": False, "status": "inconclusive"},
+            {"ok": False, "status": "inconclusive", "reason_code": "validator_output_not_text"},
             id="not-text",
         ),
         pytest.param(

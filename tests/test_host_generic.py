@@ -304,9 +304,21 @@ def test_extract_results_gives_every_field_a_value_and_names_each_fault():
         ),
         (
             [sys.executable, "-c", "import time; time.sleep(5)"],
-            {"ok": False, "status": "inconclusive"},
+            {"ok": False, "status": "inconclusive", "reason_code": "external_timeout"},
         ),
-        (["/nonexistent/validator"], {"ok": False, "status": "inconclusive"}),
+        (
+            ["/nonexistent/validator"],
+            {"ok": False, "status": "inconclusive", "reason_code": "external_unavailable"},
+        ),
+        (
+            # A failing validator's own reason code is kept; its other output is not.
+            [sys.executable, "-c", 'print(\'{"reason_code": "tests_red", "x": 1}\'); exit(1)'],
+            {"ok": False, "status": "failed", "exit_code": 1, "reason_code": "tests_red"},
+        ),
+        (
+            [sys.executable, "-c", 'print(\'{"reason_code": "Not A Code"}\'); exit(1)'],
+            {"ok": False, "status": "failed", "exit_code": 1},
+        ),
         (
             [sys.executable, "-c", "print('fine')"],
             {"ok": True, "status": "passed", "validator_kind": "command"},
@@ -604,3 +616,21 @@ def test_a_pre_turn_imports_no_lock_library_and_no_process_machinery(tmp_path):
     )
     assert json.loads(result.stdout)["additional_context"], "the Turn was recalled for"
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_a_failing_validator_says_why_in_the_hook_log(tmp_path):
+    """The log names the validator's own reason (``validate command``'s), not only the
+    plugin's "not validated", so a person sees that the project's check failed."""
+    registry = bound_goal(tmp_path)
+    failing = [sys.executable, "-m", "hosts.cli", "validate", "command", "--", "false"]
+    receipt = hook(
+        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)},
+        registry,
+        None,
+        "post-settlement",
+        "--validation-command-json",
+        json.dumps(failing),
+    )
+    assert receipt["results"]["reward-memory.outcome-ingest"]["status"] != "activated"
+    assert ("validator", "validated_command_failed") in logged_reasons()
+    assert f1.REFLECTION["content_summary"] not in json.dumps(hook_log_entries())

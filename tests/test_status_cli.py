@@ -186,6 +186,10 @@ def test_status_shows_the_last_recall_and_settlement(capsys, tmp_path):
     settled = binding["last_settlement"]
     assert (settled["journal_status"], settled["ingest_status"]) == ("completed", "activated")
     assert binding["pending_journal_count"] == 0
+    host_side = binding["last_turn_settlement"]
+    assert (host_side["turn_key"], host_side["validator_status"]) == (settled["turn_key"], "passed")
+    assert "activated" in host_side["results"].values()
+    assert binding["queued_settlement_count"] == 0
     assert str(tmp_path) not in out
     assert cli.main(["status", *args, "--format", "markdown"]) == 0
     text = capsys.readouterr().out
@@ -315,3 +319,36 @@ def test_status_looks_where_claude_code_looks(tmp_path, monkeypatch):
     )
     views = by_host({"hosts": status.installed_hooks(home=tmp_path / "home")})
     assert views["claude_code"]["installed"] is True
+
+
+def test_status_shows_a_turn_whose_validator_failed_and_what_waits_in_the_queue(capsys, tmp_path):
+    """A failed check leaves no journal (nothing was attested), yet it is the newest
+    settlement, and a killed Stop hook's queue marker is counted."""
+    from hosts.settlement import QUEUE_DIR, binding_store
+    from sidecars import goal_agent_parts
+
+    goal = "status-failed"
+    registry = health_goal(tmp_path, goal, "embedded_sqlite")
+    failing = [sys.executable, "-m", "hosts.cli", "validate", "command", "--", "false"]
+    run_cli(
+        "host",
+        "generic",
+        "post-settlement",
+        *("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry)),
+        "--validation-command-json",
+        json.dumps(failing),
+        stdin=json.dumps({"turn_id": "t1", "last_assistant_message": message()}),
+    )
+    store = binding_store(str(registry), goal)
+    marker = store.path(*goal_agent_parts(QUEUE_DIR, goal, f1.AGENT), "killed.json")
+    store.write(marker, {"schema_version": "x", "spool": "killed.json"})
+    _code, document, out = call(capsys, "status", *binding_args(registry, goal))
+    binding = document["binding"]
+    assert binding["last_settlement"] is None
+    last = binding["last_turn_settlement"]
+    assert (last["validator_status"], last["validator_reason_code"]) == (
+        "failed",
+        "validated_command_failed",
+    )
+    assert binding["queued_settlement_count"] == 1
+    assert str(tmp_path) not in out

@@ -34,7 +34,8 @@ class ExternalRun:
     ``reason`` is ``None`` when it exited 0 within its deadline and bound; otherwise
     ``external_unavailable`` (it could not be started, or the request was not
     JSON), ``external_timeout``, ``external_output_too_large`` (both killed) or
-    ``external_failed`` (a non-zero exit, in ``exit_code``).
+    ``external_failed`` (a non-zero exit, in ``exit_code``; what it printed is still
+    in ``stdout``, so a caller can read why).
     """
 
     reason: str | None
@@ -106,7 +107,7 @@ def run_external(
     if reason is not None:
         return ExternalRun(reason)
     if process.returncode != 0:
-        return ExternalRun("external_failed", exit_code=process.returncode)
+        return ExternalRun("external_failed", exit_code=process.returncode, stdout=stdout)
     return ExternalRun(None, exit_code=0, stdout=stdout)
 
 

@@ -1,12 +1,13 @@
 """``turn-hooks status``: one screen of what is installed, bound and happening.
 
-The host half (hooks installed per host, the hook log) is read by ``hosts/``, which
-hands its read-only views to this command through the parsed arguments
-(``host_status``, ``hook_log``), as it hands plugin commands their settlement hosts:
-a capability never imports a host. The reward-memory half is read here, from the
-binding and its sidecars, with no provider call: the binding's state, the last
-recall and the last settlement (when and what), and the pending journals. The latest
-saved conformance run per host (``conformance_reports``) is shown in brief.
+The host half (hooks installed per host, the hook log, the settlement queue) is read
+by ``hosts/``, which hands its read-only views to this command through the parsed
+arguments (``host_status``, ``hook_log``, ``settlement_view``), as it hands plugin
+commands their settlement hosts: a capability never imports a host. The
+reward-memory half is read here, from the binding and its sidecars, with no provider
+call: the binding's state, the last recall and the last settlement (when and what),
+and the pending journals. The latest saved conformance run per host
+(``conformance_reports``) is shown in brief.
 
 Everything shown is public: ids, states, reason codes and times. The journals hold
 the reflection text; only their status, Turn key and time are read out of them.
@@ -129,6 +130,9 @@ def _binding(args: argparse.Namespace) -> dict[str, Any]:
     view["last_settlement"] = settlement
     view["pending_journal_count"] = pending
     view["unreadable_journal_count"] = unreadable
+    host_view = getattr(args, "settlement_view", None)
+    if host_view is not None:  # the host's queue: what a killed Stop hook left
+        view.update(host_view(args.registry, status["goal_id"], status["agent_id"]))
     return view
 
 
