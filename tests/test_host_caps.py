@@ -102,3 +102,11 @@ def test_each_host_is_given_at_most_its_cap_cut_at_whole_items(tmp_path, host):
     assert text.index(kept[-1].text) < text.index(note) < text.index(request)
     # The cut is tight: one more item would not have fitted.
     assert len(text) + len(ITEMS[len(kept)].text) + 2 > cap
+
+
+def test_no_cap_exceeds_the_bound_conformance_holds_every_host_to():
+    # conformance/ may import only turn_hooks (tests/test_layers.py), so it keeps the
+    # spec's bound (hosts.md §1.2) itself; a cap raised past it would fail conformance.
+    from conformance.scenarios import RENDER_LIMIT as CONFORMANCE_BOUND
+
+    assert all(cap.render_chars <= CONFORMANCE_BOUND for cap in HOST_CAPS.values())
