@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from hosts.caps import render_cap
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
 from hosts.render import render, without_refs
@@ -107,7 +108,8 @@ def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> 
     sidecar of the Goal's store, merged under its lock) and left out afterwards; an
     item's ref is its content's identity, so a changed item is delivered again.
     Only items are held back: instructions are rendered every Turn. With no session
-    or no usable Goal there is nowhere to remember, and everything is rendered.
+    or no usable Goal there is nowhere to remember, and everything is rendered. The
+    text is bounded by the host's cap (:mod:`hosts.caps`).
     """
     store = binding_store(turn.registry, goal_id)
     remembered = None
@@ -115,7 +117,7 @@ def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> 
         name = path_token(turn.host_session_id, "session") + ".json"
         remembered = (store, store.path("injected", turn.host, name))
     delivered = delivered_refs(remembered[0].read(remembered[1])) if remembered else set()
-    rendering = render(without_refs(projection, delivered))
+    rendering = render(without_refs(projection, delivered), limit=render_cap(turn.host))
     if remembered and rendering.item_refs:
         sidecars, path = remembered
         sidecars.update(

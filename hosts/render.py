@@ -16,9 +16,11 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hosts.caps import DEFAULT_RENDER_CHARS
 from turn_hooks import HostProjection
 
-RENDER_LIMIT = 8000
+RENDER_LIMIT = DEFAULT_RENDER_CHARS
+"""The bound when a caller names no host's (each host's is in :mod:`hosts.caps`)."""
 
 
 def block_request(field: str) -> str:

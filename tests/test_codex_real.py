@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
+from test_host_generic import hook_log_entries
+from test_recall_quality import MEMORIES, learn
 from turn_support import journals_after_settlement
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
+from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
 
@@ -162,6 +165,44 @@ def test_two_turns_learn_then_recall(codex, tmp_path):
         assert len(ours) == 1, "the memory is delivered exactly once"
         assert "trigger: a change touches one module" in ours[0]
         assert json.dumps(request).count("[memory 1]") == 1
+
+
+def recalled_in_codex(root: Path, prompt: str) -> tuple[str, list[tuple[str, str]]]:
+    """One real Codex Turn on a Goal that knows ``MEMORIES``: the request the model
+    received, as JSON text, and the hook log's (source, reason) for Codex's pre-turn."""
+    with FakeResponses() as fake:
+        run = CodexRun(root, fake)
+        learn(run.registry)
+        fake.reply("Done.")
+        done = run.exec(prompt)
+        assert done.returncode == 0, done.stderr[-2000:]
+        [request] = fake.requests
+    logged = [
+        (entry["source"], entry["reason_code"])
+        for entry in hook_log_entries()
+        if (entry["host"], entry["event"]) == ("codex_cli", "pre_turn")
+    ]
+    return json.dumps(request), logged
+
+
+def test_a_prompt_about_nothing_stored_reaches_the_model_with_no_memory(codex, tmp_path):
+    request, logged = recalled_in_codex(tmp_path, "add a dark mode toggle to the settings page")
+    assert "add a dark mode toggle" in request, "the Turn did reach the model"
+    assert "[memory " not in request
+    assert GUIDANCE_INSTRUCTION[:40] not in request, "no recall block at all"
+    for summary, trigger, action in MEMORIES:
+        assert summary not in request and trigger not in request and action not in request
+    # The hook log says why: the search found nothing over the relevance floor.
+    assert logged == [("reward_memory_recall", "provider_returned_no_items")]
+
+
+def test_a_prompt_about_a_stored_memory_reaches_the_model_with_it(codex, tmp_path):
+    """The same Goal and path as above, a matching prompt: the assertion can fail."""
+    request, logged = recalled_in_codex(tmp_path, "rebased schemas migrations, what first?")
+    assert "[memory 1]" in request
+    assert MEMORIES[0][0] in request and GUIDANCE_INSTRUCTION[:40] in request
+    assert MEMORIES[1][0] not in request and MEMORIES[2][0] not in request
+    assert logged == []
 
 
 def test_a_failed_turn_ingests_nothing(codex, tmp_path):

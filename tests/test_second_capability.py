@@ -121,7 +121,10 @@ def test_a_second_capability_settles_through_every_host_beside_reward_memory(tmp
     # Every host renders an item once per session (issue 17: the generic dialects too).
     assert ITEM.text not in second, "delivered once per session"
     assert block_request(FIELD) in second
-    assert hook_log_entries() == []
+    # The one entry says why the first Turn got no memory: the store held none yet.
+    assert [(e["source"], e["reason_code"]) for e in hook_log_entries()] == [
+        ("reward_memory_recall", "provider_returned_no_items")
+    ]
 
 
 def test_a_repeated_block_of_the_second_field_costs_only_that_field(tmp_path):

@@ -66,6 +66,8 @@ def test_first_turn_requests_a_reflection_and_recalls_nothing(tmp_path, plugin_p
     }
     packet = outcome.payload[SLOT]
     assert (packet["status"], packet["context"]) == ("not_available", None)
+    # Why no memory came back, for the hook log: nothing reached the relevance floor.
+    assert packet["reason_code"] == "provider_returned_no_items"
     assert packet["provider_call_count"] == 1
     assert packet["grants_new_action_authority"] is False
 

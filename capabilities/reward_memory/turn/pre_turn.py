@@ -236,6 +236,12 @@ def turn_recall(
         # LoopX leaves it null; the failed attempt's code is what the hook log can
         # show for a Turn that got no memory because the store did not answer.
         reason = hook["recall_attempts"][-1]["reason_code"]
+    elif reason is None and hook["status"] == "not_available":
+        # Likewise for a Turn that got no memory because none was relevant: the
+        # empty search's cause (nothing reached the relevance floor, or every item
+        # found was filtered out) is what the hook log shows.
+        last = hook["recall_attempts"][-1] if hook.get("recall_attempts") else {}
+        reason = last.get("empty_cause") or last.get("reason_code")
     telemetry = hook.get("telemetry")
     calls = telemetry["provider_call_count"] if telemetry else 0
     context = hook["output"] if hook["status"] == "applied" else None
