@@ -79,13 +79,18 @@ def _safe(code: str) -> str:
     return code if _CODE.fullmatch(code) else "unrecognised"
 
 
+_HOST_NAMES = {"codex_cli": "codex-cli", "codex_app": "codex-app", "claude_code": "claude-code"}
+"""A Turn's host id (``TurnContext.host``) spelt as the command line names the host,
+so one host has one spelling in the log whichever part of a hook logged the entry."""
+
+
 def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     """Append one entry per ``(source, reason_code)``; logging never breaks a hook."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     entries = [
         {
             "observed_at": now,
-            "host": _safe(host),
+            "host": _safe(_HOST_NAMES.get(host, host)),
             "event": _safe(event),
             "source": _safe(source),
             "reason_code": _safe(code),

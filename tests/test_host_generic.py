@@ -624,7 +624,7 @@ def test_a_failing_validator_says_why_in_the_hook_log(tmp_path):
     registry = bound_goal(tmp_path)
     failing = [sys.executable, "-m", "hosts.cli", "validate", "command", "--", "false"]
     receipt = hook(
-        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path)},
+        {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")},
         registry,
         None,
         "post-settlement",
@@ -634,3 +634,18 @@ def test_a_failing_validator_says_why_in_the_hook_log(tmp_path):
     assert receipt["results"]["reward-memory.outcome-ingest"]["status"] != "activated"
     assert ("validator", "validated_command_failed") in logged_reasons()
     assert f1.REFLECTION["content_summary"] not in json.dumps(hook_log_entries())
+
+
+def test_one_host_has_one_spelling_in_the_hook_log():
+    """The adapter logs the host as the command line names it (``codex-cli``); the
+    plugin results of the same Turn, logged by its Turn's host id, read the same."""
+    from hosts import hook_log
+
+    hook_log.record("codex_cli", "pre_turn", [("reward_memory", "a_reason")])
+    hook_log.record("codex-cli", "pre_turn", [("adapter", "b_reason")])
+    hook_log.record("claude_code", "post_settlement", [("adapter", "c_reason")])
+    assert [entry["host"] for entry in hook_log_entries()] == [
+        "codex-cli",
+        "codex-cli",
+        "claude-code",
+    ]
