@@ -4,7 +4,8 @@ Each records every request body and replays queued replies, one per model reques
 a reply is the assistant's text, or an int for that HTTP error status. The Responses
 fake follows the event order in hosts.md §2.4 (Codex), the Messages fake speaks
 Anthropic's streaming format (Claude Code) and the chat fake speaks chat-completions
-SSE (DSH); the chat fake also takes ``{"tool": name, "arguments": {...}}``.
+SSE (DSH); the chat and Responses fakes also take ``{"tool": name, "arguments": {...}}``
+(the Responses fake with an optional ``"namespace"``, as Codex names MCP tools).
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class FakeResponses(LoopbackServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                if isinstance(reply, dict):
+                    self._function_call(reply)
+                    return
                 item = {
                     "type": "message",
                     "id": "msg_1",
@@ -89,7 +93,7 @@ class FakeResponses(LoopbackServer):
                     "status": "completed",
                     "content": [{"type": "output_text", "text": reply, "annotations": []}],
                 }
-                events = [
+                events: list[tuple[str, dict[str, Any]]] = [
                     (
                         "response.created",
                         {"type": "response.created", "response": {"id": "resp_1"}},
@@ -127,6 +131,35 @@ class FakeResponses(LoopbackServer):
                         },
                     ),
                 ]
+                self._events(events)
+
+            def _function_call(self, reply: dict[str, Any]) -> None:
+                item = {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": reply["tool"],
+                    "arguments": json.dumps(reply.get("arguments") or {}),
+                    "status": "completed",
+                }
+                if reply.get("namespace"):
+                    item["namespace"] = reply["namespace"]
+                usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+                self._events(
+                    [
+                        ("response.created", {"type": "response.created", "response": {"id": "r"}}),
+                        (
+                            "response.output_item.done",
+                            {"type": "response.output_item.done", "output_index": 0, "item": item},
+                        ),
+                        (
+                            "response.completed",
+                            {"type": "response.completed", "response": {"id": "r", "usage": usage}},
+                        ),
+                    ]
+                )
+
+            def _events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
                 for name, data in events:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
