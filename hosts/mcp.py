@@ -17,8 +17,9 @@ reads and can correct. Nothing a client sends ends the server but end of input.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 from turn_hooks import TurnHooksError, loads_bounded
@@ -30,6 +31,8 @@ MAX_SCHEMA_DEPTH = 8
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 TURN_METADATA = "x-codex-turn-metadata"
 """Where Codex puts ``session_id`` and ``turn_id`` in a tool call's ``_meta``."""
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
+"""Where Claude Code puts the session of the MCP servers it starts."""
 
 Stager = Callable[[dict[str, Any], str, dict[str, Any]], None]
 """``stage(tool, value, meta)``: keeps one checked value; raises a TurnHooksError."""
@@ -202,11 +205,16 @@ def _error(ident: str | int | None, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
 
 
-def session_and_turn(meta: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The host session and Turn a call names in its ``_meta``, where the host says."""
+def session_and_turn(
+    meta: dict[str, Any], env: Mapping[str, str] | None = None
+) -> tuple[str | None, str | None]:
+    """The host session and Turn of a call: Codex names both in the call's ``_meta``;
+    Claude Code names only the session, in the server's environment."""
     turn = meta.get(TURN_METADATA)
     turn = turn if isinstance(turn, dict) else {}
     session, turn_id = turn.get("session_id"), turn.get("turn_id")
+    if not session:
+        session = (os.environ if env is None else env).get(SESSION_ENV)
     return (
         session if isinstance(session, str) and session else None,
         turn_id if isinstance(turn_id, str) and turn_id else None,

@@ -11,8 +11,13 @@ One sidecar per host session: ``staged-results/T(goal)/T(agent)/T(session).json`
 latest value staged with the host's Turn id when the host names it (Codex sends
 ``_meta["x-codex-turn-metadata"]`` with ``session_id`` and ``turn_id`` on every tool
 call). A value staged for another Turn of the session is dropped, never settled for
-this one. A host that names no session stages under ``session-unknown``: the Stop hook
-of whichever Turn of that Goal/Agent ends next takes it; each Stop clears what it took.
+this one. Claude Code names no Turn but gives its MCP servers the session
+(``CLAUDE_CODE_SESSION_ID``): its values carry no Turn id. So that a value can only be
+settled by the Turn it was staged in, every PreTurn drops what its session (and the
+``session-unknown`` sidecar, used by a host that names no session) still holds
+(:func:`discard`): what a Stop then finds was staged after this Turn's prompt. Each
+Stop clears what it took. Two sessions of one Goal/Agent on a host that names neither
+session nor Turn could take each other's value; Codex and Claude Code both name one.
 """
 
 from __future__ import annotations
@@ -92,3 +97,12 @@ def take(
                     taken[field] = value
         store.delete(path)
     return taken
+
+
+def discard(store: SidecarStore, goal_id: str, agent_id: str, session_id: str | None) -> None:
+    """Drop the values staged for a session (and under :data:`UNKNOWN_SESSION`) before a
+    Turn starts; a sidecar that does not exist costs one ``lstat``."""
+    for session in dict.fromkeys((session_id, None)):
+        path = staged_path(store, goal_id, agent_id, session)
+        if os.path.lexists(path):
+            store.delete(path)

@@ -170,13 +170,48 @@ def test_the_line_reader_bounds_a_huge_line_and_goes_on():
     ]
 
 
-def test_session_and_turn_come_from_codex_meta_only_when_named():
-    assert mcp.session_and_turn(META) == ("s1", "t1")
-    assert mcp.session_and_turn({}) == (None, None)
-    assert mcp.session_and_turn({"x-codex-turn-metadata": {"session_id": "", "turn_id": 3}}) == (
-        None,
-        None,
-    )
+def test_session_and_turn_come_from_codex_meta_or_claude_codes_environment():
+    assert mcp.session_and_turn(META, {}) == ("s1", "t1")
+    assert mcp.session_and_turn({}, {}) == (None, None)
+    empty = {"x-codex-turn-metadata": {"session_id": "", "turn_id": 3}}
+    assert mcp.session_and_turn(empty, {}) == (None, None)
+    assert mcp.session_and_turn({}, {"CLAUDE_CODE_SESSION_ID": "c1"}) == ("c1", None)
+    assert mcp.session_and_turn(META, {"CLAUDE_CODE_SESSION_ID": "c1"}) == ("s1", "t1")
+
+
+def test_a_new_prompt_drops_what_its_session_staged_before_it(tmp_path):
+    from turn_support import hook_turn
+
+    from hosts.generic import carry_on_settlements
+
+    registry = bound_goal(tmp_path)
+    store = settlement_store(str(registry), f1.GOAL)
+    common = {"goal_id": f1.GOAL, "agent_id": f1.AGENT, "field": FIELD, "value": "v"}
+    staged.stage(store, **common, session_id=None, turn_id=None)
+    staged.stage(store, **common, session_id="other", turn_id=None)
+    carry_on_settlements(hook_turn(registry, None))
+    assert not staged.staged_path(store, f1.GOAL, f1.AGENT, None).exists()
+    assert staged.staged_path(store, f1.GOAL, f1.AGENT, "other").exists(), "not this session"
+    carry_on_settlements(hook_turn(registry, None))  # nothing staged: nothing to drop
+    carry_on_settlements(hook_turn(tmp_path / "missing.json", None))  # no store: nothing
+
+
+def test_a_staged_value_that_cannot_be_dropped_costs_the_turn_a_log_line(tmp_path, monkeypatch):
+    from turn_support import hook_turn
+
+    from hosts.generic import carry_on_settlements
+
+    monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(tmp_path / "state"))
+    registry = bound_goal(tmp_path)
+    store = settlement_store(str(registry), f1.GOAL)
+    common = {"goal_id": f1.GOAL, "agent_id": f1.AGENT, "field": FIELD, "value": "v"}
+    staged.stage(store, **common, session_id=None, turn_id=None)
+    path = staged.staged_path(store, f1.GOAL, f1.AGENT, None)
+    path.unlink()
+    path.mkdir(mode=0o700)  # a directory where the sidecar was: unlink refuses it
+    carry_on_settlements(hook_turn(registry, None))
+    log = json.loads((tmp_path / "state" / "hook-log.json").read_text())
+    assert "sidecar_not_regular" in {entry["reason_code"] for entry in log["entries"]}
 
 
 @pytest.mark.parametrize(
