@@ -360,3 +360,30 @@ def test_an_unreadable_staging_sidecar_costs_the_tool_value_not_the_settlement(
         env={**os.environ, "TURN_HOOKS_STATE_DIR": str(tmp_path / "state")},
     )
     assert "staged_result_unreadable" in log.stdout
+
+
+def test_a_real_server_answers_hostile_bytes_with_errors_and_serves_on(tmp_path):
+    registry = bound_goal(tmp_path)
+    argv = [sys.executable, "-m", "hosts.cli", "mcp", "serve", "--goal-id", f1.GOAL]
+    argv += ["--agent-id", f1.AGENT, "--registry", str(registry)]
+    hostile = [
+        b"\xff\xfe not utf-8",
+        b"[" * 100_000,
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","n":' + b"9" * 100_000 + b"}",
+        b"y" * (2 * mcp.MAX_LINE_BYTES),
+        call({"deep": [[[[[[[[[[[[1]]]]]]]]]]]]}).encode(),
+        b'{"jsonrpc":"2.0","id":"last","method":"ping"}',
+    ]
+    result = subprocess.run(
+        argv, input=b"\n".join(hostile) + b"\n", capture_output=True, cwd=ROOT, timeout=60
+    )
+    assert result.returncode == 0 and b"Traceback" not in result.stderr
+    replies = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r.get("error", {}).get("code") for r in replies[:4]] == [
+        mcp.PARSE_ERROR,
+        mcp.PARSE_ERROR,
+        mcp.PARSE_ERROR,
+        mcp.INVALID_REQUEST,
+    ]
+    assert replies[4]["result"]["isError"] is True
+    assert replies[5] == {"jsonrpc": "2.0", "id": "last", "result": {}}
