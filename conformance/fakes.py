@@ -4,7 +4,8 @@ Each records every request body and replays queued replies, one per model reques
 a reply is the assistant's text, or an int for that HTTP error status. The Responses
 fake follows the event order in hosts.md §2.4 (Codex), the Messages fake speaks
 Anthropic's streaming format (Claude Code) and the chat fake speaks chat-completions
-SSE (DSH); the chat fake also takes ``{"tool": name, "arguments": {...}}``.
+SSE (DSH); all three also take ``{"tool": name, "arguments": {...}}`` for a tool call
+(the Responses fake with an optional ``"namespace"``, as Codex names MCP tools).
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class FakeResponses(LoopbackServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                if isinstance(reply, dict):
+                    self._function_call(reply)
+                    return
                 item = {
                     "type": "message",
                     "id": "msg_1",
@@ -89,7 +93,7 @@ class FakeResponses(LoopbackServer):
                     "status": "completed",
                     "content": [{"type": "output_text", "text": reply, "annotations": []}],
                 }
-                events = [
+                events: list[tuple[str, dict[str, Any]]] = [
                     (
                         "response.created",
                         {"type": "response.created", "response": {"id": "resp_1"}},
@@ -127,6 +131,35 @@ class FakeResponses(LoopbackServer):
                         },
                     ),
                 ]
+                self._events(events)
+
+            def _function_call(self, reply: dict[str, Any]) -> None:
+                item = {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": reply["tool"],
+                    "arguments": json.dumps(reply.get("arguments") or {}),
+                    "status": "completed",
+                }
+                if reply.get("namespace"):
+                    item["namespace"] = reply["namespace"]
+                usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+                self._events(
+                    [
+                        ("response.created", {"type": "response.created", "response": {"id": "r"}}),
+                        (
+                            "response.output_item.done",
+                            {"type": "response.output_item.done", "output_index": 0, "item": item},
+                        ),
+                        (
+                            "response.completed",
+                            {"type": "response.completed", "response": {"id": "r", "usage": usage}},
+                        ),
+                    ]
+                )
+
+            def _events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
                 for name, data in events:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
@@ -154,6 +187,9 @@ class FakeMessages(LoopbackServer):
                     return
                 fake.requests.append(body)
                 text = fake.replies.popleft() if fake.replies else "ok"
+                if isinstance(text, dict):
+                    self._tool_use(body, text)
+                    return
                 message = {
                     "id": "msg_1",
                     "type": "message",
@@ -177,7 +213,7 @@ class FakeMessages(LoopbackServer):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                events = [
+                events: list[tuple[str, dict[str, Any]]] = [
                     ("message_start", {"type": "message_start", "message": message}),
                     (
                         "content_block_start",
@@ -206,6 +242,55 @@ class FakeMessages(LoopbackServer):
                     ),
                     ("message_stop", {"type": "message_stop"}),
                 ]
+                self._events(events)
+
+            def _tool_use(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
+                block = {"type": "tool_use", "id": "toolu_1", "name": reply["tool"]}
+                arguments = reply.get("arguments") or {}
+                message = {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model", "fake"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 0},
+                }
+                if not body.get("stream"):
+                    content = [{**block, "input": arguments}]
+                    self._json(200, {**message, "content": content, "stop_reason": "tool_use"})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
+                stop = {"stop_reason": "tool_use", "stop_sequence": None}
+                self._events(
+                    [
+                        ("message_start", {"type": "message_start", "message": message}),
+                        (
+                            "content_block_start",
+                            {
+                                "type": "content_block_start",
+                                "index": 0,
+                                "content_block": {**block, "input": {}},
+                            },
+                        ),
+                        (
+                            "content_block_delta",
+                            {"type": "content_block_delta", "index": 0, "delta": delta},
+                        ),
+                        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                        (
+                            "message_delta",
+                            {"type": "message_delta", "delta": stop, "usage": {"output_tokens": 1}},
+                        ),
+                        ("message_stop", {"type": "message_stop"}),
+                    ]
+                )
+
+            def _events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
                 for name, data in events:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()

@@ -207,7 +207,18 @@ def _cmd_dispatch_post_settlement(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 CORE_COMMANDS = frozenset(
-    {"plugins", "schema", "sidecar", "dispatch", "host", "install", "doctor", "settle", "log"}
+    {
+        "plugins",
+        "schema",
+        "sidecar",
+        "dispatch",
+        "host",
+        "install",
+        "doctor",
+        "settle",
+        "log",
+        "mcp",
+    }
 )
 HOST_NAMES = ("generic", "codex-cli", "dsh")
 HOOK_EVENTS = ("pre-turn", "post-settlement")
@@ -481,6 +492,34 @@ def _add_install(commands: Any) -> None:
     install.add_commands(commands)  # install and doctor, which share their checks
 
 
+def _cmd_mcp(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts import mcp
+    from sidecars import name_binding
+
+    named = name_binding(args.registry, args.goal_id, args.agent_id)
+    mcp.serve(registry=named.registry, goal_id=named.goal_id, agent_id=named.agent_id)
+    return None, "MCP server"
+
+
+def _add_mcp(commands: Any) -> None:
+    mcp = commands.add_parser("mcp", help="the stdio MCP server hosts start for result tools")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True)
+    serve = mcp_commands.add_parser(
+        "serve",
+        help="serve the loaded plugins' result tools on stdin/stdout",
+        description=(
+            "A stdio MCP server (JSON-RPC 2.0, one message per line) that `install codex` "
+            "and `install claude-code` wire. It offers each tool a loaded plugin declares "
+            "for a result field; a call stages its arguments for the Turn's Stop hook, "
+            "which settles them as it settles the field's block of the final message."
+        ),
+    )
+    serve.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
+    serve.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
+    serve.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
+    serve.set_defaults(handler=_cmd_mcp, format="json")
+
+
 def _add_log(commands: Any) -> None:
     log = commands.add_parser("log", help="the hook log: why a hook added or settled nothing")
     log.add_argument("--limit", type=int, default=20, help="newest entries shown (default 20)")
@@ -497,6 +536,7 @@ _CORE_BUILDERS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
     (("settle",), _add_settle),
     (("install", "doctor"), _add_install),
     (("log",), _add_log),
+    (("mcp",), _add_mcp),
 )
 """The core commands in the order ``--help`` lists them (together, CORE_COMMANDS), each
 with the builder that adds its branch."""

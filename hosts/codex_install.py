@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from hosts import mcp_install
 from hosts._hook_line import MODULE, hook_line
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
@@ -266,12 +267,13 @@ def uninstall_all(*, codex: str, codex_home: Path) -> dict[str, Any]:
             )
     finally:
         server.close()
+    unserved = mcp_install.codex_config(codex_home / "config.toml", server=None)
     return {
         "ok": True,
         "schema_version": "turn_hooks_install_v0",
         "host": "codex_cli",
         "action": "uninstall",
-        "changed": changed or forgotten > 0,
+        "changed": changed or forgotten > 0 or unserved,
         "events": [],
         "trust_entries_removed": forgotten,
     }
@@ -326,12 +328,17 @@ def install(
     if changed and not ok:
         _restore(path, original)
         changed = False
+    served = ok and mcp_install.codex_config(
+        codex_home / "config.toml",
+        server=mcp_install.server_command(registry=registry, goal_id=goal_id, agent_id=agent_id),
+    )
     return {
         "ok": ok,
         "schema_version": "turn_hooks_install_v0",
         "host": "codex_cli",
         "action": "install",
-        "changed": changed,
+        "changed": changed or served,
         "events": sorted(EVENTS),
         "trust_statuses": statuses,
+        "mcp_server": mcp_install.SERVER if ok else None,
     }

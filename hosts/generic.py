@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from hosts import staged
 from hosts.caps import render_cap
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
@@ -133,7 +134,8 @@ def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> 
 
 
 def carry_on_settlements(turn: TurnContext) -> None:
-    """Start the detached worker for settlements a failed hook left queued.
+    """Start the detached worker for settlements a failed hook left queued, and drop
+    result values staged before this Turn's prompt (:func:`hosts.staged.discard`).
 
     Never raises: a queue that cannot be read costs this Turn nothing but a reason
     code in the hook log.
@@ -146,6 +148,16 @@ def carry_on_settlements(turn: TurnContext) -> None:
         )
     except (OSError, SidecarError) as exc:
         reason = exc.reason_code if isinstance(exc, SidecarError) else "settlement_worker_failed"
+        record(turn.host, "pre_turn", [("adapter", reason)])
+    # A value staged before this prompt belongs to a Turn that ended unsettled (a failed
+    # Claude Code Turn fires no settlement): this Turn's Stop must not take it.
+    store = binding_store(turn.registry, turn.goal_id)
+    if store is None or not (turn.goal_id and turn.agent_id):
+        return
+    try:
+        staged.discard(store, turn.goal_id, turn.agent_id, turn.host_session_id)
+    except (OSError, SidecarError) as exc:
+        reason = exc.reason_code if isinstance(exc, SidecarError) else "staged_result_unwritable"
         record(turn.host, "pre_turn", [("adapter", reason)])
 
 

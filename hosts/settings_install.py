@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hosts import mcp_install
 from hosts._hook_line import MODULE, hook_line
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
@@ -34,6 +35,7 @@ class SettingsHost:
     home_env: str | None
     home_dir: str
     timeout: int  # in the runtime's unit
+    tool_channel: bool = False  # it runs our stdio MCP server (hosts.mcp_install)
 
 
 HOSTS = {
@@ -44,6 +46,7 @@ HOSTS = {
         "CLAUDE_CONFIG_DIR",
         ".claude",
         30,
+        tool_channel=True,
     ),
     "gemini": SettingsHost(
         "gemini",
@@ -195,6 +198,15 @@ def install(
             document["hooks"].setdefault(event, []).append({"hooks": [handler]})
     if not document["hooks"] and (uninstall or "hooks" not in before):
         document.pop("hooks")  # an empty hooks object is ours to take away again
+    served = False
+    if spec.tool_channel:
+        # The result tools' MCP server, and the rule that lets `claude -p` call them.
+        server = (
+            None
+            if uninstall
+            else mcp_install.server_command(registry=registry, goal_id=goal_id, agent_id=agent_id)
+        )
+        document, served = mcp_install.claude_code(home, document, server=server)
     changed = document != before
     if changed:
         home.mkdir(parents=True, exist_ok=True)
@@ -206,6 +218,7 @@ def install(
         "schema_version": "turn_hooks_install_v0",
         "host": spec.host,
         "action": "uninstall" if uninstall else "install",
-        "changed": changed,
+        "changed": changed or served,
         "events": [] if uninstall else sorted(spec.events),
+        **({"mcp_server": mcp_install.SERVER} if spec.tool_channel and not uninstall else {}),
     }

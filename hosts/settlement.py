@@ -41,6 +41,7 @@ from typing import Any
 
 import pluggy
 
+from hosts import staged
 from hosts.hook_log import reasons_in, record
 from hosts.render import extract_results
 from sidecars import (
@@ -213,8 +214,10 @@ def settle(
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
 
     The host result holds one value per result field the loaded plugins declare,
-    each taken from its block of the final message. Why anything was not taken (a
-    repeated block, a plugin's reason code) goes to the local hook log.
+    each taken from its block of the final message, or from the value the model staged
+    for this Turn through the field's tool (:mod:`hosts.staged`), which wins. Why
+    anything was not taken (a repeated block, a plugin's reason code) goes to the local
+    hook log.
 
     With ``detach`` the Turn is spooled and read back, and a forked child in its own
     session carries the rest (validator, dispatch, receipt) under the entry's lock;
@@ -222,8 +225,24 @@ def settle(
     any point leaves the queue marker, so the next PreTurn's worker carries it on.
     """
     store = settlement_store(turn.registry, turn.goal_id)
-    host_result, faults = extract_results(final_message, settlement_result_fields(pm))
+    fields = settlement_result_fields(pm)
+    host_result, faults = extract_results(final_message, fields)
     reasons = [("adapter", fault) for fault in faults]
+    # A value the model staged through a result tool (hosts.mcp) is this Turn's value:
+    # it is what the model chose to hand over out of the user's sight.
+    try:
+        tooled = staged.take(
+            store,
+            goal_id=turn.goal_id,
+            agent_id=turn.agent_id,
+            session_id=turn.host_session_id,
+            turn_id=turn.host_turn_id,
+            fields=fields,
+        )
+    except (SidecarError, OSError):
+        tooled = {}
+        reasons.append(("adapter", "staged_result_unreadable"))
+    host_result.update(tooled)
     path = spool_path(store, turn)
     entry = {
         "schema_version": SPOOL_SCHEMA,

@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hosts import mcp_install
 from sidecars import SidecarStore, goal_repository, read_bounded, serves_directory
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 
@@ -128,22 +129,31 @@ def codex_hooks(codex_home: Path) -> dict[str, Any]:
     """Codex: our handlers in ``hooks.json`` and the trust entries in ``config.toml``."""
     document, reason = _read_json(codex_home / "hooks.json", "hooks_json")
     view = _view("codex_cli", _handlers(document), reason)
-    view["trust_entry_count"] = _trust_entries(codex_home / "config.toml")
+    config = _codex_config(codex_home / "config.toml")
+    view["trust_entry_count"] = _trust_entries(config)
+    servers = config.get("mcp_servers") if config is not None else None
+    view["tool_channel"] = isinstance(servers, dict) and mcp_install.SERVER in servers
     return view
 
 
-def _trust_entries(path: Path) -> int | None:
-    """How many ``[hooks.state]`` trust entries Codex recorded (``None``: no readable file).
-
-    Codex checks each entry's hash itself when it runs; here they are only counted.
-    """
+def _codex_config(path: Path) -> dict[str, Any] | None:
+    """Codex's config.toml, or ``None`` when there is no readable file."""
     import tomllib
 
     if not os.path.lexists(path):  # False for a name the system refuses, too
         return None
     try:
-        config = tomllib.loads(read_bounded(path, reason_prefix="config_toml").decode("utf-8"))
+        return tomllib.loads(read_bounded(path, reason_prefix="config_toml").decode("utf-8"))
     except (InvalidInputError, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def _trust_entries(config: dict[str, Any] | None) -> int | None:
+    """How many ``[hooks.state]`` trust entries Codex recorded (``None``: no readable file).
+
+    Codex checks each entry's hash itself when it runs; here they are only counted.
+    """
+    if config is None:
         return None
     state = config.get("hooks", {}).get("state") if isinstance(config.get("hooks"), dict) else None
     return len(state) if isinstance(state, dict) else 0
@@ -152,7 +162,12 @@ def _trust_entries(path: Path) -> int | None:
 def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
     """Claude Code or Gemini: our handlers in the user's ``settings.json``."""
     document, reason = _read_json(settings, "settings_json")
-    return _view(host, _handlers(document), reason)
+    view = _view(host, _handlers(document), reason)
+    if host == "claude_code":  # the result tools' MCP server, in its .claude.json
+        servers = _read_json(mcp_install.claude_json_path(settings.parent), "claude_json")[0]
+        servers = servers.get("mcpServers") if isinstance(servers, dict) else None
+        view["tool_channel"] = isinstance(servers, dict) and mcp_install.SERVER in servers
+    return view
 
 
 def dsh_patch(patch_file: Path | None) -> dict[str, Any]:

@@ -121,3 +121,57 @@ def test_a_failed_claude_turn_settles_nothing(claude, tmp_path):
     assert ("adapter", "host_turn_not_completed") in {
         (e["source"], e["reason_code"]) for e in log["entries"]
     }
+
+
+def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(claude, tmp_path):
+    # Issue 17: install wires `turn-hooks mcp serve` into Claude Code (mcpServers in the
+    # config directory's .claude.json, the rule mcp__turn_hooks in settings.json).
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    config = tmp_path / "cfg"
+    argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--home", str(config)]
+    argv += ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+    argv += ["--validation-command-json", json.dumps(VALIDATOR)]
+    installed = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
+    assert json.loads(installed.stdout)["mcp_server"] == "turn_hooks", installed.stdout
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "CLAUDE_CONFIG_DIR": str(config),
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    (tmp_path / "work").mkdir()
+    with FakeMessages() as fake:
+        env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{fake.port}"
+        claude_argv = [str(claude), "-p", "--model", "fake-model", "--output-format", "json"]
+        tool = {"tool": "mcp__turn_hooks__record_reflection", "arguments": f1.REFLECTION}
+        fake.reply(tool, "The flaky test is fixed.")
+        first = run_host(
+            [*claude_argv, "fix the flaky parser test"], cwd=tmp_path / "work", env=env
+        )
+        assert first.returncode == 0, first.stderr[-2000:]
+        answer = json.loads(first.stdout)["result"]
+        assert answer == "The flaky test is fixed."
+        results = [
+            block
+            for message in fake.requests[1]["messages"]
+            for block in (message["content"] if isinstance(message["content"], list) else [])
+            if block.get("type") == "tool_result"
+        ]
+        assert "not staged" not in json.dumps(results) and "staged" in json.dumps(results)
+        [journal] = journals_after_settlement(tmp_path / "repo")
+        assert journal["public_receipt"]["status"] == "activated"
+        assert journal["public_receipt"]["exact_readback_verified"] is True
+
+        fake.reply("Module tests first.")
+        second = run_host(
+            [*claude_argv, "a change touches one module: which tests first?"],
+            cwd=tmp_path / "work",
+            env=env,
+        )
+        assert second.returncode == 0, second.stderr[-2000:]
+        assert json.dumps(fake.requests[-1]).count("[memory 1]") == 1
+    argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--uninstall"]
+    removed = subprocess.run([*argv, "--home", str(config)], capture_output=True, text=True)
+    assert json.loads(removed.stdout)["changed"] is True
+    assert "turn_hooks" not in json.dumps(json.loads((config / ".claude.json").read_text()))

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -334,6 +335,40 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
         assert hooks == {
             "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]
         }, "the foreign hook is kept"
+
+
+def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(codex, tmp_path):
+    # Issue 17: install wires `turn-hooks mcp serve`; the model calls record_reflection
+    # (Codex names MCP tools in the namespace mcp__<server>) and answers without JSON.
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        report = install_codex(run, codex)
+        assert (report["ok"], report["mcp_server"]) == (True, "turn_hooks"), report
+        call = {"tool": "record_reflection", "namespace": "mcp__turn_hooks"}
+        fake.reply({**call, "arguments": f1.REFLECTION}, "The flaky test is fixed.")
+        first = run.exec("fix the flaky parser test")
+        assert first.returncode == 0, first.stderr[-2000:]
+        offered = [t for t in fake.requests[0]["tools"] if t.get("name") == "mcp__turn_hooks"]
+        assert [tool["name"] for tool in offered[0]["tools"]] == ["record_reflection"]
+        [output] = [
+            item for item in fake.requests[1]["input"] if item.get("type") == "function_call_output"
+        ]
+        assert "staged" in output["output"] and "not staged" not in output["output"]
+        assert first.stdout.strip().endswith("The flaky test is fixed.")
+        assert "schema_version" not in first.stdout and "reflection_json" not in first.stdout
+        [journal] = run.journals()
+        assert journal["public_receipt"]["status"] == "activated"
+        assert journal["public_receipt"]["exact_readback_verified"] is True
+
+        fake.reply("Ran the module tests first.")
+        second = run.exec("a change touches one module: which tests should run first?")
+        assert second.returncode == 0, second.stderr[-2000:]
+        ours = [text for text in developer_texts(fake.requests[2]) if "[memory 1]" in text]
+        assert len(ours) == 1 and "trigger: a change touches one module" in ours[0]
+
+        removed = install_codex(run, codex, "--uninstall")
+        assert removed["changed"] is True
+        assert "mcp_servers" not in tomllib.loads((run.home / "config.toml").read_text())
 
 
 def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):

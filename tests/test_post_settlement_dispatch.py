@@ -18,6 +18,7 @@ from turn_hooks import (
     settlement_is_final,
     settlement_is_taken,
     settlement_result_fields,
+    settlement_result_tools,
 )
 
 
@@ -178,6 +179,47 @@ def test_an_invalid_result_field_declaration_is_isolated(pm, turn, declared, rea
     result = call_post_settlement(pm, turn, settled())["results"]["a.ingest"]
     assert (result["status"], result["reason_code"], calls) == ("runtime_unavailable", reason, [])
     assert settlement_result_fields(pm) == {}
+    assert settlement_result_tools(pm) == {}
+
+
+TOOL = {"name": "record_answer", "description": "d", "input_schema": {"type": "object"}}
+
+
+def test_the_declared_result_tools_by_name_first_plugin_wins(pm):
+    observed = {"status": "observed"}
+    for name in ("b", "a"):
+        pm.register(
+            effect_plugin(
+                f"{name}.ingest",
+                observed,
+                result_fields=(f"{name}_answer",),
+                result_tools={f"{name}_answer": {**TOOL, "max_chars": 100}},
+            ),
+            name=name,
+        )
+    assert settlement_result_tools(pm) == {
+        "record_answer": {**TOOL, "max_chars": 100, "field": "a_answer"}
+    }
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        {"other": {**TOOL, "max_chars": 1}},
+        {"demo_answer": {**TOOL, "max_chars": 16385}},
+        {"demo_answer": {**TOOL, "description": "", "max_chars": 1}},
+        {"demo_answer": {**TOOL, "name": 7, "max_chars": 1}},
+    ],
+)
+def test_an_invalid_result_tool_declaration_is_isolated(pm, turn, tools):
+    declared = {"result_fields": ("demo_answer",), "result_tools": tools}
+    pm.register(effect_plugin("a.ingest", {"status": "observed"}, **declared), name="a")
+    result = call_post_settlement(pm, turn, settled())["results"]["a.ingest"]
+    assert (result["status"], result["reason_code"]) == (
+        "runtime_unavailable",
+        "registration_invalid",
+    )
+    assert settlement_result_tools(pm) == {}
 
 
 def test_none_means_nothing_to_do(pm, turn):

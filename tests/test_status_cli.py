@@ -61,6 +61,7 @@ def write_codex(home, *, goal, interpreter_exists=True):
     (home / "hooks.json").write_text(json.dumps(document))
     (home / "config.toml").write_text(
         '[hooks.state."a:1"]\ntrusted_hash = "x"\n[hooks.state."b:2"]\ntrusted_hash = "y"\n'
+        '[mcp_servers.turn_hooks]\ncommand = "python"\n'
     )
 
 
@@ -76,6 +77,7 @@ def test_status_reads_what_install_wrote_per_host(capsys, tmp_path, monkeypatch)
     (claude / "settings.json").write_text(
         json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"command": command}]}]}})
     )
+    (tmp_path / "home" / ".claude.json").write_text('{"mcpServers": {"turn_hooks": {}}}')
     gemini = tmp_path / "home" / ".gemini"
     gemini.mkdir()
     (gemini / "settings.json").write_text("not json")
@@ -88,6 +90,8 @@ def test_status_reads_what_install_wrote_per_host(capsys, tmp_path, monkeypatch)
     hosts = by_host(document)
     codex = hosts["codex_cli"]
     assert (codex["installed"], codex["handler_count"], codex["trust_entry_count"]) == (True, 2, 2)
+    assert (codex["tool_channel"], hosts["claude_code"]["tool_channel"]) == (True, True)
+    assert "tool_channel" not in hosts["gemini"]
     assert (codex["bound_to"], codex["all_commands_resolve"]) == (f"g1/{f1.AGENT}", True)
     assert codex["acts_in"] == "g1: unscoped (here)", "the registry names no repository"
     assert (hosts["claude_code"]["installed"], hosts["claude_code"]["bound_to"]) == (True, "g2/a")
@@ -110,6 +114,8 @@ def test_a_hook_whose_interpreter_is_gone_is_shown(tmp_path):
 def test_host_views_without_files(tmp_path):
     assert status.codex_hooks(tmp_path)["reason_code"] == "hooks_json_absent"
     assert status.codex_hooks(tmp_path)["trust_entry_count"] is None
+    assert status.codex_hooks(tmp_path)["tool_channel"] is False
+    assert status.settings_hooks("claude_code", tmp_path / "settings.json")["tool_channel"] is False
     (tmp_path / "config.toml").write_text("[[broken")
     assert status.codex_hooks(tmp_path)["trust_entry_count"] is None
     (tmp_path / "config.toml").write_text("model = 'x'\n")

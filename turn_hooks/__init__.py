@@ -18,6 +18,7 @@ from turn_hooks._calling import (
     settlement_is_final,
     settlement_is_taken,
     settlement_result_fields,
+    settlement_result_tools,
 )
 from turn_hooks._contribution import (
     RESERVED_NAMES,
@@ -129,6 +130,7 @@ __all__ = [
     "settlement_is_final",
     "settlement_is_taken",
     "settlement_result_fields",
+    "settlement_result_tools",
 ]
 
 

@@ -302,6 +302,25 @@ def settlement_result_fields(pm: pluggy.PluginManager) -> dict[str, str]:
     return fields
 
 
+def settlement_result_tools(pm: pluggy.PluginManager) -> dict[str, dict[str, Any]]:
+    """Every result tool a loaded ``post_settlement`` hook declares, by tool name: the
+    tool (``SettlementRegistration.result_tools``) with the ``field`` it stages.
+
+    The order and the rule for a name two plugins declare are those of
+    :func:`settlement_result_fields`: the first keeps it.
+    """
+    tools: dict[str, dict[str, Any]] = {}
+    for impl in _ordered_impls(pm.hook.post_settlement):
+        try:
+            registration = _registration(impl, "post_settlement", SettlementRegistration)
+            rules.validate_settlement_registration(registration)
+        except TurnHooksError:
+            continue
+        for name, tool in registration.result_tools.items():
+            tools.setdefault(tool["name"], {**tool, "field": name})
+    return tools
+
+
 def _is_final(previous: Mapping[str, Any], hook_id: str, capability_id: str) -> bool:
     results = previous.get("results")
     capability_ids = previous.get("capability_ids")

@@ -32,6 +32,7 @@ MAX_CONTEXT_ITEMS = 64
 MAX_ITEM_REF_CHARS = 256
 FAULT_PREFIX = re.compile(r"[a-z][a-z0-9_]{2,63}")
 DEFAULT_FAULT_PREFIX = "result_block"
+TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{2,63}")
 
 RESERVED_NAMES: frozenset[str] = frozenset(
     """schema_version turn_key turn_envelope session goal_ref route result_contract
@@ -123,7 +124,32 @@ def validate_settlement_registration(registration: SettlementRegistration) -> di
         raise RegistrationError(
             "result_fault_prefixes must map declared result fields to reason-code prefixes"
         )
+    _result_tools(registration)
     return {name: prefixes.get(name, DEFAULT_FAULT_PREFIX) for name in registration.result_fields}
+
+
+def _result_tools(registration: SettlementRegistration) -> None:
+    tools = registration.result_tools
+    if not isinstance(tools, Mapping) or not set(tools) <= set(registration.result_fields):
+        raise RegistrationError("result_tools must map declared result fields to tools")
+    for tool in tools.values():
+        if (
+            not isinstance(tool, Mapping)
+            or set(tool) != {"name", "description", "input_schema", "max_chars"}
+            or not isinstance(tool["name"], str)
+            or not TOOL_NAME.fullmatch(tool["name"])
+            or not isinstance(tool["description"], str)
+            or not 0 < len(tool["description"]) <= MAX_INSTRUCTION_CHARS
+            or not isinstance(tool["input_schema"], Mapping)
+            or tool["input_schema"].get("type") != "object"
+            or isinstance(tool["max_chars"], bool)
+            or not isinstance(tool["max_chars"], int)
+            or not 0 < tool["max_chars"] <= MAX_RESULT_FIELD_LENGTH
+        ):
+            raise RegistrationError(
+                "a result tool is {name, description, input_schema (an object schema), "
+                "max_chars (1..16384)}"
+            )
 
 
 def _field_object(value: object, *, what: str) -> dict[str, Any]:

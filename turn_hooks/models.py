@@ -175,6 +175,12 @@ class SettlementRegistration(_Document):
     """Reason-code prefix per declared field for a block that cannot be read: a
     repeated block is ``<prefix>_repeated``, a tag without its partner
     ``<prefix>_malformed``. A field without one uses ``result_block``."""
+    result_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """A tool per declared field that the model may call instead of writing its block,
+    where the host offers tools (``turn-hooks mcp serve``): ``name`` (the tool's name),
+    ``description``, ``input_schema`` (a JSON Schema object the arguments must satisfy)
+    and ``max_chars`` (the most characters of the compact JSON the call stages as the
+    field's value)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -20,6 +20,54 @@ from turn_hooks import (
 SLOT = "reward_memory_recall"
 RESULT_FIELD = "reward_memory_reflection_json"
 
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 500}
+_ITEMS = {"type": "array", "minItems": 1, "maxItems": 5, "items": _TEXT}
+_REFS = {"type": "string", "minLength": 1, "maxLength": 180}
+
+
+def _closed(**properties: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+REFLECTION_TOOL = {
+    "name": "record_reflection",
+    "description": (
+        "Record this Turn's reflection (turn_reward_memory_reflection_v1) out of the user's "
+        "sight, instead of writing a reward_memory_reflection_json block in your answer. "
+        "Call it only when independent evidence from this Turn showed a reusable way of "
+        "working; it is settled, validated and learned when the Turn ends."
+    ),
+    "input_schema": _closed(
+        schema_version={"type": "string", "const": "turn_reward_memory_reflection_v1"},
+        status={"type": "string", "enum": ["eligible"]},
+        surface_id={"type": "string", "minLength": 1, "maxLength": 160},
+        outcome_kind={"type": "string", "enum": ["research", "simulation", "real", "engineering"]},
+        content_summary=_TEXT,
+        reasoning_summary=_TEXT,
+        confidence={"type": "string", "enum": ["low", "medium", "high"]},
+        evidence_refs={"type": "array", "minItems": 1, "maxItems": 5, "items": _REFS},
+        experience=_closed(
+            schema_version={"type": "string", "const": "procedural_experience_contract_v0"},
+            applicability=_ITEMS,
+            observed_outcome=_TEXT,
+            attribution=_TEXT,
+            future_behavior=_closed(
+                trigger=_TEXT, action=_TEXT, validation=_TEXT, stop_condition=_TEXT
+            ),
+            limitations=_ITEMS,
+            evidence_refs={"type": "array", "minItems": 1, "maxItems": 5, "items": _REFS},
+        ),
+    ),
+    # The field's own bound (turn/pre_turn.py RESULT_FIELD_MAX): the tool stages no more.
+    "max_chars": 2400,
+}
+"""The result tool ``turn-hooks mcp serve`` offers for the reflection field."""
+
 
 def _resolution(turn: TurnContext) -> Any:
     """The Turn's binding, or ``None`` when the Turn names no registry, Goal or Agent.
@@ -67,6 +115,7 @@ class RewardMemoryPlugin:
             result_fields=(RESULT_FIELD,),
             # The hook log's codes for a reflection block that cannot be read.
             result_fault_prefixes={RESULT_FIELD: "reflection_block"},
+            result_tools={RESULT_FIELD: REFLECTION_TOOL},
         ),
     }
 
