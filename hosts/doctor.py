@@ -90,17 +90,39 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
     return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}")
 
 
+def _project_command(argv: list[str]) -> int | None:
+    """Where the project's own command starts in a built-in validator's argv
+    (``... validate command -- make test``), or ``None`` for any other validator."""
+    for at in range(1, len(argv) - 3):
+        if argv[at : at + 3] == ["validate", "command", "--"]:
+            return at + 3
+    return None
+
+
+def _resolve(program: str) -> str:
+    if os.sep in program:
+        return str(Path(program).absolute())
+    return shutil.which(program) or program
+
+
 def resolve_validator(argv: list[str]) -> list[str]:
-    """``argv`` with its program made absolute when ``PATH`` finds it: hooks run with
-    the host's ``PATH``, not the installing shell's."""
-    if os.sep in argv[0]:
-        return [str(Path(argv[0]).absolute()), *argv[1:]]
-    found = shutil.which(argv[0])
-    return [found, *argv[1:]] if found else argv
+    """``argv`` with its program, and the project command's program inside the
+    built-in validator, made absolute when ``PATH`` finds them: hooks run with the
+    host's ``PATH``, not the installing shell's."""
+    resolved = [_resolve(argv[0]), *argv[1:]]
+    start = _project_command(resolved)
+    if start is not None:
+        resolved[start] = _resolve(resolved[start])
+    return resolved
+
+
+def _runs(program: str) -> bool:
+    return os.path.isabs(program) and os.path.isfile(program) and os.access(program, os.X_OK)
 
 
 def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) -> dict[str, Any]:
-    """The validator's program is an executable file (or none is needed)."""
+    """The validator's program is an executable file (or none is needed); for the
+    built-in validator, the project command's program too, and it is what is named."""
     if not argv:
         if recall_only:
             return row("validator", subject, None, "recall only: nothing will be learned")
@@ -108,14 +130,17 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
             "validator",
             subject,
             "validator_missing",
-            "no validator: nothing can ever be learned; pass --validation-command-json "
-            '(e.g. \'["turn-hooks", "validate", "command", "--", "make", "test"]\') '
-            "or --recall-only",
+            "no validator: nothing can ever be learned; pass --validate-with 'make test' "
+            "(or --validation-command-json) or --recall-only",
         )
-    program = argv[0]
-    if not (os.path.isabs(program) and os.path.isfile(program) and os.access(program, os.X_OK)):
+    start = _project_command(argv)
+    programs = [argv[0]] if start is None else [argv[0], argv[start]]
+    if not all(_runs(program) for program in programs):
         return row("validator", subject, "validator_not_found", "the validator does not resolve")
-    return row("validator", subject, None, f"runs {Path(program).name}")
+    named = argv if start is None else argv[start:]
+    # A public row: programs by name, and no absolute path among the arguments.
+    words = [Path(named[0]).name, *(Path(w).name if os.path.isabs(w) else w for w in named[1:])]
+    return row("validator", subject, None, f"runs {shlex.join(words)}")
 
 
 def hook_checks(subject: str, interpreter: str) -> list[dict[str, Any]]:
