@@ -30,9 +30,13 @@ VALIDATE = ["turn-hooks", "validate", "command", "--", sys.executable, "-c", "pa
 FOREIGN = {"type": "command", "command": "true", "timeout": 5}
 
 
-def turn_hooks(cwd: Path, *argv: str, home: Path | None = None) -> tuple[int, dict]:
+def turn_hooks(
+    cwd: Path, *argv: str, home: Path | None = None, path: Path | None = None
+) -> tuple[int, dict]:
     assert TURN_HOOKS
     env = {**os.environ, "PATH": f"{Path(TURN_HOOKS).parent}:{os.environ['PATH']}"}
+    if path is not None:  # one more directory on PATH (the real codex's)
+        env["PATH"] = f"{path}:{env['PATH']}"
     for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
         env.pop(name, None)
     if home is not None:  # the host homes doctor looks in by default
@@ -393,6 +397,10 @@ def test_two_bindings_in_one_codex_home_stay_trusted_through_reinstall_and_unins
     code, doctor = turn_hooks(repo, "doctor", "codex", "--codex-home", str(home),
                               "--codex-bin", str(CODEX))  # fmt: skip
     assert (code, doctor["reason_code"]) == (2, "hook_untrusted"), doctor
+    # status reads what Codex computes too (the codex on PATH), not only the entries.
+    code, seen = turn_hooks(repo, "status", "--codex-home", str(home), path=CODEX.parent)
+    [view] = [v for v in seen["hosts"] if v["host"] == "codex_cli"]
+    assert (code, view["reason_code"], view["untrusted_count"]) == (0, "hook_untrusted", 4)
     for groups in document["hooks"].values():
         groups.reverse()
     (home / "hooks.json").write_text(json.dumps(document))

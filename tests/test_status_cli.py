@@ -280,3 +280,15 @@ def test_status_looks_where_claude_code_looks(tmp_path, monkeypatch):
     )
     views = by_host({"hosts": status.installed_hooks(home=tmp_path / "home")})
     assert views["claude_code"]["installed"] is True
+
+
+def test_a_linked_host_file_is_shown_as_install_refuses_it(tmp_path):
+    # install refuses a symlinked host file; status says the same, not "installed".
+    write_codex(tmp_path / "real", goal="g")
+    (tmp_path / "codex").mkdir()
+    (tmp_path / "codex" / "hooks.json").symlink_to(tmp_path / "real" / "hooks.json")
+    view = status.codex_hooks(tmp_path / "codex")
+    assert (view["installed"], view["reason_code"]) == (False, "hooks_json_symlink")
+    # Without a codex on PATH, a handler with no trust entry at its position counts.
+    view = status.codex_hooks(tmp_path / "real")
+    assert (view["untrusted_count"], view["reason_code"]) == (2, "hook_untrusted")
