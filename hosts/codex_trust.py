@@ -59,13 +59,14 @@ def _split(key: str, source: Path) -> tuple[str, tuple[str, int, int]] | None:
 def read_state(codex_home: Path) -> tuple[str | None, dict[str, Any]]:
     """config.toml's text (``None`` when absent) and its ``[hooks.state]`` entries.
 
-    :raises InvalidInputError: ``config_toml_symlink``, the ``read_bounded``
-        refusals, ``config_toml_invalid``.
+    Read through a link, as Codex reads it; only :func:`follow`, which writes it,
+    refuses one.
+
+    :raises InvalidInputError: the ``read_bounded`` refusals, ``config_toml_invalid``.
     """
     path = codex_home / "config.toml"
     if not os.path.lexists(path):
         return None, {}
-    refuse_link(path, "config_toml", "config.toml")
     try:
         text = read_bounded(path, reason_prefix="config_toml", name="config.toml").decode()
         config = tomllib.loads(text)
@@ -91,7 +92,8 @@ def follow(codex_home: Path, before: dict[str, Any], after: dict[str, Any]) -> i
     return how many were dropped. Nothing is written when nothing changes.
 
     :raises InvalidInputError: ``config_toml_unrecognised`` when the entries are not
-        in the form Codex writes (then nothing is written), and :func:`read_state`'s.
+        in the form Codex writes, ``config_toml_symlink`` for a link that would have
+        to be edited (nothing is written then), and :func:`read_state`'s.
     """
     text, state = read_state(codex_home)
     source = (codex_home / "hooks.json").absolute()
@@ -112,6 +114,8 @@ def follow(codex_home: Path, before: dict[str, Any], after: dict[str, Any]) -> i
     drops |= {key for key in state if key in set(renames.values()) and key not in renames}
     if text is None or not (renames or drops):
         return 0
+    path = codex_home / "config.toml"
+    refuse_link(path, "config_toml", "config.toml")  # an edit would replace the link
     expected = {renames.get(k, k): v for k, v in state.items() if k not in drops}
     lines, dropping = [], False
     for line in text.splitlines(keepends=True):
@@ -139,7 +143,6 @@ def follow(codex_home: Path, before: dict[str, Any], after: dict[str, Any]) -> i
             "edit the entries of turn-hooks' handlers out by hand",
             reason_code="config_toml_unrecognised",
         )
-    path = codex_home / "config.toml"
     temp = path.with_name(path.name + ".turn-hooks.tmp")
     temp.write_text(edited, encoding="utf-8")
     os.chmod(temp, os.stat(path).st_mode & 0o7777)

@@ -427,3 +427,40 @@ def test_two_bindings_in_one_codex_home_stay_trusted_through_reinstall_and_unins
     ), removed
     assert json.loads((home / "hooks.json").read_text()) == {"hooks": {}}
     assert trust_state(home) == {}
+
+
+def test_trust_entries_follow_their_handlers_or_nothing_is_written(tmp_path):
+    # The edit uninstall makes without a codex binary: an entry moves with its handler
+    # (its hash is its content), a removed handler's goes; a form Codex does not write,
+    # or a linked config.toml, is refused with config.toml as it was.
+    from hosts import codex_trust
+    from turn_hooks.errors import InvalidInputError
+
+    a, b, c = ({"type": "command", "command": name} for name in "abc")
+    before = {"hooks": {"Stop": [{"hooks": [a]}, {"hooks": [b]}, {"hooks": [c]}]}}
+    after = {"hooks": {"Stop": [{"hooks": [b]}, {"hooks": [c]}]}}
+
+    def key(group):
+        return f"{tmp_path / 'hooks.json'}:stop:{group}:0"
+
+    config = 'model = "m"\n\n[hooks.state]\n\n' + "".join(
+        f'[hooks.state.{json.dumps(key(g))}]\ntrusted_hash = "h{g}"\n\n' for g in range(3)
+    )
+    (tmp_path / "config.toml").write_text(config)
+    assert codex_trust.follow(tmp_path, before, after) == 1
+    assert trust_state(tmp_path) == {key(0): {"trusted_hash": "h1"}, key(1): {"trusted_hash": "h2"}}
+    assert tomllib.loads((tmp_path / "config.toml").read_text())["model"] == "m"
+    inline = f'hooks = {{ state = {{ {json.dumps(key(0))} = {{ trusted_hash = "h0" }} }} }}\n'
+    real = tmp_path / "dotfiles.toml"
+    for content, link, reason in (
+        (inline, False, "config_toml_unrecognised"),
+        (config, True, "config_toml_symlink"),
+    ):
+        (tmp_path / "config.toml").unlink()
+        (real if link else tmp_path / "config.toml").write_text(content)
+        if link:
+            (tmp_path / "config.toml").symlink_to(real)
+        with pytest.raises(InvalidInputError) as caught:
+            codex_trust.follow(tmp_path, before, after)
+        assert caught.value.reason_code == reason
+        assert (tmp_path / "config.toml").read_text() == content
