@@ -5,7 +5,8 @@ Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
 - ``binding``: the registry reads, names the Goal with an existing repository, and
   registers the Agent (whether a capability has enabled it is the capability's own
   status command, e.g. ``reward-memory experiment-status``);
-- ``validator``: the declared validator's program resolves to an executable (none
+- ``validator``: the declared validator's program resolves to an executable, and
+  so does the project command inside the built-in one, which the row names (none
   declared is ``validator_missing`` unless the hooks are installed recall-only);
 - ``hook_command``: the interpreter a hook calls imports the package and loads its
   plugins, in a child process as the host would start it. A warning (not a failure)
@@ -13,8 +14,9 @@ Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
   deleting the clone would break every installed hook.
 
 Installed hooks are found in the host's own files and checked by the commands
-written there, so a hook whose interpreter is gone fails loudly here, not quietly
-on every Turn. Rows never hold paths: this is a public receipt.
+written there (for Codex, a ``trust`` row too: ``hosts.install.codex_trust_check``),
+so a hook whose interpreter is gone fails loudly here, not quietly on every Turn.
+Rows never hold paths: this is a public receipt.
 """
 
 from __future__ import annotations
