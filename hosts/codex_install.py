@@ -3,8 +3,10 @@
 The handlers call this interpreter by absolute path. Trust is granted the way Codex
 itself records it: `hooks/list` reports each handler's current hash, and
 `config/batchWrite` upserts `hooks.state` with it (no hash is computed here).
-Installing twice changes nothing; `--uninstall` removes exactly our handlers (of any
-binding) and the trust entries Codex kept for them.
+Installing twice changes nothing, and a reinstall replaces our handlers where they
+are (Codex keys trust by position). `--uninstall` removes exactly our handlers (of
+the Goal named, or of every Goal) and the trust entries Codex kept for them, by
+editing config.toml (:mod:`hosts.codex_trust`): no codex binary is needed for it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from hosts import mcp_install
 from hosts._hook_line import MODULE, hook_line
+from hosts.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
@@ -50,30 +53,43 @@ def hook_command(
     )
 
 
+def goal_of(command: str) -> str | None:
+    """The Goal id an installed command names (``None``: it names none)."""
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return None
+    return parts[parts.index("--goal-id") + 1] if "--goal-id" in parts[:-1] else None
+
+
 def _ours(handler: Any, goal_id: str | None, agent_id: str | None) -> bool:
-    """One of our handlers: of this binding, or of any with ``goal_id`` ``None``."""
+    """One of our handlers: of this Goal (and Agent, unless ``agent_id`` is ``None``),
+    or of any binding with ``goal_id`` ``None``."""
     command = handler.get("command") if isinstance(handler, dict) else None
-    return (
-        isinstance(command, str)
-        and any(marker in command for marker in MARKERS)
-        and (
-            goal_id is None
-            or f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(str(agent_id))}"
-            in command
-        )
-    )
+    if not (isinstance(command, str) and any(marker in command for marker in MARKERS)):
+        return False
+    if goal_id is None:
+        return True
+    if agent_id is None:
+        return goal_of(command) == goal_id
+    return f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}" in command
 
 
-def our_commands(document: dict[str, Any]) -> list[str]:
-    """The commands of every handler of ours in a hooks.json document (for ``doctor``)."""
+def our_handlers(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every handler of ours in a hooks.json document, in Codex's order."""
     hooks = document.get("hooks")
     return [
-        handler["command"]
+        handler
         for groups in (hooks.values() if isinstance(hooks, dict) else [])
         for group in (groups if isinstance(groups, list) else [])
         for handler in (group.get("hooks", []) if isinstance(group, dict) else [])
         if _ours(handler, None, None)
     ]
+
+
+def our_commands(document: dict[str, Any]) -> list[str]:
+    """The commands of every handler of ours in a hooks.json document (for ``doctor``)."""
+    return [handler["command"] for handler in our_handlers(document)]
 
 
 def read_hooks(path: Path) -> dict[str, Any]:
@@ -84,6 +100,7 @@ def read_hooks(path: Path) -> dict[str, Any]:
 def _without_ours(
     document: dict[str, Any], goal_id: str | None, agent_id: str | None
 ) -> dict[str, Any]:
+    # The handler objects kept are the same objects: codex_trust follows them.
     raw = document.get("hooks")
     hooks: dict[str, Any] = raw if isinstance(raw, dict) else {}
     cleaned: dict[str, Any] = {}
@@ -98,8 +115,45 @@ def _without_ours(
     return {**document, "hooks": cleaned}
 
 
+def _with_ours(
+    document: dict[str, Any], goal_id: str, agent_id: str, new: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``document`` with this binding's handler of each event replaced where it is.
+
+    In place, not moved to the end: Codex keys trust by position, so moving ours
+    would leave every handler after it (another Goal's, a foreign one) untrusted.
+    """
+    placed: set[str] = set()
+
+    def put(event: str, handler: Any) -> list[Any]:
+        if not _ours(handler, goal_id, agent_id):
+            return [handler]
+        if event in placed:
+            return []  # a duplicate of ours: one handler per event
+        placed.add(event)
+        return [handler if handler == new[event] else new[event]]
+
+    raw = document.get("hooks")
+    hooks: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    updated: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        kept_groups = []
+        for group in groups if isinstance(groups, list) else []:
+            handlers = [kept for h in group.get("hooks", []) for kept in put(event, h)]
+            if handlers:
+                kept_groups.append({**group, "hooks": handlers})
+        if kept_groups:
+            updated[event] = kept_groups
+    for event, handler in new.items():
+        if event not in placed:
+            updated.setdefault(event, []).append({"hooks": [handler]})
+    return {**document, "hooks": updated}
+
+
 def _read(path: Path) -> dict[str, Any]:
-    # Bounded and non-blocking: a FIFO or /dev/zero at hooks.json is a typed refusal.
+    # Bounded and non-blocking: a FIFO or /dev/zero at hooks.json is a typed refusal,
+    # and so is a link (``hooks_json_symlink``).
+    refuse_link(path, "hooks_json", "hooks.json")
     raw = read_bounded(
         path, reason_prefix="hooks_json", missing=b'{"hooks": {}}', name="hooks.json"
     )
@@ -234,40 +288,29 @@ def trust_our_hooks(
         server.close()
 
 
-def uninstall_all(*, codex: str, codex_home: Path) -> dict[str, Any]:
-    """Remove every handler of ours, whatever binding it names, and the
-    ``[hooks.state]`` trust entries Codex kept for them; nothing else."""
+def uninstall(*, codex_home: Path, goal_id: str | None) -> dict[str, Any]:
+    """Remove the handlers of ours of one Goal (every Goal's with ``None``) and the
+    ``[hooks.state]`` trust entries Codex kept for them; nothing else. The entries
+    of the handlers that move up are moved with them (:mod:`hosts.codex_trust`), so
+    no app-server is needed: only Codex's home."""
+    from hosts import codex_trust
+
     path = codex_home / "hooks.json"
     before = _read(path)
-    document = _without_ours(before, None, None)
+    document = _without_ours(before, goal_id, None)
     changed = document != before
-    forgotten = 0
-    server = AppServer(codex, {**os.environ, "CODEX_HOME": str(codex_home)})
-    try:
-        server.request("initialize", {"clientInfo": {"name": "turn-hooks", "version": "0.1"}})
-        server.notify("initialized")
-        listed = server.request("hooks/list", {"cwds": [str(Path.cwd())]})
-        keys = {
-            hook["key"]
-            for entry in listed.get("data", [])
-            for hook in entry.get("hooks", [])
-            if hook.get("sourcePath") == str(path) and _ours(hook, None, None)
-        }
-        if changed:
-            _write(path, document)
-        state = ((server.request("config/read", {}).get("config") or {}).get("hooks") or {}).get(
-            "state"
-        ) or {}
-        kept = {key: value for key, value in state.items() if key not in keys}
-        forgotten = len(state) - len(kept)
-        if forgotten:
-            server.request(
-                "config/batchWrite",
-                {"edits": [{"keyPath": "hooks.state", "mergeStrategy": "replace", "value": kept}]},
-            )
-    finally:
-        server.close()
-    unserved = mcp_install.codex_config(codex_home / "config.toml", server=None)
+    goals = sorted(
+        {goal_of(command) or "" for command in our_commands(before)}
+        - {goal_of(command) or "" for command in our_commands(document)}
+    )
+    # config.toml first: an entry form it does not know refuses with nothing written.
+    forgotten = codex_trust.follow(codex_home, before, document) if changed else 0
+    if changed:
+        _write(path, document)
+    # The tool channel is one per Codex home: it goes with the last handler of ours.
+    unserved = not our_commands(document) and mcp_install.codex_config(
+        codex_home / "config.toml", server=None
+    )
     return {
         "ok": True,
         "schema_version": "turn_hooks_install_v0",
@@ -275,6 +318,7 @@ def uninstall_all(*, codex: str, codex_home: Path) -> dict[str, Any]:
         "action": "uninstall",
         "changed": changed or forgotten > 0 or unserved,
         "events": [],
+        "goals_removed": goals,
         "trust_entries_removed": forgotten,
     }
 
@@ -288,21 +332,22 @@ def install(
     agent_id: str,
     validation_argv: list[str] | None,
     prompt_in_recall: bool = True,
-    uninstall: bool = False,
 ) -> dict[str, Any]:
-    """Install (or remove) our handlers; a public-safe report of what changed.
+    """Install our handlers; a public-safe report of what changed.
 
-    An install whose hooks cannot all be trusted puts hooks.json back as it was
-    (byte for byte, or absent): a command that fails leaves nothing behind.
+    An install whose hooks cannot all be trusted puts hooks.json and config.toml
+    back as they were (byte for byte, or absent): a command that fails leaves
+    nothing behind.
     """
-    if uninstall:
-        return uninstall_all(codex=codex, codex_home=codex_home)
-    path = codex_home / "hooks.json"
+    from hosts import codex_trust
+
+    path, config = codex_home / "hooks.json", codex_home / "config.toml"
     before = _read(path)
+    codex_trust.read_state(codex_home)  # a config.toml it cannot edit: refused first
     original = path.read_bytes() if path.exists() else None
-    document = _without_ours(before, goal_id, agent_id)
-    for event in EVENTS:
-        handler = {
+    original_config = config.read_bytes() if config.exists() else None
+    new = {
+        event: {
             "type": "command",
             "timeout": HOOK_TIMEOUT,
             "command": hook_command(
@@ -314,19 +359,24 @@ def install(
                 prompt_in_recall=prompt_in_recall,
             ),
         }
-        document["hooks"].setdefault(event, []).append({"hooks": [handler]})
+        for event in EVENTS
+    }
+    document = _with_ours(before, goal_id, agent_id, new)
     changed = document != before
-    if changed:
-        _write(path, document)
     try:
+        if changed:
+            codex_trust.follow(codex_home, before, document)
+            _write(path, document)
         statuses = trust_our_hooks(codex, codex_home, Path.cwd(), goal_id, agent_id)
     except BaseException:
         if changed:
             _restore(path, original)
+            _restore(config, original_config)
         raise
     ok = bool(statuses) and all(s == "trusted" for s in statuses)
     if changed and not ok:
         _restore(path, original)
+        _restore(config, original_config)
         changed = False
     served = ok and mcp_install.codex_config(
         codex_home / "config.toml",

@@ -6,7 +6,8 @@ Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
   row names it, by its directory's name: the only place the hook acts), and
   registers the Agent (whether a capability has enabled it is the capability's own
   status command, e.g. ``reward-memory experiment-status``);
-- ``validator``: the declared validator's program resolves to an executable (none
+- ``validator``: the declared validator's program resolves to an executable, and
+  so does the project command inside the built-in one, which the row names (none
   declared is ``validator_missing`` unless the hooks are installed recall-only);
 - ``hook_command``: the interpreter a hook calls imports the package and loads its
   plugins, in a child process as the host would start it. A warning (not a failure)
@@ -14,8 +15,9 @@ Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
   deleting the clone would break every installed hook.
 
 Installed hooks are found in the host's own files and checked by the commands
-written there, so a hook whose interpreter is gone fails loudly here, not quietly
-on every Turn. Rows never hold paths: this is a public receipt.
+written there (for Codex, a ``trust`` row too: ``hosts.install.codex_trust_check``),
+so a hook whose interpreter is gone fails loudly here, not quietly on every Turn.
+Rows never hold paths: this is a public receipt.
 """
 
 from __future__ import annotations
@@ -93,17 +95,39 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
     return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}, {where}")
 
 
+def _project_command(argv: list[str]) -> int | None:
+    """Where the project's own command starts in a built-in validator's argv
+    (``... validate command -- make test``), or ``None`` for any other validator."""
+    for at in range(1, len(argv) - 3):
+        if argv[at : at + 3] == ["validate", "command", "--"]:
+            return at + 3
+    return None
+
+
+def _resolve(program: str) -> str:
+    if os.sep in program:
+        return str(Path(program).absolute())
+    return shutil.which(program) or program
+
+
 def resolve_validator(argv: list[str]) -> list[str]:
-    """``argv`` with its program made absolute when ``PATH`` finds it: hooks run with
-    the host's ``PATH``, not the installing shell's."""
-    if os.sep in argv[0]:
-        return [str(Path(argv[0]).absolute()), *argv[1:]]
-    found = shutil.which(argv[0])
-    return [found, *argv[1:]] if found else argv
+    """``argv`` with its program, and the project command's program inside the
+    built-in validator, made absolute when ``PATH`` finds them: hooks run with the
+    host's ``PATH``, not the installing shell's."""
+    resolved = [_resolve(argv[0]), *argv[1:]]
+    start = _project_command(resolved)
+    if start is not None:
+        resolved[start] = _resolve(resolved[start])
+    return resolved
+
+
+def _runs(program: str) -> bool:
+    return os.path.isabs(program) and os.path.isfile(program) and os.access(program, os.X_OK)
 
 
 def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) -> dict[str, Any]:
-    """The validator's program is an executable file (or none is needed)."""
+    """The validator's program is an executable file (or none is needed); for the
+    built-in validator, the project command's program too, and it is what is named."""
     if not argv:
         if recall_only:
             return row("validator", subject, None, "recall only: nothing will be learned")
@@ -111,14 +135,17 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
             "validator",
             subject,
             "validator_missing",
-            "no validator: nothing can ever be learned; pass --validation-command-json "
-            '(e.g. \'["turn-hooks", "validate", "command", "--", "make", "test"]\') '
-            "or --recall-only",
+            "no validator: nothing can ever be learned; pass --validate-with 'make test' "
+            "(or --validation-command-json) or --recall-only",
         )
-    program = argv[0]
-    if not (os.path.isabs(program) and os.path.isfile(program) and os.access(program, os.X_OK)):
+    start = _project_command(argv)
+    programs = [argv[0]] if start is None else [argv[0], argv[start]]
+    if not all(_runs(program) for program in programs):
         return row("validator", subject, "validator_not_found", "the validator does not resolve")
-    return row("validator", subject, None, f"runs {Path(program).name}")
+    named = argv if start is None else argv[start:]
+    # A public row: programs by name, and no absolute path among the arguments.
+    words = [Path(named[0]).name, *(Path(w).name if os.path.isabs(w) else w for w in named[1:])]
+    return row("validator", subject, None, f"runs {shlex.join(words)}")
 
 
 def hook_checks(subject: str, interpreter: str) -> list[dict[str, Any]]:

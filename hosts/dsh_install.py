@@ -3,7 +3,8 @@
 DSH composes profiles from patch layers (YAML lists; JSON is valid YAML), and
 `dsh --patch FILE` adds one. The file this writes inserts our plugin by its
 absolute ``file://`` URL and bakes in this interpreter, so no npm package is needed.
-Writing it twice changes nothing; `--uninstall` removes it only if it is ours.
+Writing it twice changes nothing; `--uninstall` removes it only if it is ours and
+serves the Goal named (or any, with ``--all``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hosts.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import loads_bounded
 
@@ -48,7 +50,9 @@ def patch_layer(
 
 def _read(path: Path) -> bytes | None:
     # Bounded and non-blocking: a FIFO or /dev/zero at the patch path is a typed
-    # refusal (``patch_file_not_regular``, ``patch_file_too_large``), not a hang.
+    # refusal (``patch_file_not_regular``, ``patch_file_too_large``), not a hang; a
+    # link is refused too (``patch_file_symlink``).
+    refuse_link(path, "patch_file", "the patch file")
     raw = read_bounded(path, reason_prefix="patch_file", missing=b"", name="the patch file")
     return raw if os.path.lexists(path) else None
 
@@ -77,17 +81,27 @@ def installed_config(patch_file: Path) -> dict[str, Any] | None:
     return config if valid else None
 
 
-def install(*, patch_file: Path, uninstall: bool = False, **binding: Any) -> dict[str, Any]:
-    """Write (or remove) the patch layer; a public-safe report of what changed."""
+def install(
+    *, patch_file: Path, uninstall: bool = False, goal_id: str | None = None, **binding: Any
+) -> dict[str, Any]:
+    """Write (or remove) the patch layer; a public-safe report of what changed.
+
+    Uninstalling removes the layer when it serves ``goal_id`` (any Goal's with
+    ``None``).
+    """
     current = _read(patch_file)
     if current is not None and not _is_ours(current):
         raise ValueError("the patch file exists but was not written by turn-hooks")
+    report: dict[str, Any] = {}
     if uninstall:
-        changed = current is not None
+        config = installed_config(patch_file) if current is not None else None
+        served = str((config or {}).get("goalId", ""))
+        changed = current is not None and goal_id in {None, served}
         if changed:
             patch_file.unlink()
+        report["goals_removed"] = [served] if changed else []
     else:
-        text = json.dumps(patch_layer(**binding), indent=2) + "\n"
+        text = json.dumps(patch_layer(goal_id=str(goal_id), **binding), indent=2) + "\n"
         changed = current != text.encode("utf-8")
         if changed:
             patch_file.parent.mkdir(parents=True, exist_ok=True)
@@ -102,4 +116,5 @@ def install(*, patch_file: Path, uninstall: bool = False, **binding: Any) -> dic
         "changed": changed,
         "events": [] if uninstall else ["agent/pre-step", "session/event turn/end"],
         "usage": "dsh --patch <patch file> ...",
+        **report,
     }

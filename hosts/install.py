@@ -4,7 +4,8 @@
 the doctor's checks (:mod:`hosts.doctor`) and writes nothing if one fails, then hands
 over to the host's installer: ``codex_install`` (hooks.json, trusted through the
 app-server), ``settings_install`` (Claude Code's and Gemini's settings.json) or
-``dsh_install`` (a patch layer). ``--uninstall`` needs only the host's home.
+``dsh_install`` (a patch layer). ``--uninstall`` needs only the host's home and
+removes the hooks of the Goal named (``--all``: every Goal's).
 ``doctor`` checks the hooks installed in the hosts' homes by the commands written
 there.
 """
@@ -53,7 +54,8 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
                 field="validate_with",
             )
         # The same stable interpreter the hooks call, so the validator resolves
-        # wherever the host runs it.
+        # wherever the host runs it; the project's program is resolved with it
+        # (``doctor.resolve_validator``), as hooks run with the host's PATH.
         return [sys.executable, "-m", "hosts._entry", "validate", "command", "--", *words]
     if not args.validation_command_json:
         return None
@@ -94,12 +96,14 @@ def codex_binary(args: argparse.Namespace) -> str:
     return codex
 
 
-def install_checks(host: str, args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+def install_checks(
+    host: str, args: argparse.Namespace, named: Any = None
+) -> tuple[list[Any], dict[str, Any]]:
     """What ``install`` checks first (``hosts.doctor``), and the binding it installs."""
     from hosts import doctor
     from sidecars import name_binding
 
-    named = name_binding(args.registry, args.goal_id, args.agent_id)
+    named = named or name_binding(args.registry, args.goal_id, args.agent_id)
     argv = validation_argv(args)
     argv = doctor.resolve_validator(argv) if argv else None
     registry = str(Path(named.registry).absolute())
@@ -120,6 +124,7 @@ def install_checks(host: str, args: argparse.Namespace) -> tuple[list[Any], dict
 
 def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import doctor, dsh_install, settings_install
+    from sidecars import name_binding
     from turn_hooks.errors import InvalidInputError
 
     host = args.host
@@ -128,7 +133,11 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
             "install dsh needs --patch-file", reason_code="dsh_patch_file_missing"
         )
     validation_argv(args)  # a malformed declaration is refused first, as it always was
-    codex = codex_binary(args) if host == "codex" else None
+    if args.all and not args.uninstall:
+        raise InvalidInputError("--all goes with --uninstall", reason_code="usage_invalid")
+    # The binding first, as doctor checks it: outside a bound repository that is
+    # what is wrong, whatever else is missing.
+    named = None if args.uninstall else name_binding(args.registry, args.goal_id, args.agent_id)
     home = None if host == "dsh" else host_home(host, args)
     try:
         # The host's own file first: a FIFO, a device or a foreign file is refused
@@ -138,31 +147,25 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         raise
     except ValueError as exc:
         raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
-    checks: list[Any] = []
-    # Uninstalling needs nothing but the host's home: every handler of ours goes.
-    binding: dict[str, Any] = {
-        "registry": "",
-        "goal_id": "",
-        "agent_id": "",
-        "validation_argv": None,
-    }
-    if not args.uninstall:
-        checks, binding = install_checks(host, args)
-        if not all(check["ok"] for check in checks):
-            refused = doctor.report(checks, host=host, action="install", changed=False)
-            return refused, "Install refused"
+    if args.uninstall:
+        return _uninstall(host, args, home), TITLES.get(host, "DSH plugin")
+    checks, binding = install_checks(host, args, named)
+    if not all(check["ok"] for check in checks):
+        refused = doctor.report(checks, host=host, action="install", changed=False)
+        return refused, "Install refused"
+    codex = codex_binary(args) if host == "codex" else None
     try:
         if host == "dsh":
             patch = Path(args.patch_file).absolute()
-            report = dsh_install.install(patch_file=patch, uninstall=args.uninstall, **binding)
+            report = dsh_install.install(patch_file=patch, **binding)
         elif host == "codex":
             from hosts.codex_install import install
 
             assert codex is not None and home is not None
-            report = install(codex=codex, codex_home=home, uninstall=args.uninstall, **binding)
+            report = install(codex=codex, codex_home=home, **binding)
         else:
             assert home is not None
-            report = settings_install.install(host, home=home, uninstall=args.uninstall, **binding)
+            report = settings_install.install(host, home=home, **binding)
     except InvalidInputError:
         raise  # already typed: a hooks.json or patch file that is no regular file, say
     except (ValueError, RuntimeError, OSError) as exc:
@@ -170,6 +173,56 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     if checks:
         report["checks"] = checks
     return report, TITLES.get(host, "DSH plugin")
+
+
+def uninstall_goal(args: argparse.Namespace) -> str | None:
+    """The Goal whose hooks ``--uninstall`` removes; ``None`` (every Goal's) with ``--all``.
+
+    Named by the common rule, as every command names its binding; nothing named is
+    a typed refusal, never every Goal's hooks by default.
+    """
+    from sidecars import GOAL_ENV, name_binding
+    from turn_hooks.errors import InvalidInputError
+
+    if args.all:
+        if args.goal_id:
+            raise InvalidInputError(
+                "give --goal-id or --all, not both", reason_code="usage_invalid", field="all"
+            )
+        return None
+    if args.goal_id or os.environ.get(GOAL_ENV):
+        return str(args.goal_id or os.environ[GOAL_ENV])
+    try:
+        # Only the Goal is needed: an Agent given stops name_binding discovering one.
+        return name_binding(args.registry, None, args.agent_id or "-").goal_id
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"{exc.message}; to uninstall, pass --goal-id G (that Goal's hooks) "
+            "or --all (every Goal's)",
+            reason_code=exc.reason_code,
+            field="goal_id",
+        ) from exc
+
+
+def _uninstall(host: str, args: argparse.Namespace, home: Path | None) -> dict[str, Any]:
+    """Remove our hooks of the Goal named (every Goal's with ``--all``): nothing but
+    the host's home (or the patch file) is needed, no binary and no registry."""
+    from hosts import codex_install, dsh_install, settings_install
+    from turn_hooks.errors import InvalidInputError
+
+    goal = uninstall_goal(args)
+    try:
+        if host == "dsh":
+            patch = Path(args.patch_file).absolute()
+            return dsh_install.install(patch_file=patch, uninstall=True, goal_id=goal)
+        assert home is not None
+        if host == "codex":
+            return codex_install.uninstall(codex_home=home, goal_id=goal)
+        return settings_install.uninstall(host, home=home, goal_id=goal)
+    except InvalidInputError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
 
 
 def installed_commands(host: str, args: argparse.Namespace) -> list[str]:
@@ -197,6 +250,35 @@ def installed_commands(host: str, args: argparse.Namespace) -> list[str]:
     )
 
 
+def codex_trust_check(args: argparse.Namespace) -> dict[str, Any]:
+    """Whether Codex trusts every handler of ours, as Codex computes it (app-server
+    ``hooks/list``) when a codex binary is found; else whether each has its entry."""
+    import shutil
+
+    from hosts import codex_install, codex_trust, doctor
+
+    home = host_home("codex", args)
+    codex = shutil.which(args.codex_bin or "codex")
+    try:
+        document = codex_install.read_hooks(home / "hooks.json")
+        keys = codex_trust.keys_of(home, document, codex_install.our_handlers(document))
+        statuses = codex_trust.trust_statuses(home, codex, Path.cwd())
+    except (ValueError, RuntimeError, OSError) as exc:
+        reason = getattr(exc, "reason_code", None) or "codex_trust_unreadable"
+        return doctor.row("trust", "codex", reason, "Codex's trust entries cannot be read")
+    bad = sorted({statuses.get(key, "untrusted") for key in keys} - {"trusted"})
+    if bad:
+        return doctor.row(
+            "trust",
+            "codex",
+            "hook_untrusted",
+            f"Codex does not trust every handler of ours ({', '.join(bad)}): run "
+            "`turn-hooks install codex` again in each Goal's repository",
+        )
+    how = "" if codex else " (an entry each; no codex binary to check their hashes)"
+    return doctor.row("trust", "codex", None, f"Codex trusts our {len(keys)} handlers{how}")
+
+
 def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import doctor
 
@@ -217,6 +299,8 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
         if commands:
             installed[host] = len(commands)
             checks += doctor.installed_checks(host, commands)
+            if host == "codex":
+                checks.append(codex_trust_check(args))
     if not installed:  # nothing installed yet: what install would check
         checks += install_checks(args.host or "turn-hooks", args)[0]
     elif args.registry or args.goal_id or args.agent_id:
@@ -255,16 +339,19 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         sub.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
         sub.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
         sub.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
-        sub.add_argument(
+        # One of the three: a validator declared two ways, or one with recall-only,
+        # would leave one of them silently ignored.
+        declared = sub.add_mutually_exclusive_group()
+        declared.add_argument(
             "--validate-with",
             metavar="COMMAND",
             help="the project's check, such as 'make test': a reflection is learned only "
             "when it exits 0 (the built-in `turn-hooks validate command`)",
         )
-        sub.add_argument(
+        declared.add_argument(
             "--validation-command-json", help="any other independent validator, as a JSON argv"
         )
-        sub.add_argument(
+        declared.add_argument(
             "--recall-only",
             action="store_true",
             help="install without a validator: memories are recalled, nothing is learned",
@@ -282,7 +369,12 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         )
         format_option(sub)
     installer.add_argument(
-        "--uninstall", action="store_true", help="remove exactly our hooks (needs only the home)"
+        "--uninstall",
+        action="store_true",
+        help="remove exactly our hooks of the Goal named (needs only the home)",
+    )
+    installer.add_argument(
+        "--all", action="store_true", help="with --uninstall: every Goal's hooks of ours"
     )
     installer.set_defaults(handler=cmd_install)
     doctor_parser.set_defaults(handler=cmd_doctor)

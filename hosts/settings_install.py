@@ -6,8 +6,8 @@ The handlers call the generic CLI host with the runtime's dialect, through the
 absolute interpreter that ran ``install``. Our handlers are recognised by their
 command (``-m hosts._entry host generic ... --dialect <name>``); everything else in
 the file is kept as it was. Installing twice changes nothing; uninstalling removes
-every handler of ours and nothing else, whatever binding it named, so it needs
-nothing but the runtime's home.
+the handlers of ours of the Goal named (of every Goal with ``--all``) and nothing
+else, so it needs nothing but the runtime's home.
 """
 
 from __future__ import annotations
@@ -115,8 +115,24 @@ def our_commands(spec: SettingsHost, document: dict[str, Any]) -> list[str]:
     return found
 
 
+def refuse_link(path: Path, reason_prefix: str, name: str) -> None:
+    """A host file that is a symlink is refused (``<prefix>_symlink``), never
+    written through nor replaced by a file: the Files rule allows no links, and a
+    dotfiles link silently turned into a copy would surprise either way."""
+    if path.is_symlink():
+        raise InvalidInputError(
+            f"{name} is a symbolic link: replace the link with a file, or point "
+            "--home/--codex-home/--patch-file at the real one",
+            reason_code=f"{reason_prefix}_symlink",
+        )
+
+
 def read_settings(path: Path) -> dict[str, Any]:
-    """settings.json, bounded and non-blocking; ``{}`` when there is none."""
+    """settings.json, bounded and non-blocking; ``{}`` when there is none.
+
+    :raises InvalidInputError: ``settings_json_symlink`` for a link.
+    """
+    refuse_link(path, "settings_json", "settings.json")
     raw = read_bounded(path, reason_prefix="settings_json", missing=b"{}", name="settings.json")
     try:
         document = loads_bounded(raw)
@@ -154,6 +170,54 @@ def _without(spec: SettingsHost, document: dict[str, Any], keep: Any) -> dict[st
     return {**document, "hooks": cleaned}
 
 
+def _goal_of(command: str) -> str:
+    parts = shlex.split(command)  # a handler of ours parses: is_ours split it
+    return parts[parts.index("--goal-id") + 1] if "--goal-id" in parts[:-1] else ""
+
+
+def uninstall(name: str, *, home: Path, goal_id: str | None) -> dict[str, Any]:
+    """Remove the handlers of ours of one Goal (of every Goal with ``None``)."""
+    spec = HOSTS[name]
+    path = home / "settings.json"
+    before = read_settings(path)
+    if not isinstance(before.get("hooks", {}), dict):
+        raise InvalidInputError(
+            "settings.json has a hooks value that is not an object",
+            reason_code="settings_json_invalid",
+        )
+    document = _without(
+        spec, before, keep=lambda h: goal_id is not None and _goal_of(h["command"]) != goal_id
+    )
+    if not document["hooks"]:
+        document.pop("hooks")  # an empty hooks object is ours to take away again
+    unserved = False
+    if spec.tool_channel and not our_commands(spec, document):
+        # The tool channel is one per host home: it goes with the last handler of ours.
+        document, unserved = mcp_install.claude_code(home, document, server=None)
+    changed = document != before
+    if changed:
+        _write(path, document)
+    goals = {_goal_of(c) for c in our_commands(spec, before)} - {
+        _goal_of(c) for c in our_commands(spec, document)
+    }
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_install_v0",
+        "host": spec.host,
+        "action": "uninstall",
+        "changed": changed or unserved,
+        "events": [],
+        "goals_removed": sorted(goals),
+    }
+
+
+def _write(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".turn-hooks.tmp")
+    temp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    os.replace(temp, path)
+
+
 def install(
     name: str,
     *,
@@ -163,9 +227,8 @@ def install(
     agent_id: str,
     validation_argv: list[str] | None,
     prompt_in_recall: bool = True,
-    uninstall: bool = False,
 ) -> dict[str, Any]:
-    """Install (or remove) our handlers; a public-safe report of what changed."""
+    """Install our handlers; a public-safe report of what changed."""
     spec = HOSTS[name]
     path = home / "settings.json"
     before = read_settings(path)
@@ -174,51 +237,38 @@ def install(
             "settings.json has a hooks value that is not an object",
             reason_code="settings_json_invalid",
         )
-    # Installing replaces our handlers of this binding (as for Codex); uninstalling
-    # removes every handler of ours.
+    # Installing replaces our handlers of this binding (as for Codex).
     binding = f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}"
-    document = _without(
-        spec, before, keep=lambda handler: not uninstall and binding not in handler["command"]
-    )
-    if not uninstall:
-        for event in spec.events:
-            handler = {
-                "type": "command",
-                "timeout": spec.timeout,
-                "command": hook_command(
-                    spec,
-                    event,
-                    registry=registry,
-                    goal_id=goal_id,
-                    agent_id=agent_id,
-                    validation_argv=validation_argv,
-                    prompt_in_recall=prompt_in_recall,
-                ),
-            }
-            document["hooks"].setdefault(event, []).append({"hooks": [handler]})
-    if not document["hooks"] and (uninstall or "hooks" not in before):
-        document.pop("hooks")  # an empty hooks object is ours to take away again
+    document = _without(spec, before, keep=lambda handler: binding not in handler["command"])
+    for event in spec.events:
+        handler = {
+            "type": "command",
+            "timeout": spec.timeout,
+            "command": hook_command(
+                spec,
+                event,
+                registry=registry,
+                goal_id=goal_id,
+                agent_id=agent_id,
+                validation_argv=validation_argv,
+                prompt_in_recall=prompt_in_recall,
+            ),
+        }
+        document["hooks"].setdefault(event, []).append({"hooks": [handler]})
     served = False
     if spec.tool_channel:
         # The result tools' MCP server, and the rule that lets `claude -p` call them.
-        server = (
-            None
-            if uninstall
-            else mcp_install.server_command(registry=registry, goal_id=goal_id, agent_id=agent_id)
-        )
+        server = mcp_install.server_command(registry=registry, goal_id=goal_id, agent_id=agent_id)
         document, served = mcp_install.claude_code(home, document, server=server)
     changed = document != before
     if changed:
-        home.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(path.name + ".turn-hooks.tmp")
-        temp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        os.replace(temp, path)
+        _write(path, document)
     return {
         "ok": True,
         "schema_version": "turn_hooks_install_v0",
         "host": spec.host,
-        "action": "uninstall" if uninstall else "install",
+        "action": "install",
         "changed": changed or served,
-        "events": [] if uninstall else sorted(spec.events),
-        **({"mcp_server": mcp_install.SERVER} if spec.tool_channel and not uninstall else {}),
+        "events": sorted(spec.events),
+        **({"mcp_server": mcp_install.SERVER} if spec.tool_channel else {}),
     }

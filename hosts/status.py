@@ -36,6 +36,8 @@ def _read_json(path: Path, name: str) -> tuple[Any, str | None]:
     """A host's JSON file, or ``None`` with why not (absent, unreadable, not JSON)."""
     if not os.path.lexists(path):
         return None, f"{name}_absent"
+    if path.is_symlink():  # install refuses a link (the Files rule): so does this view
+        return None, f"{name}_symlink"
     try:
         raw = read_bounded(path, reason_prefix=name, name=name)
     except InvalidInputError as exc:
@@ -131,9 +133,30 @@ def codex_hooks(codex_home: Path) -> dict[str, Any]:
     view = _view("codex_cli", _handlers(document), reason)
     config = _codex_config(codex_home / "config.toml")
     view["trust_entry_count"] = _trust_entries(config)
+    view["untrusted_count"] = _untrusted(codex_home) if view["installed"] else 0
+    if view["untrusted_count"] and reason is None:
+        view["reason_code"] = "hook_untrusted"
     servers = config.get("mcp_servers") if config is not None else None
     view["tool_channel"] = isinstance(servers, dict) and mcp_install.SERVER in servers
     return view
+
+
+def _untrusted(codex_home: Path) -> int | None:
+    """How many handlers of ours Codex does not trust (``None``: cannot tell).
+
+    Codex keys trust by position and checks the hash: the codex on ``PATH`` says
+    what it computes (app-server ``hooks/list``); without one, a handler with no
+    entry at its position counts.
+    """
+    from hosts import codex_install, codex_trust
+
+    try:
+        document = codex_install.read_hooks(codex_home / "hooks.json")
+        keys = codex_trust.keys_of(codex_home, document, codex_install.our_handlers(document))
+        statuses = codex_trust.trust_statuses(codex_home, shutil.which("codex"), Path.cwd())
+    except (ValueError, RuntimeError, OSError):
+        return None
+    return sum(statuses.get(key) != "trusted" for key in keys)
 
 
 def _codex_config(path: Path) -> dict[str, Any] | None:

@@ -560,14 +560,19 @@ def test_a_reflection_argument_that_no_reader_can_parse_is_a_typed_error(
     )
 
 
+def bound(tmp_path):
+    """install's arguments for a real binding: its checks pass, so what follows is tested."""
+    registry = bound_goal(tmp_path)
+    return ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+
+
 def test_install_codex_refuses_a_missing_binary_before_writing_hooks(capsys, tmp_path):
     not_executable = tmp_path / "codex"
     not_executable.write_text("")
+    binding = [*bound(tmp_path), "--recall-only"]
     for binary in (str(tmp_path / "absent"), str(not_executable)):
         home = ("--codex-home", str(tmp_path / "home"))
-        code = cli.main(
-            ["install", "codex", "--registry", "r.json", *BINDING, *home, "--codex-bin", binary]
-        )
+        code = cli.main(["install", "codex", *binding, *home, "--codex-bin", binary])
         assert (code, json.loads(capsys.readouterr().out)["reason_code"]) == (2, "codex_not_found")
     assert not (tmp_path / "home").exists(), "no hooks.json for a refused install"
 
@@ -591,15 +596,18 @@ def test_install_codex_puts_hooks_json_back_when_trusting_fails(capsys, tmp_path
     home.mkdir()
     if existing is not None:
         (home / "hooks.json").write_text(existing)
-    argv = ["install", "codex", "--registry", "r.json", *BINDING, "--codex-home", str(home)]
+    (home / "config.toml").write_text('model = "m"\n')
+    argv = ["install", "codex", *bound(tmp_path), "--recall-only", "--codex-home", str(home)]
     code = cli.main([*argv, "--codex-bin", fake_codex(tmp_path, script)])
-    json.loads(capsys.readouterr().out)
-    assert code == 2
+    refused = json.loads(capsys.readouterr().out)
+    # Refused by the trust step itself (the binding's checks pass), and undone.
+    assert (code, refused["reason_code"]) == (2, "codex_install_failed"), refused
+    assert (home / "config.toml").read_text() == 'model = "m"\n'
     if existing is None:
-        assert sorted(p.name for p in home.iterdir()) == []
+        assert sorted(p.name for p in home.iterdir()) == ["config.toml"]
     else:
         assert (home / "hooks.json").read_text() == existing, "byte for byte as before"
-        assert sorted(p.name for p in home.iterdir()) == ["hooks.json"]
+        assert sorted(p.name for p in home.iterdir()) == ["config.toml", "hooks.json"]
 
 
 @pytest.mark.parametrize(

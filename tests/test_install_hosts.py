@@ -30,9 +30,13 @@ VALIDATE = ["turn-hooks", "validate", "command", "--", sys.executable, "-c", "pa
 FOREIGN = {"type": "command", "command": "true", "timeout": 5}
 
 
-def turn_hooks(cwd: Path, *argv: str, home: Path | None = None) -> tuple[int, dict]:
+def turn_hooks(
+    cwd: Path, *argv: str, home: Path | None = None, path: Path | None = None
+) -> tuple[int, dict]:
     assert TURN_HOOKS
     env = {**os.environ, "PATH": f"{Path(TURN_HOOKS).parent}:{os.environ['PATH']}"}
+    if path is not None:  # one more directory on PATH (the real codex's)
+        env["PATH"] = f"{path}:{env['PATH']}"
     for name in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
         env.pop(name, None)
     if home is not None:  # the host homes doctor looks in by default
@@ -111,11 +115,12 @@ def test_codex_from_init_to_a_recalled_memory_and_back(repo, tmp_path):
         code, doctor = turn_hooks(repo, "doctor", "codex", "--codex-home", str(home))
         assert (code, doctor["installed"]) == (0, {"codex": 2}), doctor
         assert len(trust_state(home)) == 2
+        # No codex binary needed to uninstall: hooks.json and config.toml are edited.
         code, removed = turn_hooks(
-            tmp_path, "install", "codex", "--uninstall", "--codex-home", str(home),
-            "--codex-bin", str(CODEX),
-        )  # fmt: skip
+            tmp_path, "install", "codex", "--uninstall", "--all", "--codex-home", str(home)
+        )
         assert (code, removed["trust_entries_removed"]) == (0, 2), removed
+        assert removed["goals_removed"] == ["shop-api"]
         assert json.loads((home / "hooks.json").read_text()) == {
             "hooks": {"Stop": [{"hooks": [FOREIGN]}]}
         }
@@ -169,9 +174,10 @@ def test_claude_code_learns_then_recalls_from_an_installed_home(repo, tmp_path):
         assert second.returncode == 0, second.stderr[-2000:]
         assert json.dumps(fake.requests[-1]).count("[memory 1]") == 1
     code, removed = turn_hooks(
-        tmp_path, "install", "claude-code", "--uninstall", "--home", str(config)
-    )
-    assert (code, removed["changed"]) == (0, True)
+        tmp_path, "install", "claude-code", "--uninstall", "--home", str(config),
+        "--goal-id", "shop-api",
+    )  # fmt: skip
+    assert (code, removed["changed"], removed["goals_removed"]) == (0, True, ["shop-api"])
     assert json.loads((config / "settings.json").read_text()) == {"theme": "dark"}
 
 
@@ -187,7 +193,11 @@ def test_gemini_and_dsh_install_the_same_way(repo, tmp_path):
     assert sorted(handlers) == ["AfterAgent", "BeforeAgent"]
     assert handlers["AfterAgent"][0]["hooks"][0]["timeout"] == 30000
     for host, place in (("gemini", ["--home", str(home)]), ("dsh", ["--patch-file", str(patch)])):
-        assert turn_hooks(tmp_path, "install", host, "--uninstall", *place)[0] == 0
+        # Named by discovery in the repository; another Goal's hooks would be kept.
+        code, kept = turn_hooks(repo, "install", host, "--uninstall", "--goal-id", "x", *place)
+        assert (code, kept["changed"], kept["goals_removed"]) == (0, False, []), kept
+        code, removed = turn_hooks(repo, "install", host, "--uninstall", *place)
+        assert (code, removed["goals_removed"]) == (0, ["shop-api"]), removed
     assert json.loads((home / "settings.json").read_text()) == {} and not patch.exists()
 
 
@@ -262,3 +272,195 @@ def test_validate_with_declares_the_built_in_validator_in_shell_words():
         with pytest.raises(InvalidInputError) as caught:
             validation_argv(bad)
         assert caught.value.reason_code == "validation_declaration_invalid"
+
+
+def test_the_binding_is_checked_before_the_codex_binary(repo, tmp_path):
+    # Outside any bound repository, the first thing wrong is the binding: install runs
+    # doctor's checks first, binding first, before it looks for a host binary.
+    home = tmp_path / "codex-home"
+    code, refused = turn_hooks(
+        tmp_path, "install", "codex", "--codex-home", str(home),
+        "--codex-bin", str(tmp_path / "no-codex"), "--recall-only",
+    )  # fmt: skip
+    assert (code, refused["reason_code"]) == (2, "goal_not_discovered"), refused
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--recall-only", "--validate-with", "make test"],
+        ["--recall-only", "--validation-command-json", json.dumps(VALIDATE)],
+        ["--validate-with", "make test", "--validation-command-json", json.dumps(VALIDATE)],
+    ],
+)
+def test_a_validator_and_recall_only_are_alternatives(repo, tmp_path, flags):
+    home = tmp_path / "claude"
+    code, refused = turn_hooks(repo, "install", "claude-code", "--home", str(home), *flags)
+    assert (code, refused["reason_code"]) == (2, "usage_invalid"), refused
+    assert not home.exists()
+
+
+def test_validate_with_resolves_the_project_command_at_install(repo, tmp_path):
+    home = tmp_path / "claude"
+    install = ["install", "claude-code", "--home", str(home)]
+    code, refused = turn_hooks(repo, *install, "--validate-with", "no-such-prog-x test")
+    assert (code, refused["reason_code"]) == (2, "validator_not_found"), refused
+    assert not home.exists()
+    code, report = turn_hooks(repo, *install, "--validate-with", "git status")
+    assert code == 0, report
+    [validator] = [c for c in report["checks"] if c["check"] == "validator"]
+    assert validator["message"] == "runs git status", validator
+    stop = json.loads((home / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    assert json.dumps(shutil.which("git"))[1:-1] in stop["command"], "the absolute program"
+    code, doctor = turn_hooks(tmp_path, "doctor", "claude-code", "--home", str(home))
+    assert code == 0, doctor
+    assert "runs git status" in [c["message"] for c in doctor["checks"]], doctor
+
+
+@pytest.mark.parametrize(
+    ("host", "name", "reason"),
+    [
+        ("codex", "hooks.json", "hooks_json_symlink"),
+        ("claude-code", "settings.json", "settings_json_symlink"),
+        ("gemini", "settings.json", "settings_json_symlink"),
+        ("dsh", "layer.json", "patch_file_symlink"),
+    ],
+)
+def test_a_linked_host_file_is_refused_and_left_alone(repo, tmp_path, host, name, reason):
+    # Dotfiles often link these files: replacing the link with a file (or writing
+    # through it) would be a surprise either way, so the link is refused, typed.
+    home = tmp_path / "home"
+    home.mkdir()
+    target = tmp_path / "dotfiles.json"
+    for content in ("{}", "not json"):
+        target.write_text(content)
+        (home / name).unlink(missing_ok=True)
+        (home / name).symlink_to(target)
+        place = ["--patch-file", str(home / name)] if host == "dsh" else ["--home", str(home)]
+        extra = ["--codex-bin", str(CODEX)] if host == "codex" else []
+        for action in ([], ["--uninstall", "--all"]):
+            code, refused = turn_hooks(
+                repo, "install", host, *place, *extra, "--recall-only", *action
+            )
+            assert (code, refused["reason_code"]) == (2, reason), refused
+            assert "replace the link" in refused["message"]
+            assert (home / name).is_symlink() and target.read_text() == content
+
+
+def hooks_listed(home: Path, cwd: Path) -> dict[str, str]:
+    """What the real Codex computes: each hooks.json handler's command -> trust status."""
+    from hosts.codex_install import AppServer
+
+    server = AppServer(str(CODEX), {**os.environ, "CODEX_HOME": str(home)})
+    try:
+        server.request("initialize", {"clientInfo": {"name": "test", "version": "0"}})
+        server.notify("initialized")
+        listed = server.request("hooks/list", {"cwds": [str(cwd)]})
+    finally:
+        server.close()
+    return {h["command"]: h["trustStatus"] for e in listed["data"] for h in e["hooks"]}
+
+
+def test_two_bindings_in_one_codex_home_stay_trusted_through_reinstall_and_uninstall(
+    repo, tmp_path
+):
+    # Codex keys trust by a handler's position: a reinstall that moved ours to the end,
+    # or an uninstall that left the others to move up, made the other Goal's handlers
+    # `modified` while install, status and doctor all said installed.
+    assert CODEX.exists(), f"codex is not installed at {CODEX}: run `make test`"
+    billing = tmp_path / "billing"
+    billing.mkdir()
+    subprocess.run(["git", "init", "-q", str(billing)], check=True)
+    assert turn_hooks(billing, "init")[0] == 0
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('model = "fake-model"\n')
+    install = ["install", "codex", "--codex-home", str(home), "--recall-only"]
+    steps = ((repo, []), (billing, []), (repo, []), (repo, ["--no-prompt-in-recall"]))
+    for step, (where, extra) in enumerate(steps):
+        code, report = turn_hooks(where, *install, "--codex-bin", str(CODEX), *extra)
+        assert (code, report["trust_statuses"]) == (0, ["trusted", "trusted"]), report
+        listed = hooks_listed(home, repo)
+        assert list(listed.values()) == ["trusted"] * (2 if step == 0 else 4), listed
+    assert len(trust_state(home)) == 4
+    code, doctor = turn_hooks(repo, "doctor", "codex", "--codex-home", str(home),
+                              "--codex-bin", str(CODEX))  # fmt: skip
+    assert code == 0, doctor
+    assert [c["ok"] for c in doctor["checks"] if c["check"] == "trust"] == [True], doctor
+
+    # What the old reinstall left: billing's handlers where shop-api's were trusted.
+    document = json.loads((home / "hooks.json").read_text())
+    for groups in document["hooks"].values():
+        groups.reverse()
+    (home / "hooks.json").write_text(json.dumps(document))
+    code, doctor = turn_hooks(repo, "doctor", "codex", "--codex-home", str(home),
+                              "--codex-bin", str(CODEX))  # fmt: skip
+    assert (code, doctor["reason_code"]) == (2, "hook_untrusted"), doctor
+    # status reads what Codex computes too (the codex on PATH), not only the entries.
+    code, seen = turn_hooks(repo, "status", "--codex-home", str(home), path=CODEX.parent)
+    [view] = [v for v in seen["hosts"] if v["host"] == "codex_cli"]
+    assert (code, view["reason_code"], view["untrusted_count"]) == (0, "hook_untrusted", 4)
+    for groups in document["hooks"].values():
+        groups.reverse()
+    (home / "hooks.json").write_text(json.dumps(document))
+
+    # Uninstall needs no codex binary, and by default takes only the named Goal's hooks.
+    uninstall = ["install", "codex", "--uninstall", "--codex-home", str(home)]
+    before = (home / "hooks.json").read_bytes()
+    code, refused = turn_hooks(tmp_path, *uninstall)
+    assert (code, refused["reason_code"]) == (2, "goal_not_discovered"), refused
+    assert "--all" in refused["message"] and (home / "hooks.json").read_bytes() == before
+    code, removed = turn_hooks(repo, *uninstall)
+    assert (code, removed["goals_removed"], removed["trust_entries_removed"]) == (
+        0,
+        ["shop-api"],
+        2,
+    ), removed
+    listed = hooks_listed(home, billing)
+    assert list(listed.values()) == ["trusted"] * 2 and all("billing" in c for c in listed)
+    code, removed = turn_hooks(tmp_path, *uninstall, "--all")
+    assert (code, removed["goals_removed"], removed["trust_entries_removed"]) == (
+        0,
+        ["billing"],
+        2,
+    ), removed
+    assert json.loads((home / "hooks.json").read_text()) == {"hooks": {}}
+    assert trust_state(home) == {}
+
+
+def test_trust_entries_follow_their_handlers_or_nothing_is_written(tmp_path):
+    # The edit uninstall makes without a codex binary: an entry moves with its handler
+    # (its hash is its content), a removed handler's goes; a form Codex does not write,
+    # or a linked config.toml, is refused with config.toml as it was.
+    from hosts import codex_trust
+    from turn_hooks.errors import InvalidInputError
+
+    a, b, c = ({"type": "command", "command": name} for name in "abc")
+    before = {"hooks": {"Stop": [{"hooks": [a]}, {"hooks": [b]}, {"hooks": [c]}]}}
+    after = {"hooks": {"Stop": [{"hooks": [b]}, {"hooks": [c]}]}}
+
+    def key(group):
+        return f"{tmp_path / 'hooks.json'}:stop:{group}:0"
+
+    config = 'model = "m"\n\n[hooks.state]\n\n' + "".join(
+        f'[hooks.state.{json.dumps(key(g))}]\ntrusted_hash = "h{g}"\n\n' for g in range(3)
+    )
+    (tmp_path / "config.toml").write_text(config)
+    assert codex_trust.follow(tmp_path, before, after) == 1
+    assert trust_state(tmp_path) == {key(0): {"trusted_hash": "h1"}, key(1): {"trusted_hash": "h2"}}
+    assert tomllib.loads((tmp_path / "config.toml").read_text())["model"] == "m"
+    inline = f'hooks = {{ state = {{ {json.dumps(key(0))} = {{ trusted_hash = "h0" }} }} }}\n'
+    real = tmp_path / "dotfiles.toml"
+    for content, link, reason in (
+        (inline, False, "config_toml_unrecognised"),
+        (config, True, "config_toml_symlink"),
+    ):
+        (tmp_path / "config.toml").unlink()
+        (real if link else tmp_path / "config.toml").write_text(content)
+        if link:
+            (tmp_path / "config.toml").symlink_to(real)
+        with pytest.raises(InvalidInputError) as caught:
+            codex_trust.follow(tmp_path, before, after)
+        assert caught.value.reason_code == reason
+        assert (tmp_path / "config.toml").read_text() == content

@@ -358,3 +358,15 @@ def test_status_shows_a_turn_whose_validator_failed_and_what_waits_in_the_queue(
     )
     assert binding["queued_settlement_count"] == 1
     assert str(tmp_path) not in out
+
+
+def test_a_linked_host_file_is_shown_as_install_refuses_it(tmp_path):
+    # install refuses a symlinked host file; status says the same, not "installed".
+    write_codex(tmp_path / "real", goal="g")
+    (tmp_path / "codex").mkdir()
+    (tmp_path / "codex" / "hooks.json").symlink_to(tmp_path / "real" / "hooks.json")
+    view = status.codex_hooks(tmp_path / "codex")
+    assert (view["installed"], view["reason_code"]) == (False, "hooks_json_symlink")
+    # Without a codex on PATH, a handler with no trust entry at its position counts.
+    view = status.codex_hooks(tmp_path / "real")
+    assert (view["untrusted_count"], view["reason_code"]) == (2, "hook_untrusted")
