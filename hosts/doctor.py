@@ -144,7 +144,12 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
         return row("validator", subject, "validator_not_found", "the validator does not resolve")
     named = argv if start is None else argv[start:]
     # A public row: programs by name, and no absolute path among the arguments.
-    words = [Path(named[0]).name, *(Path(w).name if os.path.isabs(w) else w for w in named[1:])]
+    # A receipt names no local path: a path is shown by its file name, and a word
+    # that only holds one (a `-c` program, say) as an ellipsis.
+    words = [
+        Path(named[0]).name,
+        *(Path(w).name if os.path.isabs(w) else "..." if "/" in w else w for w in named[1:]),
+    ]
     return row("validator", subject, None, f"runs {shlex.join(words)}")
 
 
