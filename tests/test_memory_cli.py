@@ -325,7 +325,8 @@ def test_export_refuses_a_link_or_a_missing_directory(capsys, tmp_path):
     args = bound(tmp_path, "links", "embedded_sqlite")
     (tmp_path / "elsewhere").write_text("keep")
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
-    for output in (tmp_path / "link", tmp_path / "no" / "dir.jsonl", tmp_path):
+    too_long = tmp_path / ("n" * 5000)  # a name the system refuses outright
+    for output in (tmp_path / "link", tmp_path / "no" / "dir.jsonl", tmp_path, too_long):
         code, error = call(capsys, "memory", "export", *args, "--output", str(output))
         assert (code, error["reason_code"]) == (2, "export_output_invalid")
     assert (tmp_path / "elsewhere").read_text() == "keep"

@@ -160,9 +160,13 @@ def memory_export(args: argparse.Namespace) -> Result:
     if args.output != "-":
         # Checked before any provider call: a bad output path costs nothing.
         target = Path(args.output)
-        if target.is_symlink() or (target.exists() and not target.is_file()):
-            v.fail("output", "must be a regular file (not a link)", "export_output_invalid")
-        if not target.parent.is_dir():
+        try:
+            if target.is_symlink() or (target.exists() and not target.is_file()):
+                v.fail("output", "must be a regular file (not a link)", "export_output_invalid")
+            parent_ok = target.parent.is_dir()
+        except OSError:  # a name the system refuses (too long, say)
+            parent_ok = False
+        if not parent_ok:
             v.fail("output", "must be in an existing directory", "export_output_invalid")
     _resolution, records = _records(args)
     lines = export_lines(records)
@@ -172,7 +176,10 @@ def memory_export(args: argparse.Namespace) -> Result:
         _write_stdout("".join(lines))
         args.receipt_to_stderr = True
     else:
-        atomic_write_text(target, "".join(lines), mode=FILE_MODE)
+        try:
+            atomic_write_text(target, "".join(lines), mode=FILE_MODE)
+        except OSError:  # a full disk, a read-only directory: the old file stays whole
+            v.fail("output", "could not be written", "export_output_unwritable")
     return export_receipt(records), "Memory export"
 
 
