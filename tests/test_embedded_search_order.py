@@ -11,10 +11,11 @@ change that is *meant* to change results, run
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 
 import pytest
-from search_order_corpus import GOLDEN, PEER, queries, records, search_all
+from search_order_corpus import GOLDEN, PEER, SCOPE, queries, records, search_all
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 
@@ -51,6 +52,52 @@ def test_the_pinned_corpus_exercises_the_edges(searched):
     assert sum(not rows for rows in golden.values()) > 100
     assert any("filler" in uri for rows in golden.values() for uri, *_ in rows)
     assert all("peer-b" not in uri for rows in golden.values() for uri, *_ in rows)
+
+
+def _filler_store(path, crowd):
+    """A store where ``crowd`` lists ``(uri, text)`` records that hold the rare word."""
+    store = EmbeddedSqliteProvider(path / "local" / "memory.sqlite3")
+    fillers = [(f"{SCOPE}/plain-{i:03d}.json", f"plain words number {i}") for i in range(400)]
+    store.write_many(fillers + crowd, actor_peer_id=None, timeout=60)
+    return store
+
+
+def _ranked_everything(store, query, limit):
+    """The plain statement: rank every match below the scope, then the URI."""
+    with sqlite3.connect(store.path) as connection:
+        return [
+            uri
+            for (uri,) in connection.execute(
+                "SELECT r.uri FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
+                "WHERE records_fts MATCH ? AND substr(r.uri, 1, ?) = ? "
+                "ORDER BY bm25(records_fts), r.uri LIMIT ?",
+                (query, len(SCOPE) + 1, SCOPE + "/", limit),
+            )
+        ]
+
+
+def test_better_ranked_matches_in_another_scope_do_not_hide_this_scopes(tmp_path):
+    # Short records elsewhere rank above every one of ours: the index's best matches
+    # all belong to another scope, and ours must still come back (a search that ranks
+    # on the index alone before filtering by scope would lose them).
+    other = SCOPE.replace("peer-a", "peer-b")
+    crowd = [(f"{other}/crowd-{i:03d}.json", "zebrafish zebrafish") for i in range(80)]
+    ours = [
+        (f"{SCOPE}/ours-{i}.json", f"zebrafish tank water filter {'long ' * (5 + i)}")
+        for i in range(3)
+    ]
+    store = _filler_store(tmp_path, crowd + ours)
+    found = [hit.uri for hit in store.search(SCOPE, "zebrafish", limit=5, actor_peer_id=PEER)]
+    assert found == [uri for uri, _text in ours] == _ranked_everything(store, "zebrafish", 5)
+
+
+def test_records_that_tie_on_rank_come_in_uri_order(tmp_path):
+    # Identical records tie; which of them the limit keeps is decided by URI alone.
+    crowd = [(f"{SCOPE}/tie-{i:03d}.json", "zebrafish tank") for i in reversed(range(70))]
+    store = _filler_store(tmp_path, crowd)
+    found = [hit.uri for hit in store.search(SCOPE, "zebrafish", limit=5, actor_peer_id=PEER)]
+    assert found == [f"{SCOPE}/tie-{i:03d}.json" for i in range(5)]
+    assert found == _ranked_everything(store, "zebrafish", 5)
 
 
 if __name__ == "__main__":  # record the golden file (see the module docstring)
