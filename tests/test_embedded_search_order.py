@@ -100,6 +100,14 @@ def test_records_that_tie_on_rank_come_in_uri_order(tmp_path):
     assert found == _ranked_everything(store, "zebrafish", 5)
 
 
+def test_text_that_is_not_a_record_is_gated_on_all_of_it(tmp_path):
+    # JSON without a summary, and plain text, are their own head and body.
+    texts = {f"{SCOPE}/json.json": '{"note": "zebrafish tank"}', f"{SCOPE}/plain.txt": "zebrafish"}
+    store = _filler_store(tmp_path, list(texts.items()))
+    found = store.search_read(SCOPE, "zebrafish", limit=5, actor_peer_id=PEER)
+    assert sorted((hit.uri, text) for hit, text in found) == sorted(texts.items())
+
+
 if __name__ == "__main__":  # record the golden file (see the module docstring)
     import tempfile
     from pathlib import Path
