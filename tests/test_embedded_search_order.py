@@ -17,7 +17,7 @@ import sys
 import pytest
 from search_order_corpus import GOLDEN, PEER, SCOPE, queries, records, search_all
 
-from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+from capabilities.providers.embedded_sqlite import TOKENIZE, EmbeddedSqliteProvider, _Stems, _words
 
 
 def _store(path):
@@ -106,6 +106,26 @@ def test_text_that_is_not_a_record_is_gated_on_all_of_it(tmp_path):
     store = _filler_store(tmp_path, list(texts.items()))
     found = store.search_read(SCOPE, "zebrafish", limit=5, actor_peer_id=PEER)
     assert sorted((hit.uri, text) for hit, text in found) == sorted(texts.items())
+
+
+def _stem_alone(words):
+    """Each word in its own document of a porter index: the stem it gets alone."""
+    connection = sqlite3.connect(":memory:")
+    connection.execute(f"CREATE VIRTUAL TABLE s USING fts5(t, {TOKENIZE})")
+    connection.execute("CREATE VIRTUAL TABLE i USING fts5vocab(s, instance)")
+    connection.executemany("INSERT INTO s(rowid, t) VALUES (?, ?)", enumerate(words))
+    found = {}
+    for doc, term in connection.execute("SELECT doc, term FROM i ORDER BY doc, offset"):
+        found.setdefault(words[doc], term)
+    return found
+
+
+@pytest.mark.parametrize("extra", [[], ["café", "naïve", "straße"]], ids=["ascii", "unicode"])
+def test_stemming_words_together_gives_each_the_stem_it_gets_alone(extra):
+    # The gate stems many words in one statement; each must get its own stem.
+    text = " ".join(text for _uri, text, _peer in records()[:400])
+    words = [*_words(text), "x" * 70, "0xdeadbeef", "42", "running", "rebasing", *extra]
+    assert _Stems().of(words) == _stem_alone(words)
 
 
 if __name__ == "__main__":  # record the golden file (see the module docstring)
