@@ -495,8 +495,20 @@ def _add_install(commands: Any) -> None:
 def _cmd_mcp(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import mcp
     from sidecars import name_binding
+    from turn_hooks.errors import InvalidInputError
 
-    named = name_binding(args.registry, args.goal_id, args.agent_id)
+    try:
+        named = name_binding(args.registry, args.goal_id, args.agent_id)
+    except InvalidInputError as exc:
+        if args.goal_id:
+            raise  # a Goal named on the command line that is not there: exit 2
+        # Started outside every Goal's repository: the host still gets a working
+        # server, with no tool to offer (the hooks do nothing here either).
+        from hosts.hook_log import record
+
+        record("mcp", "serve", [("adapter", exc.reason_code)])
+        mcp.serve_nothing()
+        return None, "MCP server"
     mcp.serve(registry=named.registry, goal_id=named.goal_id, agent_id=named.agent_id)
     return None, "MCP server"
 

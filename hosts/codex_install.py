@@ -380,7 +380,7 @@ def install(
         changed = False
     served = ok and mcp_install.codex_config(
         codex_home / "config.toml",
-        server=mcp_install.server_command(registry=registry, goal_id=goal_id, agent_id=agent_id),
+        server=mcp_install.server_command(registry=registry),
     )
     return {
         "ok": ok,

@@ -257,3 +257,12 @@ def serve(*, registry: str | None, goal_id: str, agent_id: str) -> None:
     Server(settlement_result_tools(make_plugin_manager()), stage).serve(
         bounded_lines(sys.stdin.buffer), sys.stdout
     )
+
+
+def serve_nothing() -> None:
+    """Serve no tool: a server the host started where no binding is named."""
+
+    def stage(tool: dict[str, Any], value: str, meta: dict[str, Any]) -> None:  # never called
+        raise AssertionError("no tool is offered")
+
+    Server({}, stage).serve(bounded_lines(sys.stdin.buffer), sys.stdout)

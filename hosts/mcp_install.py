@@ -32,10 +32,14 @@ CLAUDE_RULE = f"mcp__{SERVER}"
 """Claude Code's permission rule for every tool of our server."""
 
 
-def server_command(*, registry: str, goal_id: str, agent_id: str) -> tuple[str, list[str]]:
-    """The interpreter that ran ``install`` and the arguments of ``mcp serve``."""
-    args = ["-m", "hosts.cli", "mcp", "serve", "--goal-id", goal_id, "--agent-id", agent_id]
-    return sys.executable, [*args, "--registry", registry]
+def server_command(*, registry: str) -> tuple[str, list[str]]:
+    """The interpreter that ran ``install`` and the arguments of ``mcp serve``.
+
+    No Goal is named: the host runs one server per home for every repository, so
+    the server names its binding from the directory the host starts it in (the
+    Goal whose repository encloses it), as the hooks act only there.
+    """
+    return sys.executable, ["-m", "hosts.cli", "mcp", "serve", "--registry", registry]
 
 
 def _replace(path: Path, text: str) -> None:

@@ -258,7 +258,7 @@ def install(
     served = False
     if spec.tool_channel:
         # The result tools' MCP server, and the rule that lets `claude -p` call them.
-        server = mcp_install.server_command(registry=registry, goal_id=goal_id, agent_id=agent_id)
+        server = mcp_install.server_command(registry=registry)
         document, served = mcp_install.claude_code(home, document, server=server)
     changed = document != before
     if changed:

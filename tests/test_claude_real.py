@@ -140,15 +140,14 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cla
         "ANTHROPIC_API_KEY": "dummy",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    (tmp_path / "work").mkdir()
+    work = tmp_path / "repo" / "work"  # inside the Goal's repository: the hooks act there
+    work.mkdir(parents=True)
     with FakeMessages() as fake:
         env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{fake.port}"
         claude_argv = [str(claude), "-p", "--model", "fake-model", "--output-format", "json"]
         tool = {"tool": "mcp__turn_hooks__record_reflection", "arguments": f1.REFLECTION}
         fake.reply(tool, "The flaky test is fixed.")
-        first = run_host(
-            [*claude_argv, "fix the flaky parser test"], cwd=tmp_path / "work", env=env
-        )
+        first = run_host([*claude_argv, "fix the flaky parser test"], cwd=work, env=env)
         assert first.returncode == 0, first.stderr[-2000:]
         answer = json.loads(first.stdout)["result"]
         assert answer == "The flaky test is fixed."
@@ -166,12 +165,14 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cla
         fake.reply("Module tests first.")
         second = run_host(
             [*claude_argv, "a change touches one module: which tests first?"],
-            cwd=tmp_path / "work",
+            cwd=work,
             env=env,
         )
         assert second.returncode == 0, second.stderr[-2000:]
         assert json.dumps(fake.requests[-1]).count("[memory 1]") == 1
     argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--uninstall"]
-    removed = subprocess.run([*argv, "--home", str(config)], capture_output=True, text=True)
+    removed = subprocess.run(
+        [*argv, "--all", "--home", str(config)], capture_output=True, text=True
+    )
     assert json.loads(removed.stdout)["changed"] is True
     assert "turn_hooks" not in json.dumps(json.loads((config / ".claude.json").read_text()))

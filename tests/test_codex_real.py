@@ -181,7 +181,7 @@ def recalled_in_codex(root: Path, prompt: str) -> tuple[str, list[tuple[str, str
     logged = [
         (entry["source"], entry["reason_code"])
         for entry in hook_log_entries()
-        if (entry["host"], entry["event"]) == ("codex_cli", "pre_turn")
+        if (entry["host"], entry["event"]) == ("codex-cli", "pre_turn")
     ]
     return json.dumps(request), logged
 

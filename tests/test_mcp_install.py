@@ -13,7 +13,7 @@ import pytest
 from hosts import mcp_install
 from turn_hooks import InvalidInputError
 
-SERVER = mcp_install.server_command(registry="/r.json", goal_id="g", agent_id="a")
+SERVER = mcp_install.server_command(registry="/r.json")
 BASE = 'model = "fake-model"\n[model_providers.fake]\nname = "fake"\n'
 
 
@@ -25,10 +25,6 @@ def test_the_server_command_is_this_interpreter_running_mcp_serve():
             "hosts.cli",
             "mcp",
             "serve",
-            "--goal-id",
-            "g",
-            "--agent-id",
-            "a",
             "--registry",
             "/r.json",
         ],
@@ -47,7 +43,7 @@ def test_codex_gets_one_table_idempotently_and_loses_exactly_it(tmp_path):
     }
     assert tomllib.loads(config.read_text())["model"] == "fake-model"
     assert mcp_install.codex_config(config, server=SERVER) is False
-    other = mcp_install.server_command(registry="/r.json", goal_id="g2", agent_id="a")
+    other = mcp_install.server_command(registry="/r2.json")
     assert mcp_install.codex_config(config, server=other) is True
     assert config.read_text().count("[mcp_servers.turn_hooks]") == 1
     assert mcp_install.codex_config(config, server=None) is True

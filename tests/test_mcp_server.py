@@ -387,3 +387,34 @@ def test_a_real_server_answers_hostile_bytes_with_errors_and_serves_on(tmp_path)
     ]
     assert replies[4]["result"]["isError"] is True
     assert replies[5] == {"jsonrpc": "2.0", "id": "last", "result": {}}
+
+
+def test_the_installed_server_names_its_binding_from_where_the_host_starts_it(tmp_path):
+    """`install` names no Goal (one server per host home serves every repository): in
+    a Goal's repository the server offers its tools and stages for that Goal; outside
+    every Goal's repository it offers none, and the host still gets a working server."""
+    registry = bound_goal(tmp_path)
+    argv = [sys.executable, "-m", "hosts.cli", "mcp", "serve", "--registry", str(registry)]
+    lines = [
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    inside = registry.parent / "repo"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    listed = {}
+    for where in (inside, outside):
+        result = subprocess.run(
+            argv,
+            input="\n".join(lines) + "\n",
+            capture_output=True,
+            text=True,
+            cwd=where,
+            env=env,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        replies = [json.loads(line) for line in result.stdout.splitlines()]
+        listed[where] = [tool["name"] for tool in replies[1]["result"]["tools"]]
+    assert listed == {inside: ["record_reflection"], outside: []}
