@@ -121,6 +121,7 @@ def test_list_show_search_and_forget(provider_id, capsys, tmp_path):
     assert forgotten["records"][0]["exact_readback_verified"] is True
     code, again = call(capsys, "memory", "forget", ref, *args)
     assert (code, again["retired_count"], again["already_retired_count"]) == (0, 0, 1)
+    assert again["status"] == "unchanged", "forgetting it again retires nothing"
 
     _code, after = call(capsys, "memory", "list", *args, public=False)
     assert (after["active_count"], after["retired_count"]) == (0, 1)

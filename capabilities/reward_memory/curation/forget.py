@@ -67,10 +67,16 @@ def forget(
         rows.append(row)
     retired = sum(1 for r in rows if r["status"] == "retired" and r["provider_write_performed"])
     failed = [r for r in rows if r["status"] in {"unavailable", "readback_unverified"}]
+    if not execute:
+        status = "planned"
+    elif failed:
+        status = "failed"
+    else:  # nothing retired now because everything asked for already was: unchanged
+        status = "forgotten" if retired else "unchanged"
     return {
         "ok": not failed,
         "schema_version": SCHEMA,
-        "status": ("failed" if failed else "forgotten") if execute else "planned",
+        "status": status,
         "dry_run": not execute,
         "requested_count": len(refs),
         "matched_count": len(rows),
