@@ -117,19 +117,30 @@ def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> 
     if store is not None and turn.host_session_id:
         name = path_token(turn.host_session_id, "session") + ".json"
         remembered = (store, store.path("injected", turn.host, name))
-    delivered = delivered_refs(remembered[0].read(remembered[1])) if remembered else set()
+    delivered: set[str] = set()
+    if remembered:
+        try:
+            delivered = delivered_refs(remembered[0].read(remembered[1]))
+        except SidecarError as exc:
+            # A broken record of what was delivered (a link, a FIFO, bad bytes) costs
+            # the de-duplication, never the Turn's context and reflection request.
+            record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
+            remembered = None
     rendering = render(without_refs(projection, delivered), limit=render_cap(turn.host))
     if remembered and rendering.item_refs:
         sidecars, path = remembered
-        sidecars.update(
-            path,
-            lambda doc: {
-                **(doc if isinstance(doc, dict) else {}),
-                "schema_version": INJECTED_SCHEMA,
-                "host": turn.host,
-                "item_refs": sorted({*delivered_refs(doc), *rendering.item_refs}),
-            },
-        )
+        try:
+            sidecars.update(
+                path,
+                lambda doc: {
+                    **(doc if isinstance(doc, dict) else {}),
+                    "schema_version": INJECTED_SCHEMA,
+                    "host": turn.host,
+                    "item_refs": sorted({*delivered_refs(doc), *rendering.item_refs}),
+                },
+            )
+        except SidecarError as exc:  # delivered all the same; repeated next Turn
+            record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
     return rendering.text
 
 

@@ -415,6 +415,40 @@ def test_an_injected_context_sidecar_v0_is_still_read(tmp_path):
     assert delivered_refs(None) == delivered_refs({"schema_version": INJECTED_SCHEMA}) == set()
 
 
+@pytest.mark.parametrize("broken", ["fifo", "symlink", "garbage"])
+def test_a_broken_injected_context_sidecar_costs_only_the_deduplication(tmp_path, broken):
+    """The record of what a session was given is bookkeeping: when it cannot be read,
+    the Turn still gets its memories and the reflection request, and the log says why."""
+    registry = bound_goal(tmp_path)
+    settle_one = {"turn_id": "t1", "last_assistant_message": message()}
+    hook(
+        settle_one,
+        registry,
+        None,
+        "post-settlement",
+        "--validation-command-json",
+        json.dumps(VALIDATOR),
+    )
+    store = settlement_store(str(registry), f1.GOAL)
+    path = store.path("injected", "codex_cli", path_token("s", "session") + ".json")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if broken == "fifo":
+        os.mkfifo(path, 0o600)
+    elif broken == "symlink":
+        (tmp_path / "elsewhere.json").write_text("{}")
+        path.symlink_to(tmp_path / "elsewhere.json")
+    else:
+        path.write_bytes(b"\xff not json")
+        path.chmod(0o600)
+    event = {"turn_id": "t2", "session_id": "s", "prompt": "a change touches one module"}
+    for turn in ("t2", "t3"):  # nothing remembered: delivered again, never lost
+        context = hook({**event, "turn_id": turn}, registry, None, "pre-turn", command="codex-cli")
+        text = context["hookSpecificOutput"]["additionalContext"]
+        assert "[memory 1]" in text and "reward_memory_reflection_json" in text
+    reasons = [code for source, code in logged_reasons() if source == "adapter"]
+    assert reasons and all(code.startswith("sidecar_") for code in reasons), reasons
+
+
 def test_codex_cli_prints_nothing_when_it_has_nothing(tmp_path):
     result = run_cli(
         "host",
