@@ -121,7 +121,8 @@ def _view(host: str, handlers: list[dict[str, Any]], reason: str | None) -> dict
         "host": host,
         "installed": bool(handlers),
         "handler_count": len(handlers),
-        "all_commands_resolve": all(h["command_resolves"] for h in handlers),
+        # Nothing installed resolves nothing: no answer, rather than a vacuous true.
+        "all_commands_resolve": all(h["command_resolves"] for h in handlers) if handlers else None,
         "reason_code": reason,
         "handlers": handlers,
     }

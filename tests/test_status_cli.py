@@ -113,6 +113,7 @@ def test_a_hook_whose_interpreter_is_gone_is_shown(tmp_path):
 
 def test_host_views_without_files(tmp_path):
     assert status.codex_hooks(tmp_path)["reason_code"] == "hooks_json_absent"
+    assert status.codex_hooks(tmp_path)["all_commands_resolve"] is None, "nothing to resolve"
     assert status.codex_hooks(tmp_path)["trust_entry_count"] is None
     assert status.codex_hooks(tmp_path)["tool_channel"] is False
     assert status.settings_hooks("claude_code", tmp_path / "settings.json")["tool_channel"] is False
