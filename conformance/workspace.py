@@ -202,7 +202,8 @@ class Workspace:
         self.registry = write_goal(root, config(self.provider_id, **(automation or {})))
         self.repo = root / "repo"
         self.sidecars = self.repo.joinpath(*SIDECAR_DIR)
-        self.work = root / "work"
+        # The host runs inside the Goal's repository: installed hooks act only there.
+        self.work = self.repo / "work"
         self.work.mkdir(exist_ok=True)
         self.evidence = root / "evidence.json"
         self.evidence.write_text(json.dumps({"passed_checks": [PASSED_EVIDENCE]}))
