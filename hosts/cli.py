@@ -268,9 +268,8 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         from sidecars import serves_directory
 
         if not serves_directory(binding["registry"], args.goal_id, event.get("cwd")):
-            from hosts.hook_log import record
-
-            record(host, args.event.replace("-", "_"), [("adapter", "outside_goal_repository")])
+            # Routine, not a fault: with N repositories installed every Turn skips N-1
+            # Goals, and logging each skip would fill the hook log with nothing.
             return (None if quiet else {}), "Nothing added"
         if args.event == "pre-turn":
             document = adapter.pre_turn(event, **binding, **extra)

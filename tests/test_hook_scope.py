@@ -153,8 +153,9 @@ def test_two_codex_goals_each_act_only_in_their_own_repository(two_goals, tmp_pa
     for goal in two_goals.values():
         assert len(journals_after_settlement(goal["repo"])) == 1, "nothing settled"
     assert not (elsewhere / ".local").exists()
-    assert hook_log().count(("codex-cli", "post_settlement", "outside_goal_repository")) == 4
-    assert hook_log().count(("codex-cli", "pre_turn", "outside_goal_repository")) == 4
+    assert not any(reason == "outside_goal_repository" for *_, reason in hook_log()), (
+        "a routine skip is not logged: it would fill the log"
+    )
 
 
 def test_two_claude_code_goals_each_act_only_in_their_own_repository(two_goals, tmp_path):
@@ -187,7 +188,7 @@ def test_two_claude_code_goals_each_act_only_in_their_own_repository(two_goals, 
     elsewhere.mkdir()
     event["cwd"] = str(elsewhere)
     assert run_handlers(prompt, event, elsewhere) == ["", ""]
-    assert hook_log().count(("claude-code", "pre_turn", "outside_goal_repository")) == 4
+    assert not any(reason == "outside_goal_repository" for *_, reason in hook_log())
 
 
 def test_real_codex_in_an_unrelated_directory_receives_no_memory(two_goals, tmp_path):
@@ -228,8 +229,7 @@ def test_real_codex_in_an_unrelated_directory_receives_no_memory(two_goals, tmp_
         assert not any("[memory" in t for t in developer_texts(fake.requests[-1]))
         assert len(journals_after_settlement(beta["repo"])) == 1, "the stray Turn settled nothing"
         assert beta["mark"].read_text() == "x", "its validator ran for its own Turn only"
-    assert ("codex-cli", "pre_turn", "outside_goal_repository") in hook_log()
-    assert ("codex-cli", "post_settlement", "outside_goal_repository") in hook_log()
+    assert not any(reason == "outside_goal_repository" for *_, reason in hook_log())
 
 
 def test_serves_directory_follows_the_registry(tmp_path):
