@@ -169,10 +169,11 @@ def test_export_imports_into_the_other_provider(source, destination, capsys, tmp
     assert (code, imported["status"], imported["imported_count"]) == (0, "imported", 1)
     code, again = call(capsys, "memory", "import", str(exported), *to_args)
     assert (code, again["unchanged_count"], again["imported_count"]) == (0, 1, 0)
+    assert again["status"] == "unchanged", "nothing was imported: the status says so"
     code, present = call(capsys, "memory", "import", str(exported), *to_args, "--dry-run")
     assert (code, present["status"], present["planned_count"], present["unchanged_count"]) == (
         0,
-        "planned",
+        "unchanged",
         0,
         1,
     ), "a dry run counts a record already there as unchanged, not as planned"

@@ -225,6 +225,8 @@ def import_records(
             outcome = _planned(provider, record, target, binding, result.status)
             if outcome == "unavailable":
                 reasons.add(result.reason_code or "provider_sync_unverified")
+            elif outcome == "conflict":  # what the real import would say of it
+                reasons.add("provider_sync_revision_conflict")
         elif result.status == "completed" and target in result.result_refs:
             outcome = "imported" if result.write_count else "unchanged"
         else:
@@ -234,10 +236,17 @@ def import_records(
         if progress is not None:
             progress(done, len(parsed))
     failed = counts["conflict"] + counts["unavailable"]
+    # The status follows the counts: nothing to write is "unchanged", not "imported".
+    if failed:
+        status = "incomplete"
+    elif counts["imported" if execute else "planned"]:
+        status = "imported" if execute else "planned"
+    else:
+        status = "unchanged"
     return {
         "ok": not failed,
         "schema_version": IMPORT_SCHEMA,
-        "status": "planned" if not execute else ("incomplete" if failed else "imported"),
+        "status": status,
         "dry_run": not execute,
         "record_count": len(parsed),
         **{f"{name}_count": count for name, count in counts.items()},
