@@ -115,9 +115,12 @@ def compact_or_empty(value: object, limit: int) -> str:
 
 
 def compact(value: object, limit: int, field: str) -> str:
-    """Required compact public-safe text of at most ``limit`` code points."""
-    if value is not None and not isinstance(value, str):
-        fail(field, "must be a string")
+    """Required compact public-safe text of at most ``limit`` code points.
+
+    A non-string is its ``str()`` text (contracts.md §1.1 step 1), as LoopX 2.1.1
+    reads it: ``5`` is ``"5"`` and ``0`` is empty, so a record either tool writes
+    from the same event carries the same text.
+    """
     text = compact_or_empty(value, limit)
     if not text:
         fail(field, "must be compact and public-safe", "text_not_public_safe")
@@ -129,6 +132,22 @@ def token(value: object, field: str) -> str:
     if not isinstance(value, str) or not TOKEN.fullmatch(value.strip()):
         fail(field, "must be a token")
     return value.strip()
+
+
+def text_token(value: object, field: str) -> str:
+    """A token read from an event's text: a non-string is its ``str()`` first.
+
+    Scoped-feedback events are compacted before their tokens are checked upstream,
+    so ``5`` is the token ``"5"``, while ``0``, ``False`` and ``[]`` are empty.
+    """
+    return token(value if isinstance(value, str) else str(value or ""), field)
+
+
+def optional_text_token(value: object, field: str) -> str | None:
+    """``None`` or ``""`` normalise to ``None`` (``0`` does not); else a text token."""
+    if value is None or value == "":
+        return None
+    return text_token(value, field)
 
 
 def optional_token(value: object, field: str) -> str | None:
