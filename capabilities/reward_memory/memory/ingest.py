@@ -31,6 +31,7 @@ from capabilities.reward_memory.contract.values import (
     EXTERNAL_WRITES,
     NEW_ACTION_AUTHORITY,
     RAW_CONTENT,
+    timestamp,
 )
 from capabilities.reward_memory.memory.verify import verify_write
 
@@ -136,12 +137,16 @@ def ingest_candidate(
     corpus: dict[str, Any],
     standing_policy: dict[str, Any],
     provider_binding: dict[str, Any],
-    observed_at: str,
+    observed_at: object,
     execute: bool = False,
     provider: Provider,
     automatic_recall: bool = False,
 ) -> IngestReceipt:
-    """Guard, activate, write and verify one candidate; return the ingest receipt."""
+    """Guard, activate, write and verify one candidate; return the ingest receipt.
+
+    ``observed_at`` is checked only once the guard passes: it dates the activated
+    record, so a blocked candidate's receipt does not depend on it.
+    """
     candidate = candidate_packet["candidate"]
     receipt = _base_receipt(candidate_packet, corpus, standing_policy)
     reasons = list(candidate_packet["guard"]["reason_codes"])
@@ -159,6 +164,7 @@ def ingest_candidate(
     if reasons:
         receipt["status"] = "guard_blocked"
         return receipt
+    observed_at = timestamp(observed_at, "input.observed_at")
     policy_id = standing_policy["policy_id"]
     review = {
         "reviewer_ref": standing_policy["reviewer_ref"],
@@ -221,7 +227,7 @@ def ingest_scoped_event(
     corpus: dict[str, Any],
     standing_policy: dict[str, Any],
     provider_binding: dict[str, Any],
-    observed_at: str,
+    observed_at: object,
     execute: bool = False,
     provider: Provider,
     automatic_recall: bool = False,
