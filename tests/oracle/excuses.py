@@ -10,6 +10,7 @@ normalisation; a difference no rule names is a divergence to fix.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -126,6 +127,22 @@ def item_with_several_digests(ours: Any, theirs: Any, case: dict[str, Any] | Non
             document["excused"] = "item_with_several_digests"
 
 
+ISSUE_FIX_ADAPTER = "issue_fix_maintainer_feedback"
+
+
+def issue_fix_adapter(ours: Any, theirs: Any, case: dict[str, Any] | None) -> None:
+    """Issue Fix's compatibility adapter: upstream maps its own module's event; we
+    implement only the generic ``scoped_feedback`` adapter and refuse it as
+    ``adapter_unsupported`` (README differences table)."""
+    if ISSUE_FIX_ADAPTER not in json.dumps((case or {}).get("files", {})):
+        return
+    if isinstance(ours, dict) and ours.get("reason_code") == "adapter_unsupported":
+        for document in (ours, theirs):
+            if isinstance(document, dict):
+                document.clear()
+                document["excused"] = "issue_fix_adapter"
+
+
 UPSTREAM_CRASH = 101  # oracle.worker's exit code for an exception out of main()
 
 
@@ -142,6 +159,7 @@ def upstream_crash(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
 
 CASE_RULES: dict[str, Callable[[Any, Any, dict[str, Any] | None], None]] = {
     "item_with_several_digests": item_with_several_digests,
+    "issue_fix_adapter": issue_fix_adapter,
 }
 
 RULES: dict[str, Callable[[Any, Any], None]] = {
