@@ -46,6 +46,7 @@ POLICY_RULE = (
 _SCOPE_NAMES = {"workspace_ref": "workspace", "project_ref": "project"}
 _SCOPE_NAMES.update({key: key for key in IDENTITY_FIELDS})
 PENDING_SYNC_STATUSES = frozenset({"committed_pending"})
+UNSUPPORTED_PROVIDER = "provider_unsupported"
 
 
 def standing_policy_reasons(
@@ -193,6 +194,12 @@ def ingest_candidate(
         timeout=float(provider_binding["timeout_seconds"]),
         observed_at=observed_at,
     )
+    if result.reason_code == UNSUPPORTED_PROVIDER:
+        # No tool can sync to a provider it does not know: LoopX 2.1.1's sync fails
+        # before any packet exists, and the receipt says so the same way.
+        receipt["status"] = "provider_unavailable"
+        receipt["reason_codes"] = ["provider_sync_execution_failed"]
+        return receipt
     receipt["write"] = result.packet()
     receipt[EXTERNAL_WRITES] = result.write_count > 0
     if not execute or result.status == "unavailable":
