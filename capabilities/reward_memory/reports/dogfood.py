@@ -90,24 +90,23 @@ def build_receipt(value: object) -> dict[str, Any]:
     if not domain.startswith(family + "."):
         v.fail("observation.domain_id", f"must start with {family}.")
     receipt = application_receipt(document["application_receipt"])
-    raw_outcome = v.exact_keys(
-        document["module_outcome"],
-        "observation.module_outcome",
-        frozenset({"artifact_ref", "outcome_verified", "outcome_ref", "outcome_status", "summary"}),
-    )
-    if raw_outcome["outcome_verified"] is not True:
+    # The module's own sub-documents are read by the fields the batch uses; other
+    # keys are the module's business and ignored, as LoopX 2.1.1 ignores them. A
+    # missing field fails its value check.
+    raw_outcome = v.mapping(document["module_outcome"], "observation.module_outcome")
+    if raw_outcome.get("outcome_verified") is not True:
         v.fail("observation.module_outcome.outcome_verified", "must be true")
-    if raw_outcome["artifact_ref"] != receipt["artifact_ref"]:
+    if raw_outcome.get("artifact_ref") != receipt["artifact_ref"]:
         v.fail("observation.module_outcome.artifact_ref", "must match the application receipt")
     outcome = {
         "verified": True,
         "outcome_ref": v.token(
-            raw_outcome["outcome_ref"], "observation.module_outcome.outcome_ref"
+            raw_outcome.get("outcome_ref"), "observation.module_outcome.outcome_ref"
         ),
         "outcome_status": v.token(
-            raw_outcome["outcome_status"], "observation.module_outcome.outcome_status"
+            raw_outcome.get("outcome_status"), "observation.module_outcome.outcome_status"
         ),
-        "summary": v.compact(raw_outcome["summary"], 360, "observation.module_outcome.summary"),
+        "summary": v.compact(raw_outcome.get("summary"), 360, "observation.module_outcome.summary"),
     }
     disposition = DISPOSITION_OF.get(receipt["outcome"], "not_applied")
     verification = {
@@ -122,26 +121,18 @@ def build_receipt(value: object) -> dict[str, Any]:
             f"{disposition} needs exact readback, current-artifact verification and a digest",
             "dogfood_verification_missing",
         )
-    cost_input = v.exact_keys(
-        document["cost"],
-        "observation.cost",
-        frozenset({"latency_ms", "model_tokens", "provider_call_count"}),
+    cost_input = v.mapping(document["cost"], "observation.cost")
+    cost = {
+        key: _count(cost_input.get(key), f"observation.cost.{key}")
+        for key in ("latency_ms", "model_tokens", "provider_call_count")
+    }
+    # Summaries are optional upstream: absent reads as null (issue 19).
+    intervention_input = v.mapping(document["intervention"], "observation.intervention")
+    count = _count(intervention_input.get("count"), "observation.intervention.count")
+    feedback_input = v.mapping(
+        document.get("bot_feedback") or {"captured": False}, "observation.bot_feedback"
     )
-    cost = {key: _count(cost_input[key], f"observation.cost.{key}") for key in cost_input}
-    # The summary is optional upstream: absent reads as null (issue 19).
-    intervention_input = v.exact_keys(
-        document["intervention"],
-        "observation.intervention",
-        frozenset({"count"}),
-        frozenset({"summary"}),
-    )
-    count = _count(intervention_input["count"], "observation.intervention.count")
-    feedback_input = v.exact_keys(
-        document.get("bot_feedback") or {"captured": False, "summary": None},
-        "observation.bot_feedback",
-        frozenset({"captured", "summary"}),
-    )
-    captured = v.boolean(feedback_input["captured"], "observation.bot_feedback.captured")
+    captured = v.boolean(feedback_input.get("captured"), "observation.bot_feedback.captured")
     evaluation, observation = _utility(document.get("utility_attribution"), receipt, outcome)
     identity = {
         "schema_version": RECEIPT_SCHEMA,
@@ -181,7 +172,7 @@ def build_receipt(value: object) -> dict[str, Any]:
         "bot_feedback": {
             "captured": captured,
             "summary": _summary(
-                feedback_input["summary"], 240, "observation.bot_feedback.summary", captured
+                feedback_input.get("summary"), 240, "observation.bot_feedback.summary", captured
             ),
         },
         "receipt_id": "dogfood:" + hex_n(s2(identity), 20),
