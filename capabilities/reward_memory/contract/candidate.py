@@ -51,10 +51,10 @@ def normalise_source(value: object, field: str) -> dict[str, str]:
     """``{source_kind, source_ref, actor_ref, actor_role}``."""
     source = v.exact_keys(value, field, _SOURCE_KEYS)
     return {
-        "source_kind": v.text_token(source["source_kind"], f"{field}.source_kind"),
+        "source_kind": v.token(source["source_kind"], f"{field}.source_kind"),
         "source_ref": v.compact(source["source_ref"], 240, f"{field}.source_ref"),
-        "actor_ref": v.text_token(source["actor_ref"], f"{field}.actor_ref"),
-        "actor_role": v.text_token(source["actor_role"], f"{field}.actor_role"),
+        "actor_ref": v.token(source["actor_ref"], f"{field}.actor_ref"),
+        "actor_role": v.token(source["actor_role"], f"{field}.actor_role"),
     }
 
 
@@ -76,7 +76,7 @@ def normalise_guard_context(value: object, field: str) -> dict[str, Any]:
 
 def _action_scopes(value: object, field: str) -> list[str]:
     items = v.listing(value, field, 0, 12)
-    return sorted(v.unique([v.text_token(item, field) for item in items], field))
+    return sorted(v.unique([v.token(item, field) for item in items], field))
 
 
 def normalise_event(value: object) -> dict[str, Any]:
@@ -91,10 +91,10 @@ def normalise_event(value: object) -> dict[str, Any]:
     target_class = v.enum(event["target_class"], DURABLE_CLASSES, "event.target_class")
     normal: dict[str, Any] = {
         "feedback_ref": v.compact(event["feedback_ref"], 160, "event.feedback_ref"),
-        "workspace_ref": v.text_token(event["workspace_ref"], "event.workspace_ref"),
-        "project_ref": v.text_token(event["project_ref"], "event.project_ref"),
+        "workspace_ref": v.token(event["workspace_ref"], "event.workspace_ref"),
+        "project_ref": v.token(event["project_ref"], "event.project_ref"),
         "surface_id": v.surface_id(event["surface_id"], "event.surface_id"),
-        "revision_ref": v.optional_text_token(event.get("revision_ref"), "event.revision_ref"),
+        "revision_ref": v.optional_token(event.get("revision_ref"), "event.revision_ref"),
         "target_class": target_class,
         "content_summary": v.compact(event["content_summary"], 500, "event.content_summary"),
         "experience": None
@@ -113,7 +113,7 @@ def normalise_event(value: object) -> dict[str, Any]:
         ),
     }
     for key in IDENTITY_FIELDS:
-        normal[key] = v.optional_text_token(event.get(key), f"event.{key}")
+        normal[key] = v.optional_token(event.get(key), f"event.{key}")
     return normal
 
 

@@ -72,7 +72,7 @@ def normalise_experience(value: object, field: str = "experience") -> dict[str, 
         },
         "limitations": _compact_list(contract["limitations"], f"{field}.limitations"),
         "evidence_refs": v.unique(
-            [v.text_token(ref, f"{field}.evidence_refs") for ref in refs], f"{field}.evidence_refs"
+            [v.token(ref, f"{field}.evidence_refs") for ref in refs], f"{field}.evidence_refs"
         ),
     }
 

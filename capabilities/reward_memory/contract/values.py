@@ -128,26 +128,17 @@ def compact(value: object, limit: int, field: str) -> str:
 
 
 def token(value: object, field: str) -> str:
-    """A stripped token (``^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}$``)."""
-    if not isinstance(value, str) or not TOKEN.fullmatch(value.strip()):
-        fail(field, "must be a token")
-    return value.strip()
+    """A stripped token (``^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}$``).
 
-
-def text_token(value: object, field: str) -> str:
-    """A token read from an event's text: a non-string is its ``str()`` first.
-
-    Scoped-feedback events are compacted before their tokens are checked upstream,
-    so ``5`` is the token ``"5"``, while ``0``, ``False`` and ``[]`` are empty.
+    A non-string is its ``str()`` text first, as LoopX 2.1.1 compacts every token
+    before checking it: ``5`` is the token ``"5"``, while ``0``, ``False`` and
+    ``[]`` are empty and refused. A record either tool writes from the same input
+    then carries the same identities.
     """
-    return token(value if isinstance(value, str) else str(value or ""), field)
-
-
-def optional_text_token(value: object, field: str) -> str | None:
-    """``None`` or ``""`` normalise to ``None`` (``0`` does not); else a text token."""
-    if value is None or value == "":
-        return None
-    return text_token(value, field)
+    text = (value if isinstance(value, str) else str(value or "")).strip()
+    if not TOKEN.fullmatch(text):
+        fail(field, "must be a token")
+    return text
 
 
 def optional_token(value: object, field: str) -> str | None:
