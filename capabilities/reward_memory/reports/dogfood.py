@@ -226,7 +226,14 @@ def _controls(value: object) -> list[str]:
         ):
             if control.get(flag) is not False:
                 v.fail(f"{field}.{flag}", "must be false")
-        for key in ("operator_ref", "authority_ref", "authority_source_ref", "corpus_id"):
+        for key in (
+            "operator_ref",
+            "authority_ref",
+            "authority_source_ref",
+            "corpus_id",
+            "prior_candidate_ref_digest",
+            "result_candidate_ref_digest",
+        ):
             v.token(control.get(key), f"{field}.{key}")  # as upstream checks them
         v.boolean(control.get(v.NEW_ACTION_AUTHORITY), f"{field}.{v.NEW_ACTION_AUTHORITY}")
         action = v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action")
