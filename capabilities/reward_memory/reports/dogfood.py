@@ -15,7 +15,11 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
-from capabilities.reward_memory.utility.proposal import application_receipt, build_observation
+from capabilities.reward_memory.utility.proposal import (
+    application_receipt,
+    build_observation,
+    receipt_text,
+)
 from turn_hooks.canonical import hex_n, s2
 
 RECEIPT_SCHEMA = "reward_memory_dogfood_receipt_v1"
@@ -147,11 +151,11 @@ def build_receipt(value: object) -> dict[str, Any]:
         "schema_version": RECEIPT_SCHEMA,
         "domain_family": family,
         "domain_id": domain,
-        "application_id": receipt["application_id"],
+        "application_id": receipt_text(receipt, "application_id"),
         "application_receipt_id": identity["application_receipt_id"],
         "artifact_ref": receipt["artifact_ref"],
-        "corpus_id": receipt["corpus_id"],
-        "surface_id": receipt["surface_id"],
+        "corpus_id": receipt_text(receipt, "corpus_id"),
+        "surface_id": receipt_text(receipt, "surface_id"),
         "application_outcome": receipt["outcome"],
         "application_disposition": disposition,
         "module_outcome": outcome,

@@ -104,6 +104,15 @@ def _exact(
     return value
 
 
+def receipt_text(receipt: dict[str, Any], key: str) -> str:
+    """A receipt's text field as upstream reads it: a number is its ``str()`` text.
+
+    The receipt itself stays as given, since its id is a digest of what was given.
+    """
+    value = receipt[key]
+    return value if isinstance(value, str) else str(value or "")
+
+
 def application_receipt(value: object) -> dict[str, Any]:
     """A ``reward_memory_application_receipt_v0`` as it must be to carry utility."""
     receipt = _exact(value, RECEIPT_FIELDS, RECEIPT_OPTIONAL, _RECEIPT_CODE, "application_receipt")
@@ -128,12 +137,12 @@ def application_receipt(value: object) -> dict[str, Any]:
     ):
         fail(_RECEIPT_CODE, "application_receipt.memory_ref_digests must be sorted")
     for key in ("application_id", "corpus_id", "surface_id"):
-        if not isinstance(receipt[key], str) or not receipt[key]:
+        if not receipt_text(receipt, key):
             fail(_RECEIPT_CODE, f"application_receipt.{key} must be a string")
     # Upstream refuses these shapes too (found by the differential fuzzer).
-    if not TOKEN.fullmatch(receipt["application_id"]):
+    if not TOKEN.fullmatch(receipt_text(receipt, "application_id")):
         fail(_RECEIPT_CODE, "application_receipt.application_id must be a token")
-    opaque_ref(receipt["corpus_id"], _RECEIPT_CODE, "application_receipt.corpus_id")
+    opaque_ref(receipt_text(receipt, "corpus_id"), _RECEIPT_CODE, "application_receipt.corpus_id")
     enum(receipt["mode"], RECALL_MODES, _RECEIPT_CODE, "application_receipt.mode")
     calls = receipt["provider_call_count"]
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
