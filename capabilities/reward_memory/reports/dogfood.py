@@ -44,8 +44,7 @@ def _count(value: object, field: str) -> int:
 
 def _summary(value: object, limit: int, field: str, present: bool) -> str | None:
     if not present:
-        if value not in (None, ""):
-            v.fail(field, "must be empty when nothing happened")
+        # Nothing happened: a summary given anyway is not read, as upstream reads it.
         return None
     return v.compact(value, limit, field)
 
@@ -58,9 +57,6 @@ def _utility(
             "status": "not_requested",
             "reason_code": "utility_attribution_not_requested",
         }, None
-    document = v.exact_keys(
-        attribution, "utility_attribution", frozenset({"context", "proposal", "created_at"})
-    )
     verified = {
         "verified": True,
         "outcome_ref": outcome["outcome_ref"],
@@ -68,6 +64,11 @@ def _utility(
         "outcome_status": outcome["outcome_status"],
     }
     try:
+        # A malformed attribution (not an object, keys missing) is a rejected
+        # evaluation of this receipt, as upstream reports it, not a batch error.
+        document = v.exact_keys(
+            attribution, "utility_attribution", frozenset({"context", "proposal", "created_at"})
+        )
         observation = build_observation(
             receipt,
             verified,
@@ -75,7 +76,7 @@ def _utility(
             document["proposal"],
             created_at=u.timestamp(document["created_at"], "observation_malformed", "created_at"),
         )
-    except u.UtilityError:
+    except v.RewardMemoryInputError:  # UtilityError included
         return {"status": "rejected", "reason_code": "utility_attribution_rejected"}, None
     return {"status": "accepted"}, observation
 
