@@ -146,14 +146,17 @@ def issue_fix_adapter(ours: Any, theirs: Any, case: dict[str, Any] | None) -> No
 UPSTREAM_CRASH = 101  # oracle.worker's exit code for an exception out of main()
 
 
+STATUS_SCHEMA = "reward_memory_experiment_status_v1"
+
+
 def upstream_crash(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """Upstream raised out of its CLI (no JSON) where we gave a typed input error:
-    ours is the answer the contract asks for (exit 2, one typed error)."""
-    return (
-        theirs["exit_code"] == UPSTREAM_CRASH
-        and ours["exit_code"] == 2
-        and isinstance(ours["output"], dict)
-        and ours["output"].get("schema_version") == ERROR_SCHEMA
+    """Upstream raised out of its CLI (no JSON) where we gave a typed input error, or
+    where experiment-status, which reports rather than raises, gave its status: ours
+    is the answer the contract asks for."""
+    output = ours["output"] if isinstance(ours["output"], dict) else {}
+    return theirs["exit_code"] == UPSTREAM_CRASH and (
+        (ours["exit_code"] == 2 and output.get("schema_version") == ERROR_SCHEMA)
+        or (ours["exit_code"] == 0 and output.get("schema_version") == STATUS_SCHEMA)
     )
 
 
