@@ -47,7 +47,7 @@ def _provider_binding(value: object) -> tuple[dict[str, Any], dict[str, str]]:
     timeout = binding.get("timeout_seconds", 30)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 120:
         v.fail(f"{field}.timeout_seconds", "must be a number between 1 and 120")
-    hints = v.mapping(binding.get("setup_hints", {}), f"{field}.setup_hints")
+    hints = v.mapping(binding.get("setup_hints") or {}, f"{field}.setup_hints")  # empty: none
     setup_hints = {
         key: text
         for key in ("install", "configure")
