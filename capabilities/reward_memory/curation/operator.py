@@ -110,6 +110,12 @@ def operator_control(
             "does not match the record",
             "operator_authority_mismatch",
         )
+    if record.get("target_class") != corpus["class_id"]:
+        v.fail(
+            "reviewed_record.record.target_class",
+            "is not the corpus' class",
+            "operator_scope_mismatch",
+        )
     _check_record_in_corpus(scope, corpus)
     declared = (
         corpus["owner_ref"] if action == "edit" else corpus["maintenance"]["retirement_authority"]
