@@ -272,7 +272,9 @@ def test_standing_policy_guards(tmp_path):
 
 BAD_EVENTS = {
     "unknown-key": lambda e: e.update(extra=1),
-    "wrong-type": lambda e: e.update(content_summary=42),
+    "wrong-type": lambda e: e.update(source="source:x"),
+    # A falsy non-string is empty text (contracts.md §1.1); 42 would be the text "42".
+    "empty-number": lambda e: e.update(content_summary=0),
     "oversize-raw": lambda e: e.update(raw_content_captured=True),
     "local-path": lambda e: e.update(content_summary="see /home/alice/notes.txt"),
     "secret": lambda e: e["reasoning"].update(summary="token=abcdefghijklmnop"),

@@ -82,7 +82,7 @@ def test_ordinary_text_is_kept(safe):
         ("-x", False),
         ("has space", False),
         ("", False),
-        (3, False),
+        (0, False),
         ("viking://x", True),
     ],
 )
@@ -92,6 +92,44 @@ def test_token(value, ok):
     else:
         with pytest.raises(v.RewardMemoryInputError):
             v.token(value, "f")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(5, "5"), (1.5, "1.5"), (True, "True"), (["a"], "['a']"), ("  a  b ", "a b")],
+)
+def test_compact_text_of_a_non_string_is_its_str(value, text):
+    # contracts.md §1.1 step 1, as LoopX 2.1.1 reads an event's text.
+    assert v.compact(value, 500, "f") == text
+
+
+@pytest.mark.parametrize("empty", [0, False, None, [], {}])
+def test_a_falsy_non_string_is_empty_compact_text(empty):
+    with pytest.raises(v.RewardMemoryInputError):
+        v.compact(empty, 500, "f")
+
+
+@pytest.mark.parametrize(
+    ("value", "normal"),
+    [
+        (" ref:a ", "ref:a"),
+        (5, "5"),
+        (1e9, "1000000000.0"),
+        (True, "True"),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_a_non_string_token_is_its_str_text(value, normal):
+    assert v.optional_token(value, "f") == normal
+    if normal is not None:
+        assert v.token(value, "f") == normal
+
+
+@pytest.mark.parametrize("bad", [0, False, [], ["a"], "has space"])
+def test_tokens_reject_empty_and_non_token_text(bad):
+    with pytest.raises(v.RewardMemoryInputError):
+        v.optional_token(bad, "f")
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ normalisation; a difference no rule names is a divergence to fix.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -126,22 +127,42 @@ def item_with_several_digests(ours: Any, theirs: Any, case: dict[str, Any] | Non
             document["excused"] = "item_with_several_digests"
 
 
+ISSUE_FIX_ADAPTER = "issue_fix_maintainer_feedback"
+
+
+def issue_fix_adapter(ours: Any, theirs: Any, case: dict[str, Any] | None) -> None:
+    """Issue Fix's compatibility adapter: upstream maps its own module's event; we
+    implement only the generic ``scoped_feedback`` adapter and refuse it as
+    ``adapter_unsupported`` (README differences table)."""
+    if ISSUE_FIX_ADAPTER not in json.dumps((case or {}).get("files", {})):
+        return
+    if isinstance(ours, dict) and ours.get("reason_code") == "adapter_unsupported":
+        for document in (ours, theirs):
+            if isinstance(document, dict):
+                document.clear()
+                document["excused"] = "issue_fix_adapter"
+
+
 UPSTREAM_CRASH = 101  # oracle.worker's exit code for an exception out of main()
 
 
+STATUS_SCHEMA = "reward_memory_experiment_status_v1"
+
+
 def upstream_crash(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """Upstream raised out of its CLI (no JSON) where we gave a typed input error:
-    ours is the answer the contract asks for (exit 2, one typed error)."""
-    return (
-        theirs["exit_code"] == UPSTREAM_CRASH
-        and ours["exit_code"] == 2
-        and isinstance(ours["output"], dict)
-        and ours["output"].get("schema_version") == ERROR_SCHEMA
+    """Upstream raised out of its CLI (no JSON) where we gave a typed input error, or
+    where experiment-status, which reports rather than raises, gave its status: ours
+    is the answer the contract asks for."""
+    output = ours["output"] if isinstance(ours["output"], dict) else {}
+    return theirs["exit_code"] == UPSTREAM_CRASH and (
+        (ours["exit_code"] == 2 and output.get("schema_version") == ERROR_SCHEMA)
+        or (ours["exit_code"] == 0 and output.get("schema_version") == STATUS_SCHEMA)
     )
 
 
 CASE_RULES: dict[str, Callable[[Any, Any, dict[str, Any] | None], None]] = {
     "item_with_several_digests": item_with_several_digests,
+    "issue_fix_adapter": issue_fix_adapter,
 }
 
 RULES: dict[str, Callable[[Any, Any], None]] = {

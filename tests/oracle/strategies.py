@@ -11,6 +11,7 @@ observation id recomputed, so the reducer's own rules are what is exercised.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -211,13 +212,28 @@ REGISTRY_NAME = next(name for name in GOAL_FILES if "config" not in name)
 CONFIG_NAME = next(name for name in GOAL_FILES if "config" in name)
 
 
+def rebind_digest(files: dict[str, Any]) -> None:
+    """Point the registry and F1's receipt at the config's current bytes, so an edited
+    config is validated instead of being reported as digest drift."""
+    digest = "sha256:" + hashlib.sha256(files[CONFIG_NAME].encode("utf-8")).hexdigest()
+    reward_memory = files[REGISTRY_NAME]["goals"][0]["control_plane"]["reward_memory"]
+    reward_memory["config_digest"] = digest
+    reward_memory["enablement_receipts"][f1.AGENT]["config_digest"] = digest
+
+
 @st.composite
 def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
-    """A registry and config, either edited; the status of F1's Goal and Agent."""
+    """A registry and config, either edited; the status of F1's Goal and Agent.
+
+    An edited config is rebound to the registry half the time: otherwise every config
+    edit would only ever be digest drift.
+    """
     files = copy.deepcopy(GOAL_FILES)
     target = draw(st.sampled_from([REGISTRY_NAME, CONFIG_NAME]))
     if target == CONFIG_NAME:
         files[target] = json.dumps(draw(edited(json.loads(files[target]), max_edits=2)))
+        if draw(st.booleans()):
+            rebind_digest(files)
     else:
         files[target] = draw(edited(files[target], max_edits=2))
     argv = ["reward-memory", "experiment-status", "--registry", f"{{root}}/{REGISTRY_NAME}"]

@@ -16,10 +16,11 @@ from capabilities.reward_memory.cli._common import (
     resolve_binding,
 )
 
-_ROUTE_KEYS = frozenset({"event", "observed_at"})
-_FIXTURE_KEYS = frozenset(
-    {"adapter", "event", "corpus", "standing_policy", "provider_binding", "observed_at"}
-)
+_ROUTE_KEYS = frozenset({"event"})
+_FIXTURE_KEYS = frozenset({"adapter", "event", "corpus", "standing_policy", "provider_binding"})
+# observed_at dates the record a passing guard activates; the core checks it there,
+# so a blocked event needs none (as LoopX 2.1.1 answers).
+_OBSERVED_AT = frozenset({"observed_at"})
 
 
 def ingest_event(args: argparse.Namespace) -> Result:
@@ -39,7 +40,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
     if args.goal_id is None:
         if args.execute:
             v.fail("execute", "needs --goal-id and --agent-id", "usage_invalid")
-        fixture = v.exact_keys(source, "input", _FIXTURE_KEYS)
+        fixture = v.exact_keys(source, "input", _FIXTURE_KEYS, _OBSERVED_AT)
         if fixture["adapter"] != "scoped_feedback":
             v.fail(
                 "input.adapter", "is unsupported; routing is never inferred", "adapter_unsupported"
@@ -55,13 +56,13 @@ def ingest_event(args: argparse.Namespace) -> Result:
                 fixture["standing_policy"], "input.standing_policy"
             ),
             provider_binding=binding,
-            observed_at=v.timestamp(fixture["observed_at"], "input.observed_at"),
+            observed_at=fixture.get("observed_at"),
             execute=False,
             # A fixture is a preview: it must not leave a store behind in the cwd.
             provider=build_provider(binding, repo=None, dry_run=True),
         )
         return dict(receipt), "Reward memory ingest (fixture, no write)"
-    route = v.exact_keys(source, "input", _ROUTE_KEYS, frozenset({"adapter"}))
+    route = v.exact_keys(source, "input", _ROUTE_KEYS, frozenset({"adapter"}) | _OBSERVED_AT)
     resolution = resolve_binding(args)
     status = resolution.status
     if not status["available"] or resolution.config is None:
@@ -85,7 +86,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
         corpus=entry["corpus"],
         standing_policy=entry["standing_policy"],
         provider_binding=entry["provider_binding"],
-        observed_at=v.timestamp(route["observed_at"], "input.observed_at"),
+        observed_at=route.get("observed_at"),
         execute=args.execute,
         # A preview writes nothing anywhere, not even an empty store.
         provider=build_provider(

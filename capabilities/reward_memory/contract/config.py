@@ -47,7 +47,7 @@ def _provider_binding(value: object) -> tuple[dict[str, Any], dict[str, str]]:
     timeout = binding.get("timeout_seconds", 30)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 120:
         v.fail(f"{field}.timeout_seconds", "must be a number between 1 and 120")
-    hints = v.mapping(binding.get("setup_hints", {}), f"{field}.setup_hints")
+    hints = v.mapping(binding.get("setup_hints") or {}, f"{field}.setup_hints")  # empty: none
     setup_hints = {
         key: text
         for key in ("install", "configure")
@@ -136,8 +136,10 @@ def _surface(value: object, index: int, corpora: dict[str, Any]) -> dict[str, An
     if surface["ingest_corpus_id"] not in corpus_ids:
         v.fail(f"{field}.ingest_corpus_id", "must be one of corpus_ids")
     profile = v.exact_keys(surface["recall_profile"], f"{field}.recall_profile", _PROFILE_KEYS)
-    profile_id = profile["profile_id"]
-    if not isinstance(profile_id, str) or not profile_id.strip():
+    # Any non-empty text, read as LoopX 2.1.1 reads it (a number is its str()).
+    raw_profile_id = profile["profile_id"]
+    profile_id = raw_profile_id if isinstance(raw_profile_id, str) else str(raw_profile_id or "")
+    if not profile_id.strip():
         v.fail(f"{field}.recall_profile.profile_id", "must be a non-empty string")
     normal: dict[str, Any] = {
         "surface_id": surface_name,

@@ -134,7 +134,7 @@ def normalise_corpus(value: object, field: str = "corpus") -> dict[str, Any]:
         },
         "maintenance": {
             "writeback_triggers": _tokens(
-                maintenance.get("writeback_triggers", []),
+                maintenance.get("writeback_triggers") or [],  # null: none, as upstream
                 f"{field}.maintenance.writeback_triggers",
                 0,
                 10,

@@ -36,7 +36,8 @@ def normalise_fixture_binding(value: object, corpus: dict[str, Any], field: str)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 120:
         v.fail(f"{field}.timeout_seconds", "must be a number between 1 and 120")
     binding["timeout_seconds"] = timeout
-    binding.setdefault("setup_hints", {})
+    # Empty (null, [], "") is none; anything else must be an object, as upstream reads it.
+    binding["setup_hints"] = v.mapping(binding.get("setup_hints") or {}, f"{field}.setup_hints")
     scope = classify_scope(scope_ref)
     if scope is not None and scope.peer is not None and "actor_peer_id" not in binding:
         v.fail(f"{field}.actor_peer_id", "is required for a peer scope")

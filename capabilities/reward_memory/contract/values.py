@@ -115,9 +115,12 @@ def compact_or_empty(value: object, limit: int) -> str:
 
 
 def compact(value: object, limit: int, field: str) -> str:
-    """Required compact public-safe text of at most ``limit`` code points."""
-    if value is not None and not isinstance(value, str):
-        fail(field, "must be a string")
+    """Required compact public-safe text of at most ``limit`` code points.
+
+    A non-string is its ``str()`` text (contracts.md §1.1 step 1), as LoopX 2.1.1
+    reads it: ``5`` is ``"5"`` and ``0`` is empty, so a record either tool writes
+    from the same event carries the same text.
+    """
     text = compact_or_empty(value, limit)
     if not text:
         fail(field, "must be compact and public-safe", "text_not_public_safe")
@@ -125,10 +128,17 @@ def compact(value: object, limit: int, field: str) -> str:
 
 
 def token(value: object, field: str) -> str:
-    """A stripped token (``^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}$``)."""
-    if not isinstance(value, str) or not TOKEN.fullmatch(value.strip()):
+    """A stripped token (``^[A-Za-z0-9][A-Za-z0-9._:/#-]{0,199}$``).
+
+    A non-string is its ``str()`` text first, as LoopX 2.1.1 compacts every token
+    before checking it: ``5`` is the token ``"5"``, while ``0``, ``False`` and
+    ``[]`` are empty and refused. A record either tool writes from the same input
+    then carries the same identities.
+    """
+    text = (value if isinstance(value, str) else str(value or "")).strip()
+    if not TOKEN.fullmatch(text):
         fail(field, "must be a token")
-    return value.strip()
+    return text
 
 
 def optional_token(value: object, field: str) -> str | None:

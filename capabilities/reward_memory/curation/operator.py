@@ -49,7 +49,7 @@ def _check_record_in_corpus(scope: dict[str, Any], corpus: dict[str, Any]) -> No
     """The record lives in the corpus: same workspace and project, surfaces inside the
     corpus', and for a revision-bound corpus its source revision (as upstream checks)."""
     declared = corpus["scope"]
-    surfaces = scope.get("surface_ids")
+    surfaces = scope.get("surface_ids") or []  # none named is none outside, as upstream reads it
     freshness = corpus["freshness"]
     if (
         scope.get("workspace_ref") != declared["workspace_ref"]
@@ -109,6 +109,12 @@ def operator_control(
             "operator_checkpoint.project_ref",
             "does not match the record",
             "operator_authority_mismatch",
+        )
+    if record.get("target_class") != corpus["class_id"]:
+        v.fail(
+            "reviewed_record.record.target_class",
+            "is not the corpus' class",
+            "operator_scope_mismatch",
         )
     _check_record_in_corpus(scope, corpus)
     declared = (

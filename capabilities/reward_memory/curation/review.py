@@ -82,7 +82,7 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
         summary = v.compact(
             decision_input.get("edited_content_summary"), 500, "review.edited_content_summary"
         )
-        old_ref = record["candidate_ref"]
+        old_ref = str(record["candidate_ref"])  # its text, as the digests read it
         record["content_summary"] = summary
         record["lifecycle"] = {"state": "candidate", "supersedes_refs": [old_ref]}
         record.pop("candidate_ref")

@@ -31,6 +31,7 @@ from capabilities.reward_memory.contract.values import (
     EXTERNAL_WRITES,
     NEW_ACTION_AUTHORITY,
     RAW_CONTENT,
+    timestamp,
 )
 from capabilities.reward_memory.memory.verify import verify_write
 
@@ -45,6 +46,7 @@ POLICY_RULE = (
 _SCOPE_NAMES = {"workspace_ref": "workspace", "project_ref": "project"}
 _SCOPE_NAMES.update({key: key for key in IDENTITY_FIELDS})
 PENDING_SYNC_STATUSES = frozenset({"committed_pending"})
+UNSUPPORTED_PROVIDER = "provider_unsupported"
 
 
 def standing_policy_reasons(
@@ -136,12 +138,16 @@ def ingest_candidate(
     corpus: dict[str, Any],
     standing_policy: dict[str, Any],
     provider_binding: dict[str, Any],
-    observed_at: str,
+    observed_at: object,
     execute: bool = False,
     provider: Provider,
     automatic_recall: bool = False,
 ) -> IngestReceipt:
-    """Guard, activate, write and verify one candidate; return the ingest receipt."""
+    """Guard, activate, write and verify one candidate; return the ingest receipt.
+
+    ``observed_at`` is checked only once the guard passes: it dates the activated
+    record, so a blocked candidate's receipt does not depend on it.
+    """
     candidate = candidate_packet["candidate"]
     receipt = _base_receipt(candidate_packet, corpus, standing_policy)
     reasons = list(candidate_packet["guard"]["reason_codes"])
@@ -159,6 +165,7 @@ def ingest_candidate(
     if reasons:
         receipt["status"] = "guard_blocked"
         return receipt
+    observed_at = timestamp(observed_at, "input.observed_at")
     policy_id = standing_policy["policy_id"]
     review = {
         "reviewer_ref": standing_policy["reviewer_ref"],
@@ -187,6 +194,12 @@ def ingest_candidate(
         timeout=float(provider_binding["timeout_seconds"]),
         observed_at=observed_at,
     )
+    if result.reason_code == UNSUPPORTED_PROVIDER:
+        # No tool can sync to a provider it does not know: LoopX 2.1.1's sync fails
+        # before any packet exists, and the receipt says so the same way.
+        receipt["status"] = "provider_unavailable"
+        receipt["reason_codes"] = ["provider_sync_execution_failed"]
+        return receipt
     receipt["write"] = result.packet()
     receipt[EXTERNAL_WRITES] = result.write_count > 0
     if not execute or result.status == "unavailable":
@@ -221,7 +234,7 @@ def ingest_scoped_event(
     corpus: dict[str, Any],
     standing_policy: dict[str, Any],
     provider_binding: dict[str, Any],
-    observed_at: str,
+    observed_at: object,
     execute: bool = False,
     provider: Provider,
     automatic_recall: bool = False,

@@ -15,7 +15,11 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
-from capabilities.reward_memory.utility.proposal import application_receipt, build_observation
+from capabilities.reward_memory.utility.proposal import (
+    application_receipt,
+    build_observation,
+    receipt_text,
+)
 from turn_hooks.canonical import hex_n, s2
 
 RECEIPT_SCHEMA = "reward_memory_dogfood_receipt_v1"
@@ -40,8 +44,7 @@ def _count(value: object, field: str) -> int:
 
 def _summary(value: object, limit: int, field: str, present: bool) -> str | None:
     if not present:
-        if value not in (None, ""):
-            v.fail(field, "must be empty when nothing happened")
+        # Nothing happened: a summary given anyway is not read, as upstream reads it.
         return None
     return v.compact(value, limit, field)
 
@@ -54,9 +57,6 @@ def _utility(
             "status": "not_requested",
             "reason_code": "utility_attribution_not_requested",
         }, None
-    document = v.exact_keys(
-        attribution, "utility_attribution", frozenset({"context", "proposal", "created_at"})
-    )
     verified = {
         "verified": True,
         "outcome_ref": outcome["outcome_ref"],
@@ -64,6 +64,11 @@ def _utility(
         "outcome_status": outcome["outcome_status"],
     }
     try:
+        # A malformed attribution (not an object, keys missing) is a rejected
+        # evaluation of this receipt, as upstream reports it, not a batch error.
+        document = v.exact_keys(
+            attribution, "utility_attribution", frozenset({"context", "proposal", "created_at"})
+        )
         observation = build_observation(
             receipt,
             verified,
@@ -71,7 +76,7 @@ def _utility(
             document["proposal"],
             created_at=u.timestamp(document["created_at"], "observation_malformed", "created_at"),
         )
-    except u.UtilityError:
+    except v.RewardMemoryInputError:  # UtilityError included
         return {"status": "rejected", "reason_code": "utility_attribution_rejected"}, None
     return {"status": "accepted"}, observation
 
@@ -90,24 +95,23 @@ def build_receipt(value: object) -> dict[str, Any]:
     if not domain.startswith(family + "."):
         v.fail("observation.domain_id", f"must start with {family}.")
     receipt = application_receipt(document["application_receipt"])
-    raw_outcome = v.exact_keys(
-        document["module_outcome"],
-        "observation.module_outcome",
-        frozenset({"artifact_ref", "outcome_verified", "outcome_ref", "outcome_status", "summary"}),
-    )
-    if raw_outcome["outcome_verified"] is not True:
+    # The module's own sub-documents are read by the fields the batch uses; other
+    # keys are the module's business and ignored, as LoopX 2.1.1 ignores them. A
+    # missing field fails its value check.
+    raw_outcome = v.mapping(document["module_outcome"], "observation.module_outcome")
+    if raw_outcome.get("outcome_verified") is not True:
         v.fail("observation.module_outcome.outcome_verified", "must be true")
-    if raw_outcome["artifact_ref"] != receipt["artifact_ref"]:
+    if raw_outcome.get("artifact_ref") != receipt["artifact_ref"]:
         v.fail("observation.module_outcome.artifact_ref", "must match the application receipt")
     outcome = {
         "verified": True,
         "outcome_ref": v.token(
-            raw_outcome["outcome_ref"], "observation.module_outcome.outcome_ref"
+            raw_outcome.get("outcome_ref"), "observation.module_outcome.outcome_ref"
         ),
         "outcome_status": v.token(
-            raw_outcome["outcome_status"], "observation.module_outcome.outcome_status"
+            raw_outcome.get("outcome_status"), "observation.module_outcome.outcome_status"
         ),
-        "summary": v.compact(raw_outcome["summary"], 360, "observation.module_outcome.summary"),
+        "summary": v.compact(raw_outcome.get("summary"), 360, "observation.module_outcome.summary"),
     }
     disposition = DISPOSITION_OF.get(receipt["outcome"], "not_applied")
     verification = {
@@ -122,26 +126,18 @@ def build_receipt(value: object) -> dict[str, Any]:
             f"{disposition} needs exact readback, current-artifact verification and a digest",
             "dogfood_verification_missing",
         )
-    cost_input = v.exact_keys(
-        document["cost"],
-        "observation.cost",
-        frozenset({"latency_ms", "model_tokens", "provider_call_count"}),
+    cost_input = v.mapping(document["cost"], "observation.cost")
+    cost = {
+        key: _count(cost_input.get(key), f"observation.cost.{key}")
+        for key in ("latency_ms", "model_tokens", "provider_call_count")
+    }
+    # Summaries are optional upstream: absent reads as null (issue 19).
+    intervention_input = v.mapping(document["intervention"], "observation.intervention")
+    count = _count(intervention_input.get("count"), "observation.intervention.count")
+    feedback_input = v.mapping(
+        document.get("bot_feedback") or {"captured": False}, "observation.bot_feedback"
     )
-    cost = {key: _count(cost_input[key], f"observation.cost.{key}") for key in cost_input}
-    # The summary is optional upstream: absent reads as null (issue 19).
-    intervention_input = v.exact_keys(
-        document["intervention"],
-        "observation.intervention",
-        frozenset({"count"}),
-        frozenset({"summary"}),
-    )
-    count = _count(intervention_input["count"], "observation.intervention.count")
-    feedback_input = v.exact_keys(
-        document.get("bot_feedback") or {"captured": False, "summary": None},
-        "observation.bot_feedback",
-        frozenset({"captured", "summary"}),
-    )
-    captured = v.boolean(feedback_input["captured"], "observation.bot_feedback.captured")
+    captured = v.boolean(feedback_input.get("captured"), "observation.bot_feedback.captured")
     evaluation, observation = _utility(document.get("utility_attribution"), receipt, outcome)
     identity = {
         "schema_version": RECEIPT_SCHEMA,
@@ -156,11 +152,11 @@ def build_receipt(value: object) -> dict[str, Any]:
         "schema_version": RECEIPT_SCHEMA,
         "domain_family": family,
         "domain_id": domain,
-        "application_id": receipt["application_id"],
+        "application_id": receipt_text(receipt, "application_id"),
         "application_receipt_id": identity["application_receipt_id"],
         "artifact_ref": receipt["artifact_ref"],
-        "corpus_id": receipt["corpus_id"],
-        "surface_id": receipt["surface_id"],
+        "corpus_id": receipt_text(receipt, "corpus_id"),
+        "surface_id": receipt_text(receipt, "surface_id"),
         "application_outcome": receipt["outcome"],
         "application_disposition": disposition,
         "module_outcome": outcome,
@@ -181,7 +177,7 @@ def build_receipt(value: object) -> dict[str, Any]:
         "bot_feedback": {
             "captured": captured,
             "summary": _summary(
-                feedback_input["summary"], 240, "observation.bot_feedback.summary", captured
+                feedback_input.get("summary"), 240, "observation.bot_feedback.summary", captured
             ),
         },
         "receipt_id": "dogfood:" + hex_n(s2(identity), 20),
@@ -235,7 +231,14 @@ def _controls(value: object) -> list[str]:
         ):
             if control.get(flag) is not False:
                 v.fail(f"{field}.{flag}", "must be false")
-        for key in ("operator_ref", "authority_ref", "authority_source_ref", "corpus_id"):
+        for key in (
+            "operator_ref",
+            "authority_ref",
+            "authority_source_ref",
+            "corpus_id",
+            "prior_candidate_ref_digest",
+            "result_candidate_ref_digest",
+        ):
             v.token(control.get(key), f"{field}.{key}")  # as upstream checks them
         v.boolean(control.get(v.NEW_ACTION_AUTHORITY), f"{field}.{v.NEW_ACTION_AUTHORITY}")
         action = v.enum(control.get("action"), CONTROL_ACTIONS, f"{field}.action")

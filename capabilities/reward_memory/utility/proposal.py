@@ -8,6 +8,7 @@ an observation is made, and it is the only code that reads a proposal.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from capabilities.reward_memory.contract.config import RECALL_MODES
@@ -84,6 +85,9 @@ PROPOSAL_FIELDS = frozenset(
 )
 _RECEIPT_CODE = "application_receipt_invalid"
 _BINDING_CODE = "utility_binding_mismatch"
+_QUERY_EVIDENCE_FIELDS = frozenset({"query_digest", "query_summary", "exact_query_exposed"})
+_QUERY_DIGEST = re.compile(r"^[0-9a-f]{16}$")
+MAX_QUERY_SUMMARY = 220
 
 
 def _exact(
@@ -98,6 +102,15 @@ def _exact(
             f"{what} has invalid fields (missing {sorted(missing)}, unknown {sorted(unknown)})",
         )
     return value
+
+
+def receipt_text(receipt: dict[str, Any], key: str) -> str:
+    """A receipt's text field as upstream reads it: a number is its ``str()`` text.
+
+    The receipt itself stays as given, since its id is a digest of what was given.
+    """
+    value = receipt[key]
+    return value if isinstance(value, str) else str(value or "")
 
 
 def application_receipt(value: object) -> dict[str, Any]:
@@ -124,12 +137,12 @@ def application_receipt(value: object) -> dict[str, Any]:
     ):
         fail(_RECEIPT_CODE, "application_receipt.memory_ref_digests must be sorted")
     for key in ("application_id", "corpus_id", "surface_id"):
-        if not isinstance(receipt[key], str) or not receipt[key]:
+        if not receipt_text(receipt, key):
             fail(_RECEIPT_CODE, f"application_receipt.{key} must be a string")
     # Upstream refuses these shapes too (found by the differential fuzzer).
-    if not TOKEN.fullmatch(receipt["application_id"]):
+    if not TOKEN.fullmatch(receipt_text(receipt, "application_id")):
         fail(_RECEIPT_CODE, "application_receipt.application_id must be a token")
-    opaque_ref(receipt["corpus_id"], _RECEIPT_CODE, "application_receipt.corpus_id")
+    opaque_ref(receipt_text(receipt, "corpus_id"), _RECEIPT_CODE, "application_receipt.corpus_id")
     enum(receipt["mode"], RECALL_MODES, _RECEIPT_CODE, "application_receipt.mode")
     calls = receipt["provider_call_count"]
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
@@ -140,7 +153,30 @@ def application_receipt(value: object) -> dict[str, Any]:
     evidence = receipt["query_evidence"]
     if not isinstance(evidence, list) or not all(isinstance(item, dict) for item in evidence):
         fail(_RECEIPT_CODE, "application_receipt.query_evidence must be a list of objects")
+    for index, item in enumerate(evidence):
+        _query_evidence(item, f"application_receipt.query_evidence[{index}]")
     return receipt
+
+
+def _query_evidence(item: dict[str, Any], what: str) -> None:
+    # A receipt proves which query ran by its digest and a one-line summary; an
+    # exposed exact query would put the caller's text in the receipt (upstream
+    # refuses it too, found by the differential fuzzer).
+    _exact(item, _QUERY_EVIDENCE_FIELDS, frozenset(), _RECEIPT_CODE, what)
+    digest = item["query_digest"]
+    if not isinstance(digest, str) or not _QUERY_DIGEST.fullmatch(digest):
+        fail(_RECEIPT_CODE, f"{what}.query_digest must be a 16-hex digest")
+    summary = item["query_summary"]
+    if (
+        not isinstance(summary, str)
+        or not summary.strip()
+        or len(summary.strip()) > MAX_QUERY_SUMMARY
+        or "\n" in summary
+        or "\r" in summary
+    ):
+        fail(_RECEIPT_CODE, f"{what}.query_summary must be one line of 1..220 characters")
+    if item["exact_query_exposed"] is not False:
+        fail(_RECEIPT_CODE, f"{what}.exact_query_exposed must be false")
 
 
 def build_observation(

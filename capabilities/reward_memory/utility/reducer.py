@@ -161,7 +161,13 @@ def _input(document: object) -> dict[str, Any]:
         v.fail(f"input.{missing[0]}", "is required", "missing_key")
     if not isinstance(document["observations"], list):
         v.fail("input.observations", "must be a list")
-    # Upstream refuses these two as a bad request, not as a rejected projection.
+    # Upstream refuses these as a bad request, not as a rejected projection: the
+    # context's shape (a scope object, string snapshot refs), then the options.
+    if not isinstance(document["scope"], dict):
+        v.fail("input.scope", "must be an object")
+    for key in ("retrieval_snapshot_ref", "policy_snapshot_ref"):
+        if not isinstance(document[key], str):
+            v.fail(f"input.{key}", "must be a string")
     version = document.get("reducer_version", REDUCER_VERSION)
     if not isinstance(version, str) or not version.strip():
         v.fail("input.reducer_version", "must be a non-empty string when given")
