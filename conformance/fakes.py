@@ -167,6 +167,20 @@ class FakeResponses(LoopbackServer):
         return Handler
 
 
+def _message(body: dict[str, Any]) -> dict[str, Any]:
+    """An empty assistant message of the Messages API, for the model ``body`` asked."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 0},
+    }
+
+
 class FakeMessages(LoopbackServer):
     """``with FakeMessages() as fake:``; ``fake.port``, ``fake.requests``, ``fake.reply()``."""
 
@@ -190,16 +204,7 @@ class FakeMessages(LoopbackServer):
                 if isinstance(text, dict):
                     self._tool_use(body, text)
                     return
-                message = {
-                    "id": "msg_1",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": body.get("model", "fake"),
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 0},
-                }
+                message = _message(body)
                 if not body.get("stream"):
                     self._json(
                         200,
@@ -247,16 +252,7 @@ class FakeMessages(LoopbackServer):
             def _tool_use(self, body: dict[str, Any], reply: dict[str, Any]) -> None:
                 block = {"type": "tool_use", "id": "toolu_1", "name": reply["tool"]}
                 arguments = reply.get("arguments") or {}
-                message = {
-                    "id": "msg_1",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": body.get("model", "fake"),
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 0},
-                }
+                message = _message(body)
                 if not body.get("stream"):
                     content = [{**block, "input": arguments}]
                     self._json(200, {**message, "content": content, "stop_reason": "tool_use"})

@@ -175,16 +175,22 @@ def _goal_of(command: str) -> str:
     return parts[parts.index("--goal-id") + 1] if "--goal-id" in parts[:-1] else ""
 
 
-def uninstall(name: str, *, home: Path, goal_id: str | None) -> dict[str, Any]:
-    """Remove the handlers of ours of one Goal (of every Goal with ``None``)."""
-    spec = HOSTS[name]
-    path = home / "settings.json"
+def _editable_settings(path: Path) -> dict[str, Any]:
+    """The settings document, refused when its ``hooks`` is not one we can edit."""
     before = read_settings(path)
     if not isinstance(before.get("hooks", {}), dict):
         raise InvalidInputError(
             "settings.json has a hooks value that is not an object",
             reason_code="settings_json_invalid",
         )
+    return before
+
+
+def uninstall(name: str, *, home: Path, goal_id: str | None) -> dict[str, Any]:
+    """Remove the handlers of ours of one Goal (of every Goal with ``None``)."""
+    spec = HOSTS[name]
+    path = home / "settings.json"
+    before = _editable_settings(path)
     document = _without(
         spec, before, keep=lambda h: goal_id is not None and _goal_of(h["command"]) != goal_id
     )
@@ -231,12 +237,7 @@ def install(
     """Install our handlers; a public-safe report of what changed."""
     spec = HOSTS[name]
     path = home / "settings.json"
-    before = read_settings(path)
-    if not isinstance(before.get("hooks", {}), dict):
-        raise InvalidInputError(
-            "settings.json has a hooks value that is not an object",
-            reason_code="settings_json_invalid",
-        )
+    before = _editable_settings(path)
     # Installing replaces our handlers of this binding (as for Codex).
     binding = f"--goal-id {shlex.quote(goal_id)} --agent-id {shlex.quote(agent_id)}"
     document = _without(spec, before, keep=lambda handler: binding not in handler["command"])
