@@ -288,7 +288,8 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
     if store is None:
         return view
     try:
-        view["queued_settlement_count"] = len(queued(store, goal_id, agent_id))
+        markers = queued(store, goal_id, agent_id)
+        view["queued_settlement_count"] = len(markers)
         spooled = list(store.iter_documents(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id)))
         # The newest by its last write: only that one is read, however long the spool.
         newest = max(spooled, key=_written_at, default=None)
@@ -312,7 +313,14 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
             for name, result in (results or {}).items()
             if isinstance(result, dict)
         },
-        "settlement_state": entry.get("settlement_state", "open"),
+        # queued: still to be carried on (by `settle --pending` or the next PreTurn);
+        # terminal: given up; settled: nothing more to do.
+        "settlement_state": entry.get("settlement_state")
+        or (
+            "queued"
+            if newest is not None and newest.name in {m.name for m in markers}
+            else "settled"
+        ),
     }
     return view
 

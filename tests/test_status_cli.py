@@ -196,6 +196,7 @@ def test_status_shows_the_last_recall_and_settlement(capsys, tmp_path):
     host_side = binding["last_turn_settlement"]
     assert (host_side["turn_key"], host_side["validator_status"]) == (settled["turn_key"], "passed")
     assert "activated" in host_side["results"].values()
+    assert host_side["settlement_state"] == "settled"
     assert binding["queued_settlement_count"] == 0
     assert str(tmp_path) not in out
     assert cli.main(["status", *args, "--format", "markdown"]) == 0

@@ -162,7 +162,11 @@ def memory_export(args: argparse.Namespace) -> Result:
         target = Path(args.output)
         try:
             if target.is_symlink() or (target.exists() and not target.is_file()):
-                v.fail("output", "must be a regular file (not a link)", "export_output_invalid")
+                v.fail(
+                    "output",
+                    "must be a regular file (not a directory or a link)",
+                    "export_output_invalid",
+                )
             parent_ok = target.parent.is_dir()
         except OSError:  # a name the system refuses (too long, say)
             parent_ok = False
