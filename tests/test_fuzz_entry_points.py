@@ -209,8 +209,6 @@ SETTLEMENT = {"host_result": {}, "evidence": {"writeback": {"ok": True, "appende
 
 
 def _bases():
-    from capabilities.reward_memory.reports.route import builtin_case
-
     message = f"done\n<reward_memory_reflection_json>{RAW}</reward_memory_reflection_json>"
     event = {
         "turn_id": "t1",
@@ -227,7 +225,6 @@ def _bases():
         "dispatch pre-turn": TURN,
         "dispatch post-settlement": {"turn": TURN, "settlement": SETTLEMENT},
         "reward-memory ingest-event": {"event": f1.event(), "observed_at": f1.OBSERVED_AT},
-        "reward-memory route-check": builtin_case("pr-3237"),
         "reward-memory candidate-review": {"candidate": {}, "review": {}},
         "reward-memory utility-project": {"observations": [], "scope": {}},
         "reward-memory utility-observe": {

@@ -143,7 +143,6 @@ INPUT_COMMANDS = [
     pytest.param(("dispatch", "pre-turn"), "turn_hooks_error_v0", id="dispatch-pre-turn"),
     pytest.param(("dispatch", "post-settlement"), "turn_hooks_error_v0", id="dispatch-post"),
     pytest.param(("reward-memory", "ingest-event"), "reward_memory_error_v0", id="ingest-event"),
-    pytest.param(("reward-memory", "route-check"), "reward_memory_error_v0", id="route-check"),
     pytest.param(("reward-memory", "dogfood-evaluate"), "reward_memory_error_v0", id="dogfood"),
     pytest.param(
         ("reward-memory", "candidate-review", "--decision", "accept"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -10,34 +9,53 @@ from fixtures import f1
 from test_host_generic import run_cli
 from turn_support import bound_goal
 
-from capabilities.reward_memory.reports.route import BUILTIN_CASES, route_check
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
+from capabilities.reward_memory.reports.route import BUILTIN_CASES, builtin_case, route_check
 from conformance.public_safety import public_safety_violations
 
+# A bounded confirmed bug with its reproduction, validation and effect evidence.
+PILOT_FLAGS = ("--named-reproduction", "--named-validation", "--effect-evidence")
 PILOT_READY = {
-    "behavior": "confirmed_bug",
-    "surfaces_touched": ["backend"],
-    "semantic_contract_change": False,
-    "generic_boundary_leakage": False,
+    "behavior_status": "bug_confirmed",
+    "surface_count": 1,
     "edge_case_complexity": "medium",
-    "reproduction_named": True,
-    "validation_named": True,
-    "change": {
-        "user_visible": False,
-        "hot_path_or_storage": False,
-        "retrieval_quality_claim": False,
+    **{
+        name: False
+        for name in (
+            "semantic_contract_change",
+            "generic_boundary_for_specific_policy",
+            "user_visible_behavior_change",
+            "hot_path_or_storage_change",
+            "retrieval_or_memory_quality_claim",
+            "ux_evidence",
+            "benchmark_evidence",
+            "performance_evidence",
+        )
     },
-    "evidence": {"effect": True, "ux": False, "performance": False, "benchmark": False},
+    "named_reproduction": True,
+    "named_validation": True,
+    "effect_evidence": True,
 }
+# LoopX 2.1.1's bytes for `reward-memory route-check --case pr-3237 --format json`,
+# recorded from the oracle: the packet's fields, values and key order all match.
+PR_3237_UPSTREAM = (
+    '{"ok":true,"schema_version":"reward_memory_pilot_meta_route_v0",'
+    '"case_ref":"https://github.com/volcengine/OpenViking/pull/3237",'
+    '"decision":"meta_design_gate","reason_codes":["semantics_by_design",'
+    '"semantic_contract_change","cross_surface_change",'
+    '"generic_boundary_for_specific_policy","high_edge_case_complexity",'
+    '"missing_effect_evidence","missing_ux_evidence","missing_performance_evidence"],'
+    '"required_evidence":["effect","ux","performance"],'
+    '"missing_required_evidence":["effect","ux","performance"],'
+    '"pilot_authorized":false,"meta_review_required":true,'
+    '"route_check_role":"deterministic_guard_fixture_not_live_reasoner",'
+    '"live_reasoning_required":true,"memory_patch_authority":false,'
+    '"external_write_authorized":false,"raw_issue_or_memory_captured":false}'
+)
 
 
 def changed(**fields):
-    document = copy.deepcopy(PILOT_READY)
-    for key, value in fields.items():
-        if isinstance(value, dict):
-            document[key] = {**document[key], **value}
-        else:
-            document[key] = value
-    return document
+    return {**PILOT_READY, **fields}
 
 
 def cli(*args, stdin=""):
@@ -45,109 +63,138 @@ def cli(*args, stdin=""):
     return result.returncode, json.loads(result.stdout)
 
 
-def test_the_built_in_generic_layer_regression_is_a_meta_design_gate():
-    code, document = cli("reward-memory", "route-check", "--case", "pr-3237")
-    assert (code, document["route"]) == (0, "meta_design_gate")
-    assert set(document["meta_triggers"]) == {
-        "behavior_by_design",
-        "semantic_contract_change",
-        "cross_surface_change",
-        "generic_boundary_leakage",
-        "high_edge_case_complexity",
-    }
-    # no retrieval or memory-quality claim, so no benchmark is asked for
-    assert document["required_evidence"] == ["effect", "ux", "performance"]
-    assert document["prior_memory_hit"] == {
-        "present": True,
-        "recommended_route": "pilot_fix",
-        "applied_to_route": False,
-    }
-    assert "prior_memory_hit_cannot_change_route" in document["reason_codes"]
+def test_the_built_in_generic_layer_regression_is_upstreams_packet_byte_for_byte():
+    result = run_cli("reward-memory", "route-check", "--case", "pr-3237", stdin="")
+    assert (result.returncode, result.stdout.strip()) == (0, PR_3237_UPSTREAM)
+    # As upstream, the built-in case is the whole observation: other flags are unread.
+    again = run_cli("reward-memory", "route-check", "--case", "pr-3237", *PILOT_FLAGS, stdin="")
+    assert again.stdout.strip() == PR_3237_UPSTREAM
+
+
+def test_flags_left_out_describe_an_unevidenced_confirmed_bug_on_one_surface():
+    code, document = cli("reward-memory", "route-check")
+    assert (code, document["case_ref"], document["decision"]) == (
+        0,
+        "manual_observation",
+        "hold_for_evidence",
+    )
+    assert document["reason_codes"] == [
+        "missing_effect_evidence",
+        "missing_named_reproduction",
+        "missing_named_validation",
+    ]
+    assert list(document)[:4] == ["ok", "schema_version", "case_ref", "decision"]
 
 
 def test_a_bounded_confirmed_bug_with_its_evidence_is_a_pilot_fix():
-    document = route_check(PILOT_READY)
-    assert (document["route"], document["reason_codes"]) == (
-        "pilot_fix",
-        ["pilot_guards_satisfied"],
-    )
+    code, document = cli("reward-memory", "route-check", *PILOT_FLAGS)
+    assert (code, document["decision"], document["pilot_authorized"]) == (0, "pilot_fix", True)
+    assert document["reason_codes"][4] == "edge_case_complexity_low"
+    assert route_check(PILOT_READY)["reason_codes"] == [
+        "confirmed_bug_semantics",
+        "single_bounded_surface",
+        "no_semantic_contract_change",
+        "no_generic_boundary_for_specific_policy",
+        "edge_case_complexity_medium",
+        "reproduction_validation_and_relevant_evidence_present",
+    ]
 
 
 @pytest.mark.parametrize(
     ("change", "needed", "missing"),
     [
-        ({"user_visible": True}, ["effect", "ux"], ["ux"]),
-        ({"hot_path_or_storage": True}, ["effect", "performance"], ["performance"]),
-        ({"retrieval_quality_claim": True}, ["effect", "benchmark"], ["benchmark"]),
+        ({"user_visible_behavior_change": True}, ["effect", "ux"], ["ux"]),
+        ({"hot_path_or_storage_change": True}, ["effect", "performance"], ["performance"]),
+        ({"retrieval_or_memory_quality_claim": True}, ["effect", "benchmark"], ["benchmark"]),
     ],
 )
 def test_evidence_is_required_only_where_it_is_relevant(change, needed, missing):
-    document = route_check(changed(change=change))
-    assert (document["route"], document["required_evidence"]) == ("hold_for_evidence", needed)
-    assert document["missing_evidence"] == missing
-    assert f"missing_{missing[0]}_evidence" in document["reason_codes"]
+    document = route_check(changed(**change))
+    assert (document["decision"], document["required_evidence"]) == ("hold_for_evidence", needed)
+    assert document["missing_required_evidence"] == missing
+    assert document["reason_codes"] == [f"missing_{missing[0]}_evidence"]
+
+
+def test_the_benchmark_is_listed_before_performance_as_upstream_orders_them():
+    every = changed(
+        user_visible_behavior_change=True,
+        hot_path_or_storage_change=True,
+        retrieval_or_memory_quality_claim=True,
+    )
+    assert route_check(every)["required_evidence"] == ["effect", "ux", "benchmark", "performance"]
 
 
 def test_missing_effect_evidence_or_an_unnamed_validation_holds_the_change():
-    assert route_check(changed(evidence={"effect": False}))["route"] == "hold_for_evidence"
-    held = route_check(changed(validation_named=False))
-    assert (held["route"], held["reason_codes"]) == ("hold_for_evidence", ["validation_not_named"])
+    held = route_check(changed(effect_evidence=False, named_reproduction=False))
+    assert (held["decision"], held["reason_codes"]) == (
+        "hold_for_evidence",
+        ["missing_effect_evidence", "missing_named_reproduction"],
+    )
+    held = route_check(changed(named_validation=False))
+    assert held["reason_codes"] == ["missing_named_validation"]
 
 
 @pytest.mark.parametrize(
     ("fields", "trigger"),
     [
-        ({"behavior": "by_design"}, "behavior_by_design"),
-        ({"behavior": "uncertain"}, "behavior_uncertain"),
+        ({"behavior_status": "by_design"}, "semantics_by_design"),
+        ({"behavior_status": "uncertain"}, "semantics_uncertain"),
         ({"semantic_contract_change": True}, "semantic_contract_change"),
-        ({"surfaces_touched": ["backend", "ui"]}, "cross_surface_change"),
-        ({"generic_boundary_leakage": True}, "generic_boundary_leakage"),
+        ({"surface_count": 2}, "cross_surface_change"),
+        ({"generic_boundary_for_specific_policy": True}, "generic_boundary_for_specific_policy"),
         ({"edge_case_complexity": "high"}, "high_edge_case_complexity"),
     ],
 )
 def test_each_meta_trigger_alone_sends_the_change_to_the_design_gate(fields, trigger):
-    document = route_check(changed(**fields))
-    assert (document["route"], document["meta_triggers"]) == ("meta_design_gate", [trigger])
+    document = route_check(changed(**fields, named_validation=False))
+    # At the design gate an unnamed validation is not a reason; missing evidence is.
+    assert (document["decision"], document["reason_codes"]) == ("meta_design_gate", [trigger])
+    assert document["meta_review_required"] is True
 
 
-@pytest.mark.parametrize("recommended", ["pilot_fix", "hold_for_evidence", "meta_design_gate"])
-def test_a_prior_memory_hit_never_moves_the_route(recommended):
-    for base in (PILOT_READY, changed(behavior="by_design"), changed(validation_named=False)):
-        document = route_check({**base, "prior_memory_hit": {"recommended_route": recommended}})
-        assert document["route"] == route_check(base)["route"]
-        assert document["prior_memory_hit"]["applied_to_route"] is False
+@pytest.mark.parametrize("count", ["0", "21", "-1"])
+def test_a_surface_count_outside_1_to_20_is_a_typed_error_with_exit_2(count):
+    code, error = cli("reward-memory", "route-check", "--surface-count", count)
+    assert (code, error["ok"], error["status"], error["field"]) == (
+        2,
+        False,
+        "invalid_request",
+        "surface_count",
+    )
 
 
 @pytest.mark.parametrize(
-    ("document", "reason"),
+    "args",
+    [("--surface-count", "x"), ("--behavior-status", "confirmed_bug"), ("--case", "nope")],
+)
+def test_route_check_usage_errors(args):
+    code, error = cli("reward-memory", "route-check", *args)
+    assert (code, error["reason_code"]) == (2, "usage_invalid")
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
     [
-        ({**PILOT_READY, "extra": 1}, "unknown_key"),
-        ({k: v for k, v in PILOT_READY.items() if k != "behavior"}, "missing_key"),
-        (changed(behavior="probably"), "invalid_request"),
-        (changed(surfaces_touched=[]), "invalid_request"),
-        (changed(change={"user_visible": "yes"}), "invalid_request"),
-        ({**PILOT_READY, "schema_version": "v9"}, "schema_version_unsupported"),
-        ([], "invalid_request"),
+        ({"behavior_status": "probably"}, "behavior_status"),
+        ({"edge_case_complexity": 1}, "edge_case_complexity"),
+        ({"surface_count": True}, "surface_count"),
+        ({"surface_count": 1.0}, "surface_count"),
+        ({"named_validation": 1}, "named_validation"),
     ],
 )
-def test_malformed_route_input_is_a_typed_error_with_exit_2(tmp_path, document, reason):
-    source = tmp_path / "change.json"
-    source.write_text(json.dumps(document))
-    code, error = cli("reward-memory", "route-check", "--input", str(source))
-    assert (code, error["ok"], error["reason_code"]) == (2, False, reason)
+def test_an_ill_typed_observation_from_inside_the_package_is_a_typed_error(fields, field):
+    with pytest.raises(RewardMemoryInputError) as raised:
+        route_check(changed(**fields))
+    assert raised.value.field == field
 
 
-def test_route_check_usage_errors(tmp_path):
-    source = tmp_path / "bad.json"
-    source.write_text("{not json")
-    assert cli("reward-memory", "route-check", "--input", str(source))[1]["reason_code"] == (
-        "input_not_json"
-    )
-    assert cli("reward-memory", "route-check")[1]["reason_code"] == "usage_invalid"
-    both = cli("reward-memory", "route-check", "--case", "pr-3237", "--input", str(source))
-    assert both[1]["reason_code"] == "usage_invalid"
-    assert cli("reward-memory", "route-check", "--case", "nope")[1]["reason_code"] == "case_unknown"
+def test_the_built_in_cases_are_copies_and_an_unknown_one_is_refused():
     assert set(BUILTIN_CASES) == {"pr-3237"}
+    builtin_case("pr-3237")["surface_count"] = 9
+    assert BUILTIN_CASES["pr-3237"]["surface_count"] == 2
+    with pytest.raises(RewardMemoryInputError) as raised:
+        builtin_case("nope")
+    assert raised.value.reason_code == "case_unknown"
 
 
 def test_the_corpus_registry_is_public_safe_and_complete(tmp_path):

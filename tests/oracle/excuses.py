@@ -143,6 +143,25 @@ def issue_fix_adapter(ours: Any, theirs: Any, case: dict[str, Any] | None) -> No
                 document["excused"] = "issue_fix_adapter"
 
 
+OWN_ERROR_SCHEMA = "turn_hooks_error_v0"
+
+
+def usage_error(ours: Any, theirs: Any) -> None:
+    """A command line argparse refuses (an unknown choice, a count that is no integer):
+    upstream prints its usage on stderr and nothing on stdout; we print the one typed
+    ``turn_hooks_error_v0`` with ``usage_invalid`` that every usage error of ours is
+    (README differences table). Both exit 2."""
+    if (
+        isinstance(ours, dict)
+        and ours.get("schema_version") == OWN_ERROR_SCHEMA
+        and ours.get("reason_code") == "usage_invalid"
+        and theirs == {"unparsed_stdout": ""}
+    ):
+        for document in (ours, theirs):
+            document.clear()
+            document["excused"] = "usage_error"
+
+
 UPSTREAM_CRASH = 101  # oracle.worker's exit code for an exception out of main()
 
 
@@ -171,6 +190,7 @@ RULES: dict[str, Callable[[Any, Any], None]] = {
     "repair_commands": repair_commands,
     "latency": latency,
     "provider_transport_reason": provider_transport_reason,
+    "usage_error": usage_error,
 }
 
 

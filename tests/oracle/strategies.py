@@ -6,6 +6,8 @@ values below, a key dropped or added. Hypothesis shrinks a diverging case by
 shortening that list and simplifying each value, so a kept regression names one or
 two edits. Utility inputs are generated as observation streams instead, with every
 observation id recomputed, so the reducer's own rules are what is exercised.
+The route check reads flags, not a file: its seed is a valid flag set, edited the
+same way.
 """
 
 from __future__ import annotations
@@ -290,10 +292,74 @@ def operator_control(draw: st.DrawFn) -> dict[str, Any]:
     )
 
 
+# --- route-check -------------------------------------------------------------------
+# Upstream's route check reads flags, not a file: the seed is one valid flag set (a
+# bounded confirmed bug with its evidence, a pilot fix) and each edit sets one option
+# to a drawn value, False or None leaving it out. Values outside an option's choices,
+# and counts argparse cannot read, are usage errors on both sides.
+ROUTE_SWITCHES = (
+    "--semantic-contract-change",
+    "--generic-boundary-for-specific-policy",
+    "--user-visible-behavior-change",
+    "--hot-path-or-storage-change",
+    "--retrieval-or-memory-quality-claim",
+    "--named-reproduction",
+    "--named-validation",
+    "--effect-evidence",
+    "--ux-evidence",
+    "--benchmark-evidence",
+    "--performance-evidence",
+)
+ROUTE_SEED: dict[str, Any] = {
+    "--case": None,
+    "--behavior-status": "bug_confirmed",
+    "--surface-count": 1,
+    "--edge-case-complexity": "low",
+    **{switch: False for switch in ROUTE_SWITCHES},
+    "--named-reproduction": True,
+    "--named-validation": True,
+    "--effect-evidence": True,
+}
+ROUTE_VALUES: dict[str, Any] = {
+    "--case": st.sampled_from([None, None, "pr-3237", "pr-3238"]),
+    "--behavior-status": st.sampled_from(
+        [None, "bug_confirmed", "by_design", "uncertain", "confirmed_bug", ""]
+    ),
+    "--surface-count": st.one_of(
+        st.integers(-2, 22),
+        st.sampled_from([None, 10**6, "+3", " 4", "-0", "1e1", "x", "\u0663", "1.0"]),
+    ),
+    "--edge-case-complexity": st.sampled_from([None, "low", "medium", "high", "HIGH"]),
+    **{switch: st.booleans() for switch in ROUTE_SWITCHES},
+}
+
+
+def route_argv(options: dict[str, Any]) -> list[str]:
+    """The command line for ``options`` (a switch when True, left out when False/None)."""
+    argv = ["reward-memory", "route-check"]
+    for option, value in options.items():
+        if value is True:
+            argv.append(option)
+        elif value is not None and value is not False:
+            argv += [option, str(value)]
+    return argv
+
+
+@st.composite
+def route_check(draw: st.DrawFn) -> dict[str, Any]:
+    """The pilot seed's flags with up to six options set to drawn values."""
+    options = dict(ROUTE_SEED)
+    for _ in range(draw(st.integers(0, 6))):
+        option = draw(st.sampled_from(sorted(ROUTE_VALUES)))
+        options[option] = draw(ROUTE_VALUES[option])
+    return _case("route-check", route_argv(options))
+
+
 FAMILIES = {
     "utility-project": utility_project(),
     "ingest-event": ingest_event(),
     "experiment-status": experiment_status(),
     "dogfood-evaluate": dogfood_evaluate(),
     "operator-control": operator_control(),
+    "route-check": route_check(),
 }

@@ -115,6 +115,9 @@ def _shrinker(family: str, target: str, tools):
 def test_both_tools_agree(family, tools):
     """Explore the budget, then shrink each divergence class on its own."""
     seen: dict[str, int] = {}
+    # Draws answered, those that matched, and how often each excuse rule was needed:
+    # the match figures an issue reports.
+    stats: dict[str, Any] = {"draws": 0, "matched": 0, "excuses": {}}
     until = time.monotonic() + SECONDS
 
     @settings(SETTINGS, max_examples=BUDGET, phases=[Phase.generate])
@@ -123,7 +126,11 @@ def test_both_tools_agree(family, tools):
         if time.monotonic() > until:
             return
         ours, theirs = answer_both(case, tools)
-        classes, _used = divergences(family, ours, theirs, case)
+        classes, used = divergences(family, ours, theirs, case)
+        stats["draws"] += 1
+        stats["matched"] += not classes
+        for name in used:
+            stats["excuses"][name] = stats["excuses"].get(name, 0) + 1
         for name in classes:
             seen[name] = seen.get(name, 0) + 1
             _keep(name, case, ours, theirs)
@@ -133,4 +140,5 @@ def test_both_tools_agree(family, tools):
         with contextlib.suppress(Divergence):
             _shrinker(family, target, tools)()
     (OUT / f"summary-{family}.json").write_text(json.dumps(seen, indent=1, sort_keys=True))
+    (OUT / f"stats-{family}.json").write_text(json.dumps(stats, indent=1, sort_keys=True))
     assert not seen, f"{len(seen)} divergence classes, smallest cases in {OUT}: {sorted(seen)}"

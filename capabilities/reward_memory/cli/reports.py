@@ -40,14 +40,19 @@ def health_check(args: argparse.Namespace) -> Result:
 
 def route_check(args: argparse.Namespace) -> Result:
     """``route-check``: pilot_fix, meta_design_gate or hold_for_evidence for a change."""
-    from capabilities.reward_memory.contract import values as v
-    from capabilities.reward_memory.reports.route import builtin_case
+    from capabilities.reward_memory.reports.route import FLAGS, builtin_case
     from capabilities.reward_memory.reports.route import route_check as check
 
-    if (args.input is None) == (args.case is None):
-        v.fail("input", "or --case is required (exactly one)", "usage_invalid")
-    source = read_input(args.input) if args.input else builtin_case(args.case)
-    return check(source), "Pilot/meta route check"
+    if args.case is not None:
+        # As upstream: a built-in case is the whole observation; other flags are unread.
+        return check(builtin_case(args.case)), "Pilot/meta route check"
+    observation = {
+        "behavior_status": args.behavior_status,
+        "surface_count": args.surface_count,
+        "edge_case_complexity": args.edge_case_complexity,
+        **{name: getattr(args, name) for name in FLAGS},
+    }
+    return check(observation), "Pilot/meta route check"
 
 
 def architecture(args: argparse.Namespace) -> Result:
@@ -127,17 +132,36 @@ def add_evaluate(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def add_route_check(sub: argparse._SubParsersAction[Any]) -> None:
-    """``reward-memory route-check``."""
+    """``reward-memory route-check``: LoopX 2.1.1's options, defaults and choices (the
+    route module's constants, written out so registering costs no import)."""
     route = sub.add_parser(
         "route-check",
         help="route a proposed change: pilot_fix, meta_design_gate or hold_for_evidence",
-        description="The input is a reward_memory_route_check_input_v0 change description "
-        "(behavior, surfaces_touched, semantic_contract_change, generic_boundary_leakage, "
-        "edge_case_complexity, reproduction_named, validation_named, change{user_visible, "
-        "hot_path_or_storage, retrieval_quality_claim}, evidence{effect, ux, performance, "
-        "benchmark}, optional case_id and prior_memory_hit{recommended_route}).",
+        description="The change is described by flags: a flag left out is false, the "
+        "behaviour defaults to bug_confirmed, one surface and low complexity. --case "
+        "answers a built-in observation instead and ignores the other flags.",
     )
     add_format(route)
-    route.add_argument("--input", help="the change description (JSON file)")
-    route.add_argument("--case", help="a built-in case instead of --input (pr-3237)")
+    route.add_argument(
+        "--case", choices=("pr-3237",), help="a built-in public regression observation"
+    )
+    route.add_argument(
+        "--behavior-status",
+        choices=("bug_confirmed", "by_design", "uncertain"),
+        default="bug_confirmed",
+    )
+    route.add_argument("--surface-count", type=int, default=1, help="surfaces touched (1-20)")
+    for flag in (
+        "semantic-contract-change",
+        "generic-boundary-for-specific-policy",
+        "user-visible-behavior-change",
+        "hot-path-or-storage-change",
+        "retrieval-or-memory-quality-claim",
+    ):
+        route.add_argument(f"--{flag}", action="store_true")
+    route.add_argument("--edge-case-complexity", choices=("low", "medium", "high"), default="low")
+    route.add_argument("--named-reproduction", action="store_true")
+    route.add_argument("--named-validation", action="store_true")
+    for name in ("effect", "ux", "benchmark", "performance"):
+        route.add_argument(f"--{name}-evidence", action="store_true")
     route.set_defaults(handler=route_check)

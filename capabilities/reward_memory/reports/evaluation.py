@@ -198,15 +198,15 @@ def _ranking(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
 def _large_patch(fx: Fixture) -> tuple[list[bool], dict[str, Any], dict[str, int]]:
     decision = route_check(builtin_case("pr-3237"))
     checks = [
-        decision["route"] == "meta_design_gate",
-        decision["prior_memory_hit"]["applied_to_route"] is False,
-        decision["missing_evidence"] == ["effect", "ux", "performance"],
-        decision[NEW_ACTION_AUTHORITY] is False,
+        decision["decision"] == "meta_design_gate",
+        decision["pilot_authorized"] is False,
+        decision["missing_required_evidence"] == ["effect", "ux", "performance"],
+        decision["memory_patch_authority"] is False,
     ]
     evidence = {
-        "decision": decision["route"],
-        "pilot_authorized": decision["route"] == "pilot_fix",
-        "missing_required_evidence": decision["missing_evidence"],
+        "decision": decision["decision"],
+        "pilot_authorized": decision["pilot_authorized"],
+        "missing_required_evidence": decision["missing_required_evidence"],
     }
     return checks, evidence, {}
 
