@@ -407,6 +407,26 @@ def test_candidate_review_command_records_each_decision(capsys, tmp_path):
     assert (code, error["reason_code"]) == (2, "unknown_key")
 
 
+def test_a_review_reads_its_own_fields_and_ignores_others_as_upstream_does():
+    # tests/oracle/regressions/review-extra-key.json: LoopX reviews a record whose
+    # review carries an unknown key; we refused it as unknown_key. A missing field is
+    # still refused.
+    from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
+    from capabilities.reward_memory.contract.values import RewardMemoryInputError
+    from capabilities.reward_memory.curation.review import review_candidate
+
+    packet = build_candidate(normalise_event(f1.event()))
+    rev = {"reviewer_ref": "reviewer:demo", "review_ref": "review:1", "reasoning_summary": "fits"}
+    plain = review_candidate(packet, {**rev, "decision": "accept"})
+    assert review_candidate(packet, {**rev, "decision": "accept", "note": []}) == plain
+    with pytest.raises(RewardMemoryInputError) as raised:
+        review_candidate(packet, {"decision": "accept", "review_ref": "review:1"})
+    assert (raised.value.reason_code, raised.value.field) == (
+        "missing_key",
+        "review.reasoning_summary",
+    )
+
+
 def review_args(source, decision):
     return ("reward-memory", "candidate-review", "--input", str(source), "--decision", decision)
 

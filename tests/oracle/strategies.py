@@ -292,6 +292,43 @@ def operator_control(draw: st.DrawFn) -> dict[str, Any]:
     )
 
 
+# --- candidate-review ----------------------------------------------------------------
+# Upstream's CLI reviews only its built-in case; its review function answers ours
+# through oracle/upstream_shims.py. The seed is F1's candidate (an accepted record for
+# a retirement, which needs an active record) and a review for the drawn decision.
+DECISIONS = ("accept", "edit", "reject", "retire", "no_write")
+
+
+def review_input(decision: str) -> dict[str, Any]:
+    """F1's candidate (or accepted record) and a valid review for ``decision``."""
+    packet = build_candidate(normalise_event(f1.event()))
+    review: dict[str, Any] = {
+        "reviewer_ref": "reviewer:demo",
+        "review_ref": "review:1",
+        "reasoning_summary": "the evidence and scope were reviewed",
+    }
+    if decision == "retire":
+        packet = review_candidate(packet, {"decision": "accept", **review})
+        review["review_ref"] = "review:2"
+    if decision == "edit":
+        review["edited_content_summary"] = "run the focused tests before the full suite"
+    return {"candidate": packet, "review": review}
+
+
+REVIEW_SEEDS = {decision: review_input(decision) for decision in DECISIONS}
+
+
+@st.composite
+def candidate_review(draw: st.DrawFn) -> dict[str, Any]:
+    """One decision on F1's candidate, the candidate or the review edited."""
+    decision = draw(st.sampled_from(DECISIONS))
+    document = copy.deepcopy(REVIEW_SEEDS[decision])
+    part = draw(st.sampled_from(["candidate", "review"]))
+    document[part] = draw(edited(document[part], max_edits=2))
+    argv = ["reward-memory", "candidate-review", "--input", "{root}/input.json"]
+    return _case("candidate-review", [*argv, "--decision", decision], **{"input.json": document})
+
+
 # --- route-check -------------------------------------------------------------------
 # Upstream's route check reads flags, not a file: the seed is one valid flag set (a
 # bounded confirmed bug with its evidence, a pilot fix) and each edit sets one option
@@ -362,4 +399,5 @@ FAMILIES = {
     "dogfood-evaluate": dogfood_evaluate(),
     "operator-control": operator_control(),
     "route-check": route_check(),
+    "candidate-review": candidate_review(),
 }

@@ -57,7 +57,7 @@ def tools():
     ours = start_ours()
     theirs = OracleTool(
         ORACLE_PYTHON,
-        "loopx.entrypoint:main",
+        "upstream_shims:main",  # upstream's CLI, and its review function for candidate-review
         oracle_env(),
         ["--format", "json"],
         memoised=("loopx.cli:build_parser",),

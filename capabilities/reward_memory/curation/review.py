@@ -48,9 +48,12 @@ def _subject(value: object) -> tuple[dict[str, Any], bool]:
 def review_candidate(candidate_or_review: object, review: object) -> dict[str, Any]:
     """Apply one review decision; the result says what the caller must persist."""
     record, guard_passed = _subject(candidate_or_review)
-    decision_input = v.exact_keys(
-        review, "review", _REVIEW_KEYS, frozenset({"edited_content_summary"})
-    )
+    # Upstream reads a review by its own fields and ignores any others; a missing one
+    # is still refused.
+    decision_input = v.mapping(review, "review")
+    missing = sorted(_REVIEW_KEYS - set(decision_input))
+    if missing:
+        v.fail(f"review.{missing[0]}", "is required", "missing_key")
     requested = v.enum(decision_input["decision"], DECISIONS, "review.decision")
     reviewed = {
         "reviewer_ref": v.token(decision_input["reviewer_ref"], "review.reviewer_ref"),
