@@ -392,6 +392,15 @@ def route_check(draw: st.DrawFn) -> dict[str, Any]:
     return _case("route-check", route_argv(options))
 
 
+# No family for corpus-registry or health-check: upstream's CLI takes no input for
+# either (corpus-registry builds its reference registry from no arguments and does not
+# read --registry; health-check answers one of ten built-in --case fixtures). Its
+# stateless functions, build_reward_memory_corpus_registry_packet(corpora) and
+# build_reward_memory_corpus_health_packet(corpus, observation), need no network or
+# state, but they read LoopX corpus declarations and health observations, while ours
+# read a bound Goal's config and probe its live provider: the same schema names over
+# different documents, so no input can be given to both (the route check's situation
+# before it was redesigned).
 FAMILIES = {
     "utility-project": utility_project(),
     "ingest-event": ingest_event(),
