@@ -7,23 +7,18 @@ hook the server does not take (none running, busy, broken, switched off with
 ``TURN_HOOKS_RESIDENT=0``), runs the ordinary command line here, in this process:
 the cold path, with the same outputs.
 
-Installed hooks run this file as a script, ``python -S <root>/hosts/_entry.py host
-...`` (:func:`hosts._hook_line.entry_argv`). ``-S`` defers the ``site`` module: its
-``.pth`` files and site-packages cost about 10 ms, a third of the interpreter's
-start, and the call the server takes needs none of it. The cold path imports
-``site`` first (:func:`full_site`), so it runs exactly as under ``python -m
-hosts._entry``. A script also spares ``runpy``, which ``-m`` imports (about 5 ms).
+Installed hooks run it under ``-S``: ``python -S -c "<loader>" host ...``
+(:func:`hosts._hook_line.entry_argv`), where the loader puts the package root first
+on the path and calls :func:`run`. ``-S`` defers the ``site`` module: its ``.pth``
+files and site-packages cost about 10 ms, a third of the interpreter's start, and
+the call the server takes needs none of it. The cold path imports ``site`` first
+(:func:`full_site`), so it runs exactly as under ``python -m hosts._entry``. ``-c``
+also spares ``runpy``, which ``-m`` imports (about 5 ms).
 """
 
 # No ``from __future__ import annotations``: this runs on every Turn, and the
 # __future__ module is one import a bare interpreter does not make.
 import sys
-
-if __name__ == "__main__" and __spec__ is None:  # run as a script, not with -m
-    # The script's directory (hosts/) is sys.path[0]: it would shadow any module
-    # named like one of ours (mcp, for one). The package root takes its place.
-    # (Python made sys.path[0] absolute, with links resolved.)
-    sys.path[0] = sys.path[0].rpartition("/")[0] or "/"
 
 
 def full_site() -> None:
@@ -65,7 +60,7 @@ def main() -> int:
 
 
 def run() -> None:
-    """The script's body: run :func:`main`, then exit with its status.
+    """The loader's call: run :func:`main`, then exit with its status.
 
     After a call the server ran, this process wrote nothing (the server's child
     wrote to the host's streams itself) and holds nothing to clean up, so it ends

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -439,28 +440,31 @@ def test_no_server_unless_a_hook_may_use_one(tmp_path, run_dir, switch, command)
 
 def test_installed_hooks_enter_through_the_resident_front_door():
     from hosts import codex_install, dsh_install, settings_install, status
-    from hosts._hook_line import SCRIPT as ENTRY
-    from hosts._hook_line import entry_argv
+    from hosts._hook_line import entry_argv, loader
 
-    assert entry_argv() == [sys.executable, "-S", ENTRY] and ENTRY.endswith("/hosts/_entry.py")
+    assert entry_argv() == [sys.executable, "-S", "-c", loader()]
     command = codex_install.hook_command(
         "UserPromptSubmit", registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
     )
-    assert command.startswith(f"{sys.executable} -S {ENTRY} host codex-cli pre-turn ")
+    start = shlex.join(entry_argv())
+    assert command.startswith(f"{start} host codex-cli pre-turn ")
     [entry] = dsh_install.patch_layer(
         registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
     )[0]["insert"]
     assert entry["config"]["command"] == entry_argv()
-    # Handlers written by earlier versions (``-m hosts._entry``, ``-m hosts.cli``) are
-    # still ours to replace, and still read by status; another adapter's are not.
-    for form in ("-m hosts._entry", "-m hosts.cli", f"-S {ENTRY}"):
-        older = {"command": command.replace(f"-S {ENTRY}", form)}
+    # Handlers written by earlier versions (``-m hosts._entry``, ``-m hosts.cli``) and
+    # by another install of the package are still ours to replace, and still read by
+    # status; another adapter's, or another program's, are not.
+    elsewhere = start.replace(json.dumps(package_root()), '"/x y"')
+    assert elsewhere != start
+    for form in (f"{sys.executable} -m hosts._entry", f"{sys.executable} -m hosts.cli", elsewhere):
+        older = {"command": command.replace(start, form)}
         assert codex_install._ours(older, "g", "a"), form
         assert status.our_handler(older["command"])["hook_event"] == "pre-turn", form
     for foreign in (
         command.replace("host codex-cli", "host generic"),
-        command.replace(ENTRY, "/elsewhere/_entry.py"),
-        command.replace(f"-S {ENTRY}", f"-S -X dev {ENTRY}"),
+        command.replace(start, f"{sys.executable} -S -c 'import evil' "),
+        command.replace(start, f"{sys.executable} -m other"),
         "echo host codex-cli pre-turn",
     ):
         assert not codex_install._ours({"command": foreign}, "g", "a"), foreign
@@ -475,11 +479,32 @@ def test_installed_hooks_enter_through_the_resident_front_door():
     )
     assert settings_install.is_ours(claude, {"command": written})
     assert settings_install.is_ours(
-        claude, {"command": written.replace(f"-S {ENTRY}", "-m hosts._entry")}
+        claude, {"command": written.replace(start, f"{sys.executable} -m hosts._entry")}
     )
 
 
-@pytest.mark.parametrize("form", ["script", "module"])
+def package_root():
+    from hosts import _hook_line
+
+    return _hook_line.ROOT
+
+
+def test_a_removed_package_never_blocks_the_prompt(tmp_path):
+    """Hooks left installed after the package went: the command fails with exit 1,
+    never 2, which Codex, Claude Code and Gemini read as "block this prompt"."""
+    from hosts._hook_line import entry_argv
+
+    gone = shlex.join(entry_argv()).replace(
+        json.dumps(package_root()), json.dumps(str(tmp_path / "gone"))
+    )
+    assert gone != shlex.join(entry_argv())
+    result = subprocess.run(
+        f"{gone} host codex-cli pre-turn", shell=True, input="{}", capture_output=True, text=True
+    )
+    assert result.returncode == 1, result.stderr
+
+
+@pytest.mark.parametrize("form", ["loader", "module"])
 def test_the_installed_command_form_is_served_warm(tmp_path, run_dir, form):
     from hosts._hook_line import entry_argv
 
@@ -488,7 +513,7 @@ def test_the_installed_command_form_is_served_warm(tmp_path, run_dir, form):
     registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
     extra = ("--validation-command-json", json.dumps(validator(marks)))
     payload = json.dumps({"turn_id": "turn-1", "last_assistant_message": MESSAGE})
-    start = entry_argv() if form == "script" else [sys.executable, "-m", "hosts._entry"]
+    start = entry_argv() if form == "loader" else [sys.executable, "-m", "hosts._entry"]
     command = [*start, *argv(registry, "post-settlement", *extra)[1:]]
     result = subprocess.run(
         command, input=payload, capture_output=True, text=True, env=env, cwd=registry.parent
@@ -498,14 +523,14 @@ def test_the_installed_command_form_is_served_warm(tmp_path, run_dir, form):
     assert servers(run_dir) == [server], "the -S client computed its server's key"
 
 
-def test_the_script_form_runs_cold_exactly_as_the_module_form(tmp_path, run_dir):
-    """``python -S .../hosts/_entry.py`` imports ``site`` before a cold run: the same
+def test_the_installed_form_runs_cold_exactly_as_the_module_form(tmp_path, run_dir):
+    """``python -S -c <loader>`` imports ``site`` before a cold run: the same
     outputs as ``-m``, with site-packages (pydantic, the capability plugins) found."""
     from hosts._hook_line import entry_argv
 
     printed = []
     for start in (entry_argv(), [sys.executable, "-m", "hosts._entry"]):
-        registry = bound_goal(tmp_path / start[1].strip("-"))
+        registry = bound_goal(tmp_path / str(len(start)))
         checked = ("--validation-command-json", json.dumps(validator(registry.parent / "marks")))
         runs = []
         for event, payload, extra in (
