@@ -5,11 +5,12 @@ $VENV/bin/python benchmarks/bench_claude.py [rounds]`` (default 5 rounds; `make 
 installs Claude Code 2.1.332 into the cache).
 
 The same two-Turn run (learn, then recall) of ``claude -p`` without our hooks, with
-them in its ``settings.json`` (UserPromptSubmit and Stop) in the form the README
-documents (``python -m hosts.cli``, cold), and with them entering through
-``python -m hosts._entry`` (the form ``turn-hooks install`` writes for Codex and
-DSH: warm, through a resident server in a private directory, stopped at the end),
-alternated in one loop against the fake Messages server the tests use.
+them in its ``settings.json`` (UserPromptSubmit and Stop) as ``python -m hosts.cli``
+(cold), and with them as ``turn-hooks install claude-code`` writes them, ``python -S -c
+"<loader>"`` (warm, through a resident server in a private directory,
+stopped at the end), alternated in one loop against the fake Messages server the
+tests use. Each run starts with one untimed Turn, so the timed ones find the Goal's
+store and sidecars made, as every Turn after a user's first does.
 The Stop hook settles detached, so the next Turn's PreTurn may wait for it (at most
 1 s); the time of that wait is part of what the hooks add.
 """
@@ -26,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
+from bench_codex import INSTALLED  # noqa: E402
 from fixtures import f1  # noqa: E402
 from host_turns import alternate  # noqa: E402
 from test_claude_real import CLAUDE, ask, settings  # noqa: E402
@@ -46,14 +48,15 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
     if variant != "without":
         document = settings(registry)
         if variant == "warm":
-            text = json.dumps(document).replace(" -m hosts.cli ", " -m hosts._entry ")
+            text = json.dumps(document).replace(" -m hosts.cli ", INSTALLED)
             document = json.loads(text)
     (root / "settings.json").write_text(json.dumps(document))
     saved = dict(os.environ)
     os.environ.update(env)  # ask() hands the host, and so its hooks, os.environ
     try:
         with FakeMessages() as fake:
-            fake.reply(REFLECTED, "Module tests first.")
+            fake.reply("Ready.", REFLECTED, "Module tests first.")
+            assert ask(CLAUDE, root, fake, "look around first").returncode == 0  # untimed
             started = time.perf_counter()
             for prompt in ("fix the flaky parser test", "a change touches one module"):
                 result = ask(CLAUDE, root, fake, prompt)

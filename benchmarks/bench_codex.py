@@ -5,16 +5,19 @@ $VENV/bin/python benchmarks/bench_codex.py [rounds]`` (default 5; `make codex`
 installs the binary).
 
 The same two-Turn run (learn, then recall) without our hooks, with them as
-``python -m hosts.cli host codex-cli ...`` (cold), and with them entering through
-``python -m hosts._entry`` (the form ``turn-hooks install codex`` writes: warm,
-through a resident server in a private directory, stopped at the end), alternated
-in one loop against a fake Responses server on loopback.
+``python -m hosts.cli host codex-cli ...`` (cold), and with them as ``turn-hooks
+install codex`` writes them, ``python -S -c "<loader>" host codex-cli ...``
+(warm, through a resident server in a private directory, stopped at the end),
+alternated in one loop against a fake Responses server on loopback. Each run starts
+with one untimed Turn, as every Turn after a user's first does: the Goal's store,
+sidecars and the host's own state exist.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -28,6 +31,10 @@ from test_codex_real import REFLECTED, CodexRun  # noqa: E402
 from turn_support import settled_spools  # noqa: E402
 
 from conformance.fakes import FakeResponses  # noqa: E402
+from hosts._hook_line import entry_argv  # noqa: E402
+
+INSTALLED = f" {shlex.join(entry_argv()[1:])} "
+"""What ``install`` writes after the interpreter, in place of ``-m hosts.cli``."""
 
 
 def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
@@ -37,9 +44,10 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
         with FakeResponses() as fake:
             run = CodexRun(root, fake, {"hooks": {}} if variant == "without" else None)
             if variant == "warm":
-                hooks = json.dumps(run.our_hooks()).replace(" -m hosts.cli ", " -m hosts._entry ")
+                hooks = json.dumps(run.our_hooks()).replace(" -m hosts.cli ", INSTALLED)
                 (run.home / "hooks.json").write_text(hooks)
-            fake.reply(REFLECTED, "Module tests first.")
+            fake.reply("Ready.", REFLECTED, "Module tests first.")
+            assert run.exec("look around first").returncode == 0  # untimed: the store exists
             started = time.perf_counter()
             for prompt in ("fix the flaky parser test", "a change touches one module"):
                 result = run.exec(prompt)

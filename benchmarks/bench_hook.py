@@ -26,6 +26,7 @@ from corpus import seed
 from fixtures import f1
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+from hosts._hook_line import entry_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
@@ -106,8 +107,8 @@ def main(samples: int = 25, records: int = 10_000) -> None:
                 json.dumps({"turn_id": f"v{i}", "last_assistant_message": message}),
             ),
         }
-        cases["pre-turn as installed (python -m hosts._entry)"] = lambda i: (
-            [sys.executable, "-m", "hosts._entry", "host", "generic", "pre-turn", *binding],
+        cases["pre-turn as installed (python -S -c <loader>)"] = lambda i: (
+            [*entry_argv(), "host", "generic", "pre-turn", *binding],
             json.dumps({"turn_id": f"m{i}", "prompt": "module tests"}),
         )
         cold_env = dict(os.environ, TURN_HOOKS_RESIDENT="0")

@@ -20,7 +20,7 @@ from pathlib import Path
 VARIANTS = {
     "without": "without our hooks",
     "cold": "with our hooks, `python -m hosts.cli` (cold)",
-    "warm": "with our hooks, `python -m hosts._entry` (warm, resident server)",
+    "warm": "with our hooks as installed, `python -S -c <loader>` (warm, resident server)",
 }
 
 TwoTurns = Callable[[Path, str, dict[str, str]], float]

@@ -56,18 +56,21 @@ class Unsafe(Exception):
     """The socket directory is not a 0700 directory of this user: do not use it."""
 
 
-def enabled(argv: list[str]) -> bool:
+def enabled(argv: list[str], *, site_deferred: bool = False) -> bool:
     """Whether this call may go to the resident server: host hooks only, switch on.
 
     Debug runs stay cold, so a traceback shows the frames a cold run shows, and so
     does an interpreter started with options that change how it runs code (``-I``,
     ``-E``, ``-s``, ``-S``, ``-O``, ``-X dev``, ``-b``): the server runs with none.
+    ``site_deferred``: the hook launcher's own ``-S`` (:mod:`hosts._entry`), which
+    imports ``site`` before any cold run, so the process runs as a normal one would.
     """
     flags = sys.flags
     return (
         argv[:1] == ["host"]
         and not (flags.isolated or flags.ignore_environment or flags.no_user_site)
-        and not (flags.no_site or flags.optimize or flags.dev_mode or flags.bytes_warning)
+        and not (flags.no_site and not site_deferred)
+        and not (flags.optimize or flags.dev_mode or flags.bytes_warning)
         and os.environ.get(SWITCH, "1") != "0"
         and os.environ.get("TURN_HOOKS_DEBUG") != "1"
         and hasattr(_socket, "SO_PEERCRED")
@@ -135,9 +138,7 @@ def package_key() -> bytes:
         if key.startswith(tuple(p.encode() for p in _STARTUP_PREFIXES))
     ]
     parts.append(_identity(__file__))
-    for entry in sys.path:
-        if not entry.endswith(("site-packages", "dist-packages")):
-            continue
+    for entry in site_directories():
         try:
             names = sorted(n for n in os.listdir(entry) if n.startswith("turn_hooks-"))
         except OSError:
@@ -148,6 +149,27 @@ def package_key() -> bytes:
         if names:
             break
     return b"\0".join(parts)
+
+
+def site_directories() -> list[str]:
+    """Where this package's dist-info can be: beside the package (an ordinary
+    install), else the interpreter's own site-packages (an editable one).
+
+    Worked out from this file and the interpreter alone, never from ``sys.path``: a
+    hook client started with ``-S`` (:mod:`hosts._entry`) has no site-packages on its
+    path, and it must compute the very key its server, started normally, computes.
+    Like ``site``, a ``pyvenv.cfg`` beside the interpreter or one level up marks a
+    virtual environment; without ``site``, ``sys.prefix`` names the base installation.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bin_dir = os.path.dirname(sys.executable)
+    prefix = sys.base_prefix
+    for candidate in (bin_dir, os.path.dirname(bin_dir)):
+        if os.path.isfile(os.path.join(candidate, "pyvenv.cfg")):
+            prefix = candidate
+            break
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    return [root, os.path.join(prefix, "lib", version, "site-packages")]
 
 
 def _identity(path: str) -> bytes:
@@ -390,6 +412,11 @@ _notes: list[str] = []
 
 def _note(reason_code: str) -> None:
     _notes.append(reason_code)
+
+
+def has_notes() -> bool:
+    """Whether this process noted a fault that :func:`flush_notes` would log."""
+    return bool(_notes)
 
 
 def flush_notes(argv: list[str]) -> None:

@@ -20,15 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from hosts import mcp_install
-from hosts._hook_line import MODULE, hook_line
+from hosts._hook_line import handler_words, hook_line
 from hosts.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
 EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
-# The hooks enter through hosts._entry, which tries the resident server first; a
-# hooks.json written before it ran ``-m hosts.cli`` and is still recognised as ours.
-MARKERS = (f" -m {MODULE} host codex-cli ", " -m hosts.cli host codex-cli ")
 HOOK_TIMEOUT = 30
 
 
@@ -66,7 +63,10 @@ def _ours(handler: Any, goal_id: str | None, agent_id: str | None) -> bool:
     """One of our handlers: of this Goal (and Agent, unless ``agent_id`` is ``None``),
     or of any binding with ``goal_id`` ``None``."""
     command = handler.get("command") if isinstance(handler, dict) else None
-    if not (isinstance(command, str) and any(marker in command for marker in MARKERS)):
+    if not isinstance(command, str):
+        return False
+    words = handler_words(command)
+    if words is None or words[0][words[1] + 1] != "codex-cli":
         return False
     if goal_id is None:
         return True

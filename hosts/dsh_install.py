@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+from hosts._hook_line import entry_argv
 from hosts.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import loads_bounded
@@ -34,7 +34,7 @@ def patch_layer(
     """The patch list that inserts and configures our plugin."""
     config: dict[str, Any] = {
         # hosts._entry: the resident server first, the cold command line otherwise.
-        "command": [sys.executable, "-m", "hosts._entry"],
+        "command": entry_argv(),
         "goalId": goal_id,
         "agentId": agent_id,
         "registry": registry,

@@ -4,7 +4,7 @@ Claude Code reads ``$CLAUDE_CONFIG_DIR/settings.json`` (``~/.claude``), Gemini C
 ``~/.gemini/settings.json``; both take ``{"hooks": {Event: [{"hooks": [handler]}]}}``.
 The handlers call the generic CLI host with the runtime's dialect, through the
 absolute interpreter that ran ``install``. Our handlers are recognised by their
-command (``-m hosts._entry host generic ... --dialect <name>``); everything else in
+command (``python -S .../hosts/_entry.py host generic ... --dialect <name>``); everything else in
 the file is kept as it was. Installing twice changes nothing; uninstalling removes
 the handlers of ours of the Goal named (of every Goal with ``--all``) and nothing
 else, so it needs nothing but the runtime's home.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hosts import mcp_install
-from hosts._hook_line import MODULE, hook_line
+from hosts._hook_line import handler_words, hook_line
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
@@ -92,15 +92,11 @@ def hook_command(
 def is_ours(spec: SettingsHost, handler: Any) -> bool:
     """A handler this installer wrote (for any binding)."""
     command = handler.get("command") if isinstance(handler, dict) else None
-    if not isinstance(command, str):
+    words = handler_words(command)
+    if words is None:
         return False
-    try:
-        parts = shlex.split(command)
-    except ValueError:
-        return False
-    return parts[1:5] == ["-m", MODULE, "host", "generic"] and f"--dialect {spec.name}" in " ".join(
-        parts
-    )
+    parts, at = words
+    return parts[at + 1] == "generic" and f"--dialect {spec.name}" in " ".join(parts)
 
 
 def our_commands(spec: SettingsHost, document: dict[str, Any]) -> list[str]:

@@ -16,20 +16,18 @@ contents stay out of them.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from hosts import mcp_install
+from hosts._hook_line import handler_words
 from sidecars import SidecarStore, goal_repository, read_bounded, serves_directory
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 
 STATUS_SCHEMA = "turn_hooks_host_status_v0"
 LOG_VIEW_SCHEMA = "turn_hooks_hook_log_view_v0"
-# Our handlers enter through one of these modules (or the console script) as `host`.
-_ENTRIES = ("hosts._entry", "hosts.cli")
 
 
 def _read_json(path: Path, name: str) -> tuple[Any, str | None]:
@@ -61,20 +59,11 @@ def _resolves(program: str) -> bool:
 
 def our_handler(command: object) -> dict[str, Any] | None:
     """What one hook command of ours runs (adapter, event, binding); ``None`` if not ours."""
-    if not isinstance(command, str):
+    words = handler_words(command)
+    if words is None or len(words[0]) < words[1] + 3:
         return None
-    try:
-        parts = shlex.split(command)
-    except ValueError:
-        return None
-    if "host" not in parts:
-        return None
-    at = parts.index("host")
+    parts, at = words
     program = parts[0]
-    entry = parts[at - 1] if at >= 1 else ""
-    ours = entry in _ENTRIES or Path(program).name == "turn-hooks"
-    if not ours or len(parts) < at + 3:
-        return None
     goal_id = _option(parts, "--goal-id")
     return {
         "adapter": parts[at + 1],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -438,35 +439,121 @@ def test_no_server_unless_a_hook_may_use_one(tmp_path, run_dir, switch, command)
 
 
 def test_installed_hooks_enter_through_the_resident_front_door():
-    from hosts import codex_install, dsh_install
+    from hosts import codex_install, dsh_install, settings_install, status
+    from hosts._hook_line import entry_argv, loader
 
+    assert entry_argv() == [sys.executable, "-S", "-c", loader()]
     command = codex_install.hook_command(
         "UserPromptSubmit", registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
     )
-    assert command.startswith(f"{sys.executable} -m hosts._entry host codex-cli pre-turn ")
+    start = shlex.join(entry_argv())
+    assert command.startswith(f"{start} host codex-cli pre-turn ")
     [entry] = dsh_install.patch_layer(
         registry="/r.json", goal_id="g", agent_id="a", validation_argv=None
     )[0]["insert"]
-    assert entry["config"]["command"] == [sys.executable, "-m", "hosts._entry"]
-    # A hooks.json written before, with ``-m hosts.cli``, is still ours to replace.
-    older = {"command": command.replace("-m hosts._entry", "-m hosts.cli")}
-    assert codex_install._ours(older, "g", "a") and codex_install._ours(
-        {"command": command}, "g", "a"
+    assert entry["config"]["command"] == entry_argv()
+    # Handlers written by earlier versions (``-m hosts._entry``, ``-m hosts.cli``) and
+    # by another install of the package are still ours to replace, and still read by
+    # status; another adapter's, or another program's, are not.
+    elsewhere = start.replace(json.dumps(package_root()), '"/x y"')
+    assert elsewhere != start
+    for form in (f"{sys.executable} -m hosts._entry", f"{sys.executable} -m hosts.cli", elsewhere):
+        older = {"command": command.replace(start, form)}
+        assert codex_install._ours(older, "g", "a"), form
+        assert status.our_handler(older["command"])["hook_event"] == "pre-turn", form
+    for foreign in (
+        command.replace("host codex-cli", "host generic"),
+        command.replace(start, f"{sys.executable} -S -c 'import evil' "),
+        command.replace(start, f"{sys.executable} -m other"),
+        "echo host codex-cli pre-turn",
+    ):
+        assert not codex_install._ours({"command": foreign}, "g", "a"), foreign
+    claude = settings_install.HOSTS["claude-code"]
+    written = settings_install.hook_command(
+        claude,
+        "UserPromptSubmit",
+        registry="/r.json",
+        goal_id="g",
+        agent_id="a",
+        validation_argv=None,
+    )
+    assert settings_install.is_ours(claude, {"command": written})
+    assert settings_install.is_ours(
+        claude, {"command": written.replace(start, f"{sys.executable} -m hosts._entry")}
     )
 
 
-def test_the_installed_command_form_is_served_warm(tmp_path, run_dir):
+def package_root():
+    from hosts import _hook_line
+
+    return _hook_line.ROOT
+
+
+def test_a_removed_package_never_blocks_the_prompt(tmp_path):
+    """Hooks left installed after the package went: the command fails with exit 1,
+    never 2, which Codex, Claude Code and Gemini read as "block this prompt"."""
+    from hosts._hook_line import entry_argv
+
+    gone = shlex.join(entry_argv()).replace(
+        json.dumps(package_root()), json.dumps(str(tmp_path / "gone"))
+    )
+    assert gone != shlex.join(entry_argv())
+    result = subprocess.run(
+        f"{gone} host codex-cli pre-turn", shell=True, input="{}", capture_output=True, text=True
+    )
+    assert result.returncode == 1, result.stderr
+
+
+@pytest.mark.parametrize("form", ["loader", "module"])
+def test_the_installed_command_form_is_served_warm(tmp_path, run_dir, form):
+    from hosts._hook_line import entry_argv
+
     env = environment(run_dir)
     server = started_server(tmp_path, run_dir, env)
     registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
     extra = ("--validation-command-json", json.dumps(validator(marks)))
     payload = json.dumps({"turn_id": "turn-1", "last_assistant_message": MESSAGE})
-    command = [sys.executable, "-m", "hosts._entry", *argv(registry, "post-settlement", *extra)[1:]]
+    start = entry_argv() if form == "loader" else [sys.executable, "-m", "hosts._entry"]
+    command = [*start, *argv(registry, "post-settlement", *extra)[1:]]
     result = subprocess.run(
         command, input=payload, capture_output=True, text=True, env=env, cwd=registry.parent
     )
     assert result.returncode == 0 and json.loads(result.stdout)["results"]
     assert [parent for _, parent, _ in calls(marks)] == [server]
+    assert servers(run_dir) == [server], "the -S client computed its server's key"
+
+
+def test_the_installed_form_runs_cold_exactly_as_the_module_form(tmp_path, run_dir):
+    """``python -S -c <loader>`` imports ``site`` before a cold run: the same
+    outputs as ``-m``, with site-packages (pydantic, the capability plugins) found."""
+    from hosts._hook_line import entry_argv
+
+    printed = []
+    for start in (entry_argv(), [sys.executable, "-m", "hosts._entry"]):
+        registry = bound_goal(tmp_path / str(len(start)))
+        checked = ("--validation-command-json", json.dumps(validator(registry.parent / "marks")))
+        runs = []
+        for event, payload, extra in (
+            ("post-settlement", {"turn_id": "turn-1", "last_assistant_message": MESSAGE}, checked),
+            ("pre-turn", {"turn_id": "turn-2", "prompt": "module tests"}, ()),
+        ):
+            result = subprocess.run(
+                [*start, *argv(registry, event, *extra)[1:]],
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                env=cold_env(),
+                cwd=registry.parent,
+            )
+            runs.append((result.returncode, result.stdout, result.stderr))
+        printed.append(runs)
+    assert printed[0] == printed[1]
+    assert "[memory 1]" in json.loads(printed[0][1][1])["additional_context"]
+    assert list(run_dir.iterdir()) == []
+    version = subprocess.run(
+        [*entry_argv(), "--version"], capture_output=True, text=True, env=cold_env(), check=True
+    )
+    assert version.stdout.startswith("turn-hooks ")
 
 
 def test_a_recent_start_that_brought_no_server_up_is_not_repeated(tmp_path, run_dir):
