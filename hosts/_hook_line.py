@@ -58,6 +58,20 @@ def is_entry(parts: list[str]) -> bool:
     )
 
 
+def package_present(parts: list[str]) -> bool:
+    """Whether the package a hook command's loader names is still there (``True`` for
+    the forms that name none): hooks left behind by a removed package fail every
+    call, and ``status`` and ``doctor`` should say so before a Turn does."""
+    found = _LOADED.fullmatch(parts[3]) if len(parts) > 3 else None
+    if found is None:
+        return True
+    try:
+        root = json.loads(found.group(1))
+    except ValueError:
+        return False
+    return isinstance(root, str) and os.path.isfile(os.path.join(root, "hosts", "_entry.py"))
+
+
 def handler_words(command: object) -> tuple[list[str], int] | None:
     """A command line of ours split into words, with the index of ``host``;
     ``None`` for anything else (another tool's hook, unparsable quoting)."""

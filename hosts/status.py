@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hosts import mcp_install
-from hosts._hook_line import handler_words
+from hosts._hook_line import handler_words, package_present
 from sidecars import SidecarStore, goal_repository, read_bounded, serves_directory
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 
@@ -72,7 +72,7 @@ def our_handler(command: object) -> dict[str, Any] | None:
         "agent_id": _option(parts, "--agent-id"),
         **served(_option(parts, "--registry"), goal_id),
         "validator_configured": "--validation-command-json" in parts,
-        "command_resolves": _resolves(program),
+        "command_resolves": _resolves(program) and package_present(parts[:at]),
     }
 
 
@@ -203,7 +203,9 @@ def dsh_patch(patch_file: Path | None) -> dict[str, Any]:
                     "agent_id": config.get("agentId"),
                     **served(config.get("registry"), config.get("goalId")),
                     "validator_configured": bool(config.get("validationCommand")),
-                    "command_resolves": bool(command) and _resolves(str(command[0])),
+                    "command_resolves": bool(command)
+                    and _resolves(str(command[0]))
+                    and package_present([str(word) for word in command]),
                 }
             )
     except (TypeError, LookupError):

@@ -502,6 +502,11 @@ def test_a_removed_package_never_blocks_the_prompt(tmp_path):
         f"{gone} host codex-cli pre-turn", shell=True, input="{}", capture_output=True, text=True
     )
     assert result.returncode == 1, result.stderr
+    from hosts import status
+
+    assert status.our_handler(f"{gone} host codex-cli pre-turn")["command_resolves"] is False
+    ours = status.our_handler(f"{shlex.join(entry_argv())} host codex-cli pre-turn")
+    assert ours["command_resolves"] is True
 
 
 @pytest.mark.parametrize("form", ["loader", "module"])
