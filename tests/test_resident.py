@@ -706,3 +706,18 @@ def test_a_warm_codex_stop_hands_its_settlement_to_a_detached_child(tmp_path, ru
     wait_for(lambda: queue(registry) == [], what="the detached settlement")
     assert journal_states(registry) == ["completed"]
     assert servers(run_dir) == [server], "served warm"
+
+
+@pytest.mark.parametrize("root", ["/opt/with space", "/it's", '/say "hi"', "/naïve/路径", "/a\\b"])
+def test_the_loader_names_any_package_root_exactly(monkeypatch, root):
+    """The loader's root is a Python string literal inside a shell word: whatever the
+    directory's name, the command parses back to that directory and is ours."""
+    import ast
+
+    from hosts import _hook_line
+
+    monkeypatch.setattr(_hook_line, "ROOT", root)
+    words = shlex.split(shlex.join(_hook_line.entry_argv()))
+    assert words == _hook_line.entry_argv() and _hook_line.is_entry(words)
+    program = ast.parse(words[3])
+    assert ast.literal_eval(program.body[1].value) == root  # sys.path[0] = <root>
