@@ -158,7 +158,7 @@ class Server:
             # Our messages are those of every version so far: agree to the client's.
             "protocolVersion": asked if isinstance(asked, str) and asked else PROTOCOL_VERSION,
             "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": "turn-hooks", "version": "0"},
+            "serverInfo": {"name": "turn-hooks", "version": _version()},
         }
 
     def _call(self, ident: str | int, params: dict[str, Any]) -> dict[str, Any]:
@@ -266,3 +266,13 @@ def serve_nothing() -> None:
         raise AssertionError("no tool is offered")
 
     Server({}, stage).serve(bounded_lines(sys.stdin.buffer), sys.stdout)
+
+
+def _version() -> str:
+    """The installed package's version, for ``serverInfo`` (once per session)."""
+    import turn_hooks
+
+    try:
+        return str(turn_hooks.__version__)
+    except Exception:  # a source tree that was never installed has no metadata
+        return "unknown"

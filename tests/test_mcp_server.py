@@ -56,6 +56,9 @@ def test_the_handshake_lists_the_reflection_tool_and_answers_ping():
     )
     assert init["result"]["protocolVersion"] == "x"
     assert init["result"]["capabilities"] == {"tools": {"listChanged": False}}
+    import turn_hooks
+
+    assert init["result"]["serverInfo"] == {"name": "turn-hooks", "version": turn_hooks.__version__}
     assert ask(srv, '{"jsonrpc":"2.0","id":9,"method":"initialize"}')["result"][
         "protocolVersion"
     ] == (mcp.PROTOCOL_VERSION)
