@@ -317,6 +317,7 @@ def test_bad_refs_are_typed_errors_and_forget_nothing(ref, reason, capsys, tmp_p
     good = listed["records"][0]["memory_ref"]
     code, error = call(capsys, "memory", "forget", good, ref, *args)
     assert (code, error["reason_code"]) == (2, reason)
+    assert error["field"] == "refs[1]", "of several refs, the bad one is named"
     code, error = call(capsys, "memory", "show", ref, *args)
     assert (code, error["reason_code"]) == (2, reason)
     _code, after = call(capsys, "memory", "list", *args, public=False)

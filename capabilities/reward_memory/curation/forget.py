@@ -30,8 +30,8 @@ def forget(
     """Retire the records ``refs`` name (or, without ``execute``, say what would be)."""
     records = all_records(resolution, provider_for)
     chosen = []
-    for ref in refs:
-        stored = find(records, ref)
+    for index, ref in enumerate(refs):
+        stored = find(records, ref, field=f"refs[{index}]" if len(refs) > 1 else "ref")
         if stored not in chosen:
             chosen.append(stored)
     config = resolution.config or {"corpora": {}}

@@ -114,13 +114,14 @@ def all_records(resolution: Resolution, provider_for: ProviderFor) -> list[Store
     return records
 
 
-def find(records: list[StoredRecord], ref: str) -> StoredRecord:
+def find(records: list[StoredRecord], ref: str, *, field: str = "ref") -> StoredRecord:
     """The one record ``ref`` names: its memory_ref, or a unique prefix of it.
 
-    A ``candidate:`` ref is accepted too, since recall receipts print it.
+    A ``candidate:`` ref is accepted too, since recall receipts print it. ``field``
+    names the ref in a refusal (``refs[2]`` of several, so the user knows which).
     """
     if not isinstance(ref, str) or not ref.strip():
-        v.fail("ref", "must be a memory_ref printed by `memory list`", "memory_ref_invalid")
+        v.fail(field, "must be a memory_ref printed by `memory list`", "memory_ref_invalid")
     ref = ref.strip()
     # The digest is what tells refs apart, so a prefix counts its hex digits, with or
     # without the ``provider-`` every ref shares.
@@ -131,14 +132,14 @@ def find(records: list[StoredRecord], ref: str) -> StoredRecord:
         matches = [r for r in records if r.memory_ref.startswith(_PROVIDER + digest)]
     else:
         v.fail(
-            "ref",
+            field,
             f"must be a memory_ref (provider-<hex>) or at least {MIN_PREFIX} hex digits of it",
             "memory_ref_invalid",
         )
     if not matches:
-        v.fail("ref", "names no memory of this binding", "memory_ref_unknown")
+        v.fail(field, "names no memory of this binding", "memory_ref_unknown")
     if len({r.memory_ref for r in matches}) > 1:
-        v.fail("ref", "is an ambiguous prefix: give more characters", "memory_ref_ambiguous")
+        v.fail(field, "is an ambiguous prefix: give more characters", "memory_ref_ambiguous")
     return matches[0]
 
 
