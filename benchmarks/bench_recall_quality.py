@@ -350,9 +350,10 @@ FLOORS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 def score_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
     """What a similarity floor on OpenViking's scores would keep, measured, not applied.
 
-    Searches our scope as our hook does (the prompt, redacted; top 5) and reports, for
-    each floor, the labelled prompts whose memory is still in the top 5 at or above
-    it and the no-match prompts left with nothing. The scores are the fake
+    Searches our scope for the prompt as our hook does (redacted), but takes the
+    server's own top 5, before our provider's lexical re-rank, and reports, for each
+    floor, the labelled prompts whose memory is still in the top 5 at or above it and
+    the no-match prompts left with nothing. The scores are the fake
     embedder's, so this says how they spread here, not where a real model's lie.
     """
     from capabilities.providers.client import OpenVikingSettings, ProviderClient

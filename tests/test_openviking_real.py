@@ -473,11 +473,12 @@ def test_an_operator_retirement_is_written_read_back_and_no_longer_recalled(
     assert (again["status"], again["reason_code"]) == ("retired", "already_retired")
 
 
-def seed_active_records(server_provider, goal, count):
+def seed_active_records(server_provider, goal, count, summaries=None):
     """``count`` distinct active records of ``goal``'s corpus, written straight to the server.
 
     Each is what an activated ingest stores (the same builders), so every one
-    qualifies for the Goal's PreTurn recall.
+    qualifies for the Goal's PreTurn recall. ``summaries`` (one per record) replaces
+    the numbered default summaries; the URIs are returned in the same order.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -500,7 +501,11 @@ def seed_active_records(server_provider, goal, count):
     items = []
     for index in range(count):
         event = event_for(goal)["event"]
-        event["content_summary"] = f"a change touches one module, run its tests first, case {index}"
+        event["content_summary"] = (
+            summaries[index]
+            if summaries
+            else f"a change touches one module, run its tests first, case {index}"
+        )
         candidate = build_candidate(normalise_event(event))["candidate"]
         review = {
             "reviewer_ref": policy["reviewer_ref"],
@@ -516,6 +521,7 @@ def seed_active_records(server_provider, goal, count):
     peer = peer_token(goal, f1.AGENT)
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda item: server_provider.write(*item, actor_peer_id=peer), items))
+    return [uri for uri, _text in items]
 
 
 def test_a_pre_turn_recall_reads_only_until_limit_items_qualify_on_one_connection(
@@ -550,3 +556,34 @@ def test_a_pre_turn_recall_reads_only_until_limit_items_qualify_on_one_connectio
     assert searches == ["/api/v1/search/find"], "one search"
     assert len(reads) == 5, "the first five hits qualified: no further hit is read back"
     assert len(created) == 1, "one httpx client, so one connection, for the whole hook step"
+
+
+FILLERS = [
+    f"Keep the {topic} settings in one reviewed file and document each default."
+    for topic in ("logging", "cache", "proxy", "theme", "locale", "retention", "quota", "backup")
+]
+
+
+def test_one_search_ranks_the_record_naming_the_prompts_words_first(ov_env):
+    # The fake embedder hashes every word of a record's JSON alike, so the fillers
+    # come close to the prompt on boilerplate; the lesson that names the prompt's own
+    # (stemmed) words must still come first, from the same single search.
+    server_provider = provider(ov_env)
+    goal = "ov-hybrid-rank"
+    lesson = "Run the migration check before rebasing the schema branch."
+    uris = seed_active_records(server_provider, goal, len(FILLERS) + 1, [*FILLERS, lesson])
+    scope = goal_config(goal)["project_provider_binding"]["corpus_scopes"][0]["scope_ref"]
+    peer = peer_token(goal, f1.AGENT)
+    query = "I'm about to rebase the schema branch, what should I check on migrations first?"
+    raw = server_provider.client.request(
+        "POST",
+        "/api/v1/search/find",
+        peer=peer,
+        body={"query": query, "target_uri": scope, "limit": 5},
+        timeout=30,
+    )
+    vector_order = [row["uri"] for row in raw["memories"] if row.get("level") == 2]
+    assert vector_order[0] != uris[-1], "the server alone does not put the lesson first"
+    hits = server_provider.search(scope, query, limit=3, actor_peer_id=peer)
+    assert hits[0].uri == uris[-1]
+    assert len(hits) == 3

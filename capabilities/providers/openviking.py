@@ -8,6 +8,7 @@ from typing import Any
 from capabilities.providers._errors import ProviderNotFound
 from capabilities.providers.base import Hit, Preflight, ProviderScopeError
 from capabilities.providers.client import ProviderClient
+from capabilities.providers.hybrid import CANDIDATES, rerank
 from capabilities.providers.scopes import classify_scope
 from turn_hooks import ProviderError
 
@@ -83,32 +84,42 @@ class OpenVikingProvider:
         actor_peer_id: str | None,
         timeout: float = 5.0,
     ) -> list[Hit]:
-        """``search/find`` below the scope; directory-level rows (level 0, 1) dropped."""
+        """``search/find`` below the scope, best ``limit`` hits in hybrid order.
+
+        One search asks for :data:`~capabilities.providers.hybrid.CANDIDATES` rows (or
+        ``limit``, if more), and their abstracts are re-ranked by the query's words
+        (:func:`~capabilities.providers.hybrid.rerank`). Directory-level rows (level 0,
+        1) are dropped.
+        """
         result = self.client.request(
             "POST",
             "/api/v1/search/find",
             peer=actor_peer_id,
-            body={"query": query, "target_uri": _checked(scope_ref), "limit": limit},
+            body={
+                "query": query,
+                "target_uri": _checked(scope_ref),
+                "limit": max(limit, CANDIDATES),
+            },
             timeout=timeout,
         )
         rows: list[Any] = []
         if isinstance(result, dict):
             rows = [*(result.get("memories") or []), *(result.get("resources") or [])]
-        hits = []
+        hits: list[tuple[Hit, str]] = []
         for row in rows:
             if not isinstance(row, dict) or not isinstance(row.get("uri"), str):
                 continue
             if row.get("level") in (0, 1):
                 continue
             score = row.get("score")
-            hits.append(
-                Hit(
-                    uri=row["uri"],
-                    score=float(score) if isinstance(score, int | float) else 0.0,
-                    summary=str(row.get("abstract") or "")[:200],
-                )
+            abstract = str(row.get("abstract") or "")
+            hit = Hit(
+                uri=row["uri"],
+                score=float(score) if isinstance(score, int | float) else 0.0,
+                summary=abstract[:200],
             )
-        return hits[:limit]
+            hits.append((hit, abstract))
+        return rerank(query, hits)[:limit]
 
     def list(
         self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float = 5.0

@@ -1,0 +1,78 @@
+"""A lexical re-rank of a vector search's candidates: hybrid ranking for OpenViking.
+
+OpenViking ranks by embedding similarity alone. An embedding of a whole record sees
+its boilerplate as much as its lesson, so the record holding the prompt's own rare
+words is often not first. One search asks for more candidates than it returns
+(:data:`CANDIDATES`); each gains up to :data:`LEXICAL_WEIGHT` for the query's word
+stems its text holds (the porter stems the embedded store searches with), weighted
+by their rarity among the candidates, those in its summary or trigger counting
+:data:`~capabilities.providers.embedded_sqlite.HEAD_WEIGHT` times. The server's
+similarity still decides between candidates with the same words, and a candidate with
+none of them can still win on meaning (a synonym).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from capabilities.providers.base import Hit
+from capabilities.providers.embedded_sqlite import (
+    HEAD_WEIGHT,
+    STOP_WORDS,
+    _head_and_body,
+    _stemmer,
+    _words,
+)
+
+CANDIDATES = 50
+"""How many rows the one search asks the server for, to re-rank. More candidates let a
+lexically strong record from further down the vector ranking in; the response grows
+by one abstract per row, and nothing more is read back than before."""
+LEXICAL_WEIGHT = 0.5
+"""What holding every query stem adds to a candidate's similarity score (cosine, 0 to 1).
+Half the scale: enough to lift the record that names the prompt's rare words over
+ones that are merely close in embedding space, not so much that the server's score
+stops counting between candidates that hold the same words."""
+
+
+def rerank(query: str, rows: list[tuple[Hit, str]]) -> list[Hit]:
+    """``rows`` (each hit with its text, as the server returned them) in hybrid order.
+
+    A hit's score becomes its similarity plus its lexical share; ties keep the
+    server's order. Without a query stem any candidate holds, the order is the server's.
+    """
+    stem = _stemmer()
+    words = [word for word in _words(query) if word not in STOP_WORDS]
+    terms = set(stem.of(words).values()) if words else set()
+    parts = [_head_and_body(text) for _hit, text in rows]
+    heads = [set(_words(head)) for head, _body in parts]
+    bodies = [set(_words(body)) for _head, body in parts]
+    # As in the embedded store: a porter stem keeps the start of its word, so only the
+    # words that start like a query stem need stemming, not whole records.
+    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in terms)
+    wanted = sorted(
+        {word for found in (*heads, *bodies) for word in found if word.startswith(starts)}
+    )
+    stems = stem.of(wanted) if wanted else {}
+    held = [
+        ({stems[w] for w in head if w in stems}, {stems[w] for w in body if w in stems})
+        for head, body in zip(heads, bodies, strict=True)
+    ]
+    counts = {term: sum(1 for head, body in held if term in head or term in body) for term in terms}
+    # Rarity among the candidates: a stem every candidate holds tells them apart by nothing.
+    weights = {
+        term: math.log((len(rows) + 1) / (count + 0.5)) for term, count in counts.items() if count
+    }
+    reach = HEAD_WEIGHT * sum(weights.values())
+    if not reach:
+        return [hit for hit, _text in rows]
+    ranked = []
+    for (hit, _text), (head, body) in zip(rows, held, strict=True):
+        share = sum(
+            weight * (HEAD_WEIGHT if term in head else 1.0)
+            for term, weight in weights.items()
+            if term in head or term in body
+        )
+        ranked.append(dataclasses.replace(hit, score=hit.score + LEXICAL_WEIGHT * share / reach))
+    return sorted(ranked, key=lambda hit: -hit.score)
