@@ -373,3 +373,55 @@ def test_a_term_most_records_hold_is_not_searched(store):
     assert store.search(A, "module", limit=5, actor_peer_id="peer-a") == []
     hits = store.search(A, "module quarantine lesson", limit=5, actor_peer_id="peer-a")
     assert [hit.uri for hit in hits] == [f"{A}/rare.json"]
+
+
+def _opened(monkeypatch, store):
+    """The connections opened to ``store``'s file from now on (real ones, counted)."""
+    opened = []
+    connect = sqlite3.connect
+
+    def counting(target, *args, **kwargs):
+        if str(target) == str(store.path):
+            opened.append(target)
+        return connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", counting)
+    return opened
+
+
+def test_calls_inside_holding_share_one_connection_closed_at_the_block_end(store, monkeypatch):
+    store.preflight(timeout=5)
+    opened = _opened(monkeypatch, store)
+    wal = store.path.with_name(store.path.name + "-wal")
+    with store.holding():
+        assert store.preflight(timeout=5).ok
+        store.write(f"{A}/r.json", "zebrafish tank", actor_peer_id="peer-a", timeout=5)
+        assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) == (
+            "zebrafish tank"
+        )
+        with store.holding():  # a nested block shares the outer one's connection
+            hits = store.search(A, "zebrafish", limit=5, actor_peer_id="peer-a", timeout=5)
+        assert [hit.uri for hit in hits] == [f"{A}/r.json"]
+        assert wal.exists(), "the connection is open, so its log is not merged yet"
+    assert len(opened) == 1
+    assert not wal.exists(), "closing it merged the log into the file and removed it"
+    store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5)
+    store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5)
+    assert len(opened) == 3, "outside a block each call opens its own"
+
+
+def test_a_call_that_fails_inside_holding_drops_its_connection(store, monkeypatch):
+    store.preflight(timeout=5)
+    blocker = sqlite3.connect(store.path, isolation_level=None)
+    opened = _opened(monkeypatch, store)
+    with store.holding():
+        assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) is None
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the store
+        with pytest.raises(ProviderUnavailable) as caught:
+            store.write(f"{A}/r.json", "one", actor_peer_id="peer-a", timeout=0.05)
+        assert caught.value.reason_code == "embedded_store_busy"
+        blocker.execute("ROLLBACK")
+        store.write(f"{A}/r.json", "two", actor_peer_id="peer-a", timeout=5)
+        assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) == "two"
+    blocker.close()
+    assert len(opened) == 2, "the call after the failure checked and opened the store afresh"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 
 import pytest
 from fixtures import f1
 from rm_support import TIMEOUT, UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
+from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.contract.values import RewardMemoryInputError
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
@@ -55,6 +57,26 @@ def test_fresh_ingest_costs_read_write_read_plus_two_recalls(tmp_path):
     write_phase = provider.calls[: provider.calls.index("write") + 2]
     assert write_phase == ["preflight", "read_exact", "write", "read_exact"]
     assert provider.calls.count("search") == 2, "exact readback and destination recall"
+
+
+def test_one_ingest_opens_the_embedded_store_once(tmp_path, monkeypatch):
+    # Its preflight, reads, write and both recalls share one connection, which the
+    # ingest closes: the next ingest opens (and checks) the store afresh.
+    provider = EmbeddedSqliteProvider(tmp_path / "store" / "memory.sqlite3")
+    assert provider.preflight(timeout=5).ok
+    opened = []
+    connect = sqlite3.connect
+
+    def counting(target, *args, **kwargs):
+        if str(target) == str(provider.path):
+            opened.append(target)
+        return connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", counting)
+    assert ingest(provider)["status"] == "activated"
+    assert len(opened) == 1
+    assert ingest(provider)["deduplicated"] is True
+    assert len(opened) == 2
 
 
 def test_dry_run_is_preflight_ready_and_writes_nothing(tmp_path):

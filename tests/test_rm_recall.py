@@ -11,6 +11,7 @@ from fixtures import f1
 from rm_support import UNAVAILABLE, embedded_entry, ingest_kwargs, recording
 
 from capabilities.reward_memory.contract.values import RewardMemoryInputError
+from capabilities.reward_memory.memory import recall as recall_module
 from capabilities.reward_memory.memory.hook import (
     RecallHookRequest,
     apply_recall,
@@ -395,3 +396,38 @@ def test_a_retrieval_whose_reads_are_unusable_says_so_once_exhausted(stored):
     )
     assert list(retrieval.items) == []
     assert (retrieval.read_performed, retrieval.reason_code) == (True, "provider_reads_unusable")
+
+
+def test_a_record_text_is_checked_once_and_each_recall_gets_its_own_receipt(stored, monkeypatch):
+    checked = []
+    check = recall_module.normalise_experience
+
+    def counting(experience):
+        checked.append(experience["future_behavior"]["action"])
+        return check(experience)
+
+    monkeypatch.setattr(recall_module, "normalise_experience", counting)
+    monkeypatch.setattr(recall_module, "_QUALITY_MEMO", {})
+    first = recall(stored).packet
+    first["results"][0]["experience_quality"]["reason_codes"].append("changed by a reader")
+    second = recall(stored).packet
+    assert second["results"] == recall(stored).packet["results"]
+    assert second["results"][0]["experience_quality"]["reason_codes"] == []
+    assert len(checked) == 1, "the same stored text is not checked again"
+    # Any other text is checked on its own: here an invalid contract, filtered each time.
+    record = f1_record(stored)
+    record["experience"]["extra"] = 1
+    put(stored, "altered", record)
+    for _ in range(2):
+        assert recall(stored).packet["filtered_reason_counts"] == {"quality_filtered": 1}
+    assert len(checked) == 2
+
+
+def test_the_quality_memo_stays_bounded(stored, monkeypatch):
+    monkeypatch.setattr(recall_module, "_QUALITY_MEMO", {})
+    monkeypatch.setattr(recall_module, "QUALITY_MEMO_SIZE", 1)
+    record = f1_record(stored)
+    record["content_summary"] += " again"
+    put(stored, "other", record)  # a second text: the memo holds one at a time
+    assert recall(stored).packet["result_count"] == 1  # the same candidate, once
+    assert len(recall_module._QUALITY_MEMO) == 1

@@ -2,8 +2,9 @@
 
 Records are addressed by the same ``viking://`` URIs as on OpenViking and partitioned
 by peer exactly as OpenViking's actor-peer header does, so records move between the
-two providers unchanged. Every call opens a short-lived connection: SQLite's own
-locking is the only concurrency control needed.
+two providers unchanged. Every call opens a short-lived connection (one ingest's
+calls share one, :meth:`EmbeddedSqliteProvider.holding`): SQLite's own locking is the
+only concurrency control needed.
 
 The store's files follow the sidecar rules (README "Sidecars"), checked before every
 connection, for readers and writers alike:
@@ -412,6 +413,36 @@ class EmbeddedSqliteProvider:
         self.absent_ok = absent_ok
         self._schema_ready = read_only
         self._index_current = False
+        self._held = threading.local()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """This thread's calls inside the block share one connection.
+
+        For one ingest: its preflight, write, readback and destination recall. Each
+        call otherwise opens its own, and closing the last connection makes SQLite
+        checkpoint the write-ahead log and delete it, two more fsyncs and a file
+        created and removed per call. The first call opens the connection, checking
+        the store's files as any call does, and the block's end closes it, so each
+        block sees the store as it is then (a file replaced, truncated or made
+        read-only between two ingests). A call that fails with an SQLite error drops
+        the connection: the next call checks and opens the store afresh. A nested
+        block shares the outer one's connection.
+        """
+        depth = getattr(self._held, "depth", 0)
+        self._held.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._held.depth = depth
+            if not depth:
+                self._drop_held()
+
+    def _drop_held(self) -> None:
+        connection: sqlite3.Connection | None = getattr(self._held, "connection", None)
+        self._held.connection = None
+        if connection is not None:
+            connection.close()
 
     def _open(self, timeout: float) -> sqlite3.Connection:
         try:
@@ -438,24 +469,36 @@ class EmbeddedSqliteProvider:
 
     @contextlib.contextmanager
     def _connect(self, timeout: float) -> Iterator[sqlite3.Connection]:
-        try:
-            connection = self._open(timeout)
-        except sqlite3.Error as exc:
-            raise _unavailable(exc) from exc
+        held = getattr(self._held, "depth", 0) > 0
+        connection: sqlite3.Connection | None = (
+            getattr(self._held, "connection", None) if held else None
+        )
+        fresh = connection is None
+        if connection is None:
+            try:
+                connection = self._open(timeout)
+            except sqlite3.Error as exc:
+                raise _unavailable(exc) from exc
         old_umask = os.umask(0o077)  # -wal and -shm are created on first write
         try:
-            if not self._schema_ready:  # WAL mode persists in the file once set
-                connection.execute("PRAGMA journal_mode=WAL")
-            if not self.read_only:
-                connection.execute("PRAGMA synchronous=FULL")
+            if fresh:
+                if held:
+                    self._held.connection = connection
+                if not self._schema_ready:  # WAL mode persists in the file once set
+                    connection.execute("PRAGMA journal_mode=WAL")
+                if not self.read_only:
+                    connection.execute("PRAGMA synchronous=FULL")
+                connection.execute("PRAGMA foreign_keys=ON")
             connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            connection.execute("PRAGMA foreign_keys=ON")
             yield connection
         except sqlite3.Error as exc:  # corrupt, truncated, busy, read-only...
+            if held:
+                self._drop_held()  # the next call checks and opens the store afresh
             raise _unavailable(exc) from exc
         finally:
             os.umask(old_umask)
-            connection.close()
+            if not held:
+                connection.close()
 
     def _prepare(self) -> bool:
         """Check (a writer: make) the store's directories, file and companions.

@@ -9,6 +9,7 @@ leave the process (raw URIs, record text).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -107,6 +108,16 @@ class SyncResult:
 def _stop(result: SyncResult, status: str, reason: str, retry: str) -> SyncResult:
     result.status, result.reason_code, result.retry_disposition = status, reason, retry
     return result
+
+
+def held(provider: Provider) -> contextlib.AbstractContextManager[object]:
+    """One connection for the provider calls inside the block, when the provider keeps one.
+
+    The embedded store does (``EmbeddedSqliteProvider.holding``); any other
+    provider's calls run as they always do.
+    """
+    holding = getattr(provider, "holding", None)
+    return contextlib.nullcontext() if holding is None else holding()
 
 
 def sync(

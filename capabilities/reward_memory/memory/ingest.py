@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
-from capabilities.providers.sync import sync
+from capabilities.providers.sync import held, sync
 from capabilities.reward_memory.contract.candidate import (
     EVENT_SCHEMA,
     build_active_record,
@@ -185,6 +185,35 @@ def ingest_candidate(
         "mode": "function_boundary",
         "automatic_recall": automatic_recall,
     }
+    # The write, its readback and the destination recall on one connection.
+    with held(provider):
+        return _sync_and_verify(
+            receipt,
+            record,
+            body,
+            target,
+            corpus,
+            standing_policy,
+            provider_binding,
+            provider,
+            execute,
+            observed_at,
+        )
+
+
+def _sync_and_verify(
+    receipt: IngestReceipt,
+    record: dict[str, Any],
+    body: str,
+    target: str,
+    corpus: dict[str, Any],
+    standing_policy: dict[str, Any],
+    provider_binding: dict[str, Any],
+    provider: Provider,
+    execute: bool,
+    observed_at: str,
+) -> IngestReceipt:
+    """Write the activated record at most once, then verify it (:mod:`.verify`)."""
     result = sync(
         provider,
         [(body, target)],

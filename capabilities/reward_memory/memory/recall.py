@@ -119,14 +119,41 @@ def _qualify(
     experience = record.get("experience")
     if corpus["class_id"] == "procedural_experience" and experience is None:
         return "legacy_contract_missing", record, None
-    try:
-        normal = None if experience is None else normalise_experience(experience)
-    except v.RewardMemoryInputError:
-        return "quality_filtered", record, None
-    quality = experience_quality(corpus["class_id"], normal)
-    if not quality["passed"]:
+    quality = _quality(corpus["class_id"], experience, item.content)
+    if quality is None or not quality["passed"]:
         return "quality_filtered", record, None
     return None, record, quality
+
+
+QUALITY_MEMO_SIZE = 512
+"""Records whose experience quality one process remembers (about 1.5 MB of text)."""
+_QUALITY_MEMO: dict[tuple[str, str], dict[str, Any] | None] = {}
+
+
+def _quality(class_id: str, experience: object, content: str) -> dict[str, Any] | None:
+    """The quality receipt of a record's experience, ``None`` when its contract is invalid.
+
+    Checking a contract runs the public-safety expressions over each of its texts,
+    the largest part of qualifying a record. The result depends on the record's
+    text alone, so it is remembered by that exact text: an ingest's destination
+    recall finds the record its readback just checked, and a resident server's
+    Turns recall the same records again and again.
+    """
+    key = (class_id, content)
+    if key in _QUALITY_MEMO:
+        known = _QUALITY_MEMO[key]
+    else:
+        try:
+            normal = None if experience is None else normalise_experience(experience)
+        except v.RewardMemoryInputError:
+            known = None
+        else:
+            known = experience_quality(class_id, normal)
+        if len(_QUALITY_MEMO) >= QUALITY_MEMO_SIZE:
+            _QUALITY_MEMO.clear()  # bounded; the next recalls fill it again
+        _QUALITY_MEMO[key] = known
+    # Each caller gets its own receipt: packets are built from it and may change it.
+    return None if known is None else {**known, "reason_codes": list(known["reason_codes"])}
 
 
 def _packet(request_packet: dict[str, Any], provider_id: str) -> RecallPacket:
