@@ -51,8 +51,11 @@ class PlainHttpTransport(httpx.BaseTransport):
             while self._idle:
                 connection = self._idle.pop()
                 # One the server has since closed reads as readable (EOF): as httpcore
-                # does, drop it rather than send into it and fail.
-                if not select.select([connection.sock], [], [], 0)[0]:
+                # does, drop it rather than send into it and fail. poll, not select:
+                # select refuses a descriptor above 1023.
+                poller = select.poll()
+                poller.register(connection.sock, select.POLLIN)
+                if not poller.poll(0):
                     return connection
                 connection.close()
         url = request.url
