@@ -14,8 +14,10 @@ node`). Without it, that row is left out. ``TURN_HOOKS_BENCH_BASE_TREE``, a dire
 holding another tree of this package (``git archive <commit> | tar -x -C <dir>``), adds
 our cold process on that tree to the same loop: a before/after in one run.
 
-One server holds ``records`` (default 1,000) active records of the F1 corpus. Each
-sample, in one interleaved loop so every row sees the same machine noise:
+One server holds ``records`` (default 1,000) active records of the F1 corpus, and
+each once more as a plain-text experience where OpenViking's plugin looks, so both
+sides inject the same lessons. Each sample, in one interleaved loop so every row
+sees the same machine noise:
 
 - bare ``python -c pass``;
 - **the floor**: a bare Python process that sends the very search request our recall
