@@ -6,7 +6,7 @@ words is often not first. One search asks for more candidates than it returns
 (:data:`CANDIDATES`); each gains up to :data:`LEXICAL_WEIGHT` for the query's word
 stems its text holds (the porter stems the embedded store searches with), weighted
 by their rarity among the candidates, those in its summary or trigger counting
-:data:`~capabilities.providers.embedded_sqlite.HEAD_WEIGHT` times. The server's
+:data:`~capabilities.providers.terms.HEAD_WEIGHT` times. The server's
 similarity still decides between candidates with the same words, and a candidate with
 none of them can still win on meaning (a synonym).
 """
@@ -17,7 +17,7 @@ import dataclasses
 import math
 
 from capabilities.providers.base import Hit
-from capabilities.providers.embedded_sqlite import (
+from capabilities.providers.terms import (
     HEAD_WEIGHT,
     STOP_WORDS,
     _head_and_body,

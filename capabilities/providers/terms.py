@@ -1,0 +1,143 @@
+"""The words a search sees: how text is folded, stemmed and split into a record's parts.
+
+One rule for the embedded store's index and queries (:mod:`capabilities.providers.
+embedded_sqlite`) and for the lexical re-rank of OpenViking's candidates
+(:mod:`capabilities.providers.hybrid`), so a word counts the same in both. Stemming
+is SQLite's own porter tokenizer, so this module imports ``sqlite3``, and nothing of
+the embedded store: an OpenViking Turn loads no store code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import unicodedata
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
+"""Porter stemming, so a query's "migrations" or "rebasing" finds a stored "migration"
+or "rebase". Stores made before it have no ``SEARCH_INDEX`` mark and an index of
+unstemmed words; a writer rebuilds it once (``embedded_sqlite._rebuild_index``)."""
+STOP_WORDS = frozenset(
+    "a about an and any are as at be been but by can could do does for from had has have "
+    "how i if in into is it its just me my of on or our so should than that the their them "
+    "then there these they this to us was we were what when where which while who why will "
+    "with would you your".split()
+)
+"""Words a query never searches on: they say how a developer asks, not what about."""
+
+
+def _words(text: str) -> list[str]:
+    """Words folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds them."""
+    plain = text.lower()
+    if not plain.isascii():  # ASCII has nothing to fold, and most text is ASCII
+        folded = unicodedata.normalize("NFKD", plain)
+        plain = "".join(char for char in folded if not unicodedata.combining(char))
+    return list(dict.fromkeys(_WORD.findall(plain)))
+
+
+class _Stems:
+    """Each word's stem exactly as the search index makes it.
+
+    SQLite's own porter tokenizer, in a private in-memory table, so a term count and
+    a query agree with the index on every word. One per thread (:func:`_stemmer`):
+    making it costs more than using it.
+    """
+
+    def __init__(self) -> None:
+        self._connection = sqlite3.connect(":memory:", isolation_level=None)
+        self._connection.execute(f"CREATE VIRTUAL TABLE s USING fts5(t, {TOKENIZE})")
+        self._connection.execute("CREATE VIRTUAL TABLE i USING fts5vocab(s, instance)")
+        self._connection.execute("CREATE VIRTUAL TABLE r USING fts5vocab(s, row)")
+
+    def of(self, words: list[str]) -> dict[str, str]:
+        """``{word: its stem}`` for each word the tokenizer keeps."""
+        if all(word.isascii() for word in words):
+            # An ASCII word of _words() is letters and digits only: exactly one token,
+            # so the words can go in as one document and each token's offset names
+            # its word. One document instead of one per word is about ten times
+            # cheaper (the relevance gate stems a few hundred words per search).
+            self._connection.execute("INSERT INTO s(rowid, t) VALUES (0, ?)", (" ".join(words),))
+            rows = self._connection.execute("SELECT offset, term FROM i ORDER BY offset").fetchall()
+        else:
+            self._connection.executemany("INSERT INTO s(rowid, t) VALUES (?, ?)", enumerate(words))
+            rows = self._connection.execute(
+                "SELECT doc, term FROM i ORDER BY doc, offset"
+            ).fetchall()
+        self._connection.execute("DELETE FROM s")
+        found: dict[str, str] = {}
+        for index, term in rows:
+            found.setdefault(words[index], str(term))
+        return found
+
+    def __call__(self, words: list[str]) -> dict[str, str]:
+        """``{stem: first word with that stem}``, in the words' order."""
+        stems: dict[str, str] = {}
+        for word, term in self.of(words).items():
+            stems.setdefault(term, word)
+        return stems
+
+    def terms(self, text: str) -> list[str]:
+        """The distinct stems of ``text``."""
+        self._connection.execute("INSERT INTO s(rowid, t) VALUES (1, ?)", (text,))
+        rows = self._connection.execute("SELECT term FROM r").fetchall()
+        self._connection.execute("DELETE FROM s")
+        return [str(row[0]) for row in rows]
+
+
+_LOCAL = threading.local()
+
+
+def _stemmer() -> _Stems:
+    """This thread's :class:`_Stems` (a resident server serves calls on threads)."""
+    stem: _Stems | None = getattr(_LOCAL, "stems", None)
+    if stem is None:
+        stem = _LOCAL.stems = _Stems()
+    return stem
+
+
+HEAD_WEIGHT = 1.5
+"""A query term in a record's summary or trigger says more than one in its details."""
+
+
+_SEARCH_KEYS = ("content_summary", "experience")
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [
+            text
+            for key, item in sorted(value.items())
+            if key != "schema_version"
+            for text in _strings(item)
+        ]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def _record_text(document: dict[str, object]) -> str:
+    return "\n".join(text for key in _SEARCH_KEYS for text in _strings(document.get(key)))
+
+
+def _head_and_body(content: str) -> tuple[str, str]:
+    """A record's summary and trigger, and all its meaning (what the
+    search index holds), from one parse.
+
+    Text that is not a record is both its head and its body.
+    """
+    try:
+        document = json.loads(content)
+    except ValueError:
+        return content, content
+    if not isinstance(document, dict) or "content_summary" not in document:
+        return content, content
+    experience = document.get("experience")
+    behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
+    trigger = behaviour.get("trigger") if isinstance(behaviour, dict) else None
+    head = "\n".join(_strings([document["content_summary"], trigger]))
+    return head, _record_text(document)
