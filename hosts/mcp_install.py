@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from hosts._hook_line import entry_argv
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
@@ -37,9 +37,12 @@ def server_command(*, registry: str) -> tuple[str, list[str]]:
 
     No Goal is named: the host runs one server per home for every repository, so
     the server names its binding from the directory the host starts it in (the
-    Goal whose repository encloses it), as the hooks act only there.
+    Goal whose repository encloses it), as the hooks act only there. It starts as
+    the hooks do (:func:`hosts._hook_line.entry_argv`): the host waits for this
+    server before its first model request, so ``runpy`` is spared here too.
     """
-    return sys.executable, ["-m", "hosts.cli", "mcp", "serve", "--registry", registry]
+    program, *start = entry_argv()
+    return program, [*start, "mcp", "serve", "--registry", registry]
 
 
 def _replace(path: Path, text: str) -> None:

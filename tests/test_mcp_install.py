@@ -18,17 +18,9 @@ BASE = 'model = "fake-model"\n[model_providers.fake]\nname = "fake"\n'
 
 
 def test_the_server_command_is_this_interpreter_running_mcp_serve():
-    assert SERVER == (
-        sys.executable,
-        [
-            "-m",
-            "hosts.cli",
-            "mcp",
-            "serve",
-            "--registry",
-            "/r.json",
-        ],
-    )
+    from hosts._hook_line import entry_argv
+
+    assert SERVER == (sys.executable, [*entry_argv()[1:], "mcp", "serve", "--registry", "/r.json"])
 
 
 def test_codex_gets_one_table_idempotently_and_loses_exactly_it(tmp_path):
