@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from bench_codex import INSTALLED  # noqa: E402
+from bench_codex import installed  # noqa: E402
 from fixtures import f1  # noqa: E402
 from host_turns import alternate  # noqa: E402
 from test_claude_real import CLAUDE, ask, settings  # noqa: E402
@@ -48,8 +48,7 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
     if variant != "without":
         document = settings(registry)
         if variant == "warm":
-            text = json.dumps(document).replace(" -m hosts.cli ", INSTALLED)
-            document = json.loads(text)
+            document = installed(document)
     (root / "settings.json").write_text(json.dumps(document))
     saved = dict(os.environ)
     os.environ.update(env)  # ask() hands the host, and so its hooks, os.environ

@@ -8,6 +8,8 @@ The same two-Turn run (learn, then recall) without our hooks, with them as
 ``python -m hosts.cli host codex-cli ...`` (cold), and with them as ``turn-hooks
 install codex`` writes them, ``python -S -c "<loader>" host codex-cli ...``
 (warm, through a resident server in a private directory, stopped at the end),
+and as ``turn-hooks install codex`` leaves a home (the same hooks, trusted, and the
+``turn-hooks mcp serve`` tool server, which Codex starts for every ``exec``),
 alternated in one loop against a fake Responses server on loopback. Each run starts
 with one untimed Turn, as every Turn after a user's first does: the Goal's store,
 sidecars and the host's own state exist.
@@ -26,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from host_turns import alternate  # noqa: E402
-from test_codex_real import REFLECTED, CodexRun  # noqa: E402
+from host_turns import VARIANTS, alternate  # noqa: E402
+from test_codex_real import CODEX, REFLECTED, CodexRun, install_codex  # noqa: E402
 from turn_support import settled_spools  # noqa: E402
 
 from conformance.fakes import FakeResponses  # noqa: E402
@@ -37,6 +39,20 @@ INSTALLED = f" {shlex.join(entry_argv()[1:])} "
 """What ``install`` writes after the interpreter, in place of ``-m hosts.cli``."""
 
 
+def installed(document: object) -> object:
+    """A hooks document with every ``-m hosts.cli`` command in the installed form."""
+    if isinstance(document, dict):
+        return {key: installed(value) for key, value in document.items()}
+    if isinstance(document, list):
+        return [installed(value) for value in document]
+    if isinstance(document, str):
+        return document.replace(" -m hosts.cli ", INSTALLED)
+    return document
+
+
+INSTALLED_LABEL = "as `turn-hooks install codex` leaves it: warm hooks and the MCP tool server"
+
+
 def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
     saved = dict(os.environ)
     os.environ.update(env)  # CodexRun.exec hands the host, and so its hooks, os.environ
@@ -44,8 +60,9 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
         with FakeResponses() as fake:
             run = CodexRun(root, fake, {"hooks": {}} if variant == "without" else None)
             if variant == "warm":
-                hooks = json.dumps(run.our_hooks()).replace(" -m hosts.cli ", INSTALLED)
-                (run.home / "hooks.json").write_text(hooks)
+                (run.home / "hooks.json").write_text(json.dumps(installed(run.our_hooks())))
+            if variant == "installed":  # `turn-hooks install codex`: hooks, trust, MCP server
+                assert install_codex(run, CODEX)["ok"]
             fake.reply("Ready.", REFLECTED, "Module tests first.")
             assert run.exec("look around first").returncode == 0  # untimed: the store exists
             started = time.perf_counter()
@@ -65,7 +82,7 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
 
 
 def main(rounds: int = 5) -> None:
-    alternate(two_turns, rounds)
+    alternate(two_turns, rounds, {**VARIANTS, "installed": INSTALLED_LABEL})
 
 
 if __name__ == "__main__":

@@ -27,27 +27,25 @@ TwoTurns = Callable[[Path, str, dict[str, str]], float]
 """``two_turns(scratch, variant, env)``: seconds per Turn of one learn-then-recall run."""
 
 
-def alternate(two_turns: TwoTurns, rounds: int) -> None:
+def alternate(two_turns: TwoTurns, rounds: int, variants: dict[str, str] = VARIANTS) -> None:
     """Run every variant once a round, ``rounds`` times, then print the report."""
-    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    times: dict[str, list[float]] = {variant: [] for variant in variants}
     with tempfile.TemporaryDirectory(prefix="thb-", dir="/tmp") as run_dir:
-        envs = {
-            "without": {"TURN_HOOKS_RESIDENT": "0"},
-            "cold": {"TURN_HOOKS_RESIDENT": "0"},
-            "warm": {
-                "TURN_HOOKS_RESIDENT": "1",
-                "TURN_HOOKS_RESIDENT_DIR": run_dir,
-                "TURN_HOOKS_RESIDENT_IDLE_SECONDS": "600",
-            },
+        warm = {
+            "TURN_HOOKS_RESIDENT": "1",
+            "TURN_HOOKS_RESIDENT_DIR": run_dir,
+            "TURN_HOOKS_RESIDENT_IDLE_SECONDS": "600",
         }
+        cold = {"TURN_HOOKS_RESIDENT": "0"}
+        envs = {variant: cold if variant in ("without", "cold") else warm for variant in variants}
         try:
             for index in range(rounds):
-                for variant in VARIANTS:
+                for variant in variants:
                     with tempfile.TemporaryDirectory() as scratch:
                         times[variant].append(two_turns(Path(scratch), variant, envs[variant]))
                 print(
                     f"round {index + 1}: "
-                    + ", ".join(f"{v} {times[v][-1]:.2f} s" for v in VARIANTS),
+                    + ", ".join(f"{v} {times[v][-1]:.2f} s" for v in variants),
                     file=sys.stderr,
                 )
         finally:
@@ -59,7 +57,7 @@ def alternate(two_turns: TwoTurns, rounds: int) -> None:
                     pass
     base = statistics.median(times["without"])
     report: dict[str, object] = {"rounds": rounds}
-    for variant, label in VARIANTS.items():
+    for variant, label in variants.items():
         median = statistics.median(times[variant])
         report[label] = {
             "median_turn_s": round(median, 3),
