@@ -58,11 +58,12 @@ from capabilities.providers.terms import (
     HEAD_WEIGHT,
     STOP_WORDS,
     TOKENIZE,
-    _head_and_body,
     _record_text,
     _stemmer,
     _Stems,
     _words,
+    held_stems,
+    held_weight,
 )
 from sidecars import kind_problem
 from turn_hooks import ProviderUnavailable
@@ -210,26 +211,11 @@ def _relevant(
     """
     if not rows:
         return []
-    parts = [_head_and_body(text) for _uri, _rank, text in rows]
-    heads = [set(_words(head)) for head, _body in parts]
-    bodies = [set(_words(body)) for _head, body in parts]
-    # A porter stem keeps the start of its word (a changed ending at most), so only
-    # the words that start like a query stem are stemmed, not whole records.
-    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in weights)
-    wanted = sorted(
-        {word for words in (*heads, *bodies) for word in words if word.startswith(starts)}
-    )
-    stems = stem.of(wanted) if wanted else {}
+    held = held_stems([text for _uri, _rank, text in rows], weights, stem)
     reach = HEAD_WEIGHT * sum(weights.values())
     kept = []
-    for (uri, _rank, text), head_words, body_words in zip(rows, heads, bodies, strict=True):
-        head = {stems[word] for word in head_words if word in stems}
-        body = {stems[word] for word in body_words if word in stems}
-        score = sum(
-            weight * (HEAD_WEIGHT if term in head else 1.0)
-            for term, weight in weights.items()
-            if term in head or term in body
-        )
+    for (uri, _rank, text), (head, body) in zip(rows, held, strict=True):
+        score = held_weight(weights, head, body)
         if score >= RELEVANCE_FLOOR or score >= RELEVANCE_COVER * reach:
             kept.append((uri, score, text))
     return sorted(kept, key=lambda row: -row[1])

@@ -20,9 +20,10 @@ from capabilities.providers.base import Hit
 from capabilities.providers.terms import (
     HEAD_WEIGHT,
     STOP_WORDS,
-    _head_and_body,
     _stemmer,
     _words,
+    held_stems,
+    held_weight,
 )
 
 CANDIDATES = 50
@@ -45,20 +46,7 @@ def rerank(query: str, rows: list[tuple[Hit, str]]) -> list[Hit]:
     stem = _stemmer()
     words = [word for word in _words(query) if word not in STOP_WORDS]
     terms = set(stem.of(words).values()) if words else set()
-    parts = [_head_and_body(text) for _hit, text in rows]
-    heads = [set(_words(head)) for head, _body in parts]
-    bodies = [set(_words(body)) for _head, body in parts]
-    # As in the embedded store: a porter stem keeps the start of its word, so only the
-    # words that start like a query stem need stemming, not whole records.
-    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in terms)
-    wanted = sorted(
-        {word for found in (*heads, *bodies) for word in found if word.startswith(starts)}
-    )
-    stems = stem.of(wanted) if wanted else {}
-    held = [
-        ({stems[w] for w in head if w in stems}, {stems[w] for w in body if w in stems})
-        for head, body in zip(heads, bodies, strict=True)
-    ]
+    held = held_stems([text for _hit, text in rows], terms, stem)
     counts = {term: sum(1 for head, body in held if term in head or term in body) for term in terms}
     # Rarity among the candidates: a stem every candidate holds tells them apart by nothing.
     weights = {
@@ -69,10 +57,6 @@ def rerank(query: str, rows: list[tuple[Hit, str]]) -> list[Hit]:
         return [hit for hit, _text in rows]
     ranked = []
     for (hit, _text), (head, body) in zip(rows, held, strict=True):
-        share = sum(
-            weight * (HEAD_WEIGHT if term in head else 1.0)
-            for term, weight in weights.items()
-            if term in head or term in body
-        )
+        share = held_weight(weights, head, body)
         ranked.append(dataclasses.replace(hit, score=hit.score + LEXICAL_WEIGHT * share / reach))
     return sorted(ranked, key=lambda hit: -hit.score)

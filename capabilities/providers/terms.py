@@ -14,6 +14,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
+from collections.abc import Iterable, Mapping
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -141,3 +142,35 @@ def _head_and_body(content: str) -> tuple[str, str]:
     trigger = behaviour.get("trigger") if isinstance(behaviour, dict) else None
     head = "\n".join(_strings([document["content_summary"], trigger]))
     return head, _record_text(document)
+
+
+def held_stems(
+    texts: list[str], terms: Iterable[str], stem: _Stems
+) -> list[tuple[set[str], set[str]]]:
+    """For each text, the stems its head (summary, trigger) and its whole meaning hold,
+    of the words that can stem to one of ``terms``.
+
+    A porter stem keeps the start of its word (a changed ending at most), so only the
+    words that start like a query stem are stemmed, not whole records.
+    """
+    parts = [_head_and_body(text) for text in texts]
+    heads = [set(_words(head)) for head, _body in parts]
+    bodies = [set(_words(body)) for _head, body in parts]
+    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in terms)
+    wanted = sorted(
+        {word for words in (*heads, *bodies) for word in words if word.startswith(starts)}
+    )
+    stems = stem.of(wanted) if wanted else {}
+    return [
+        ({stems[w] for w in head if w in stems}, {stems[w] for w in body if w in stems})
+        for head, body in zip(heads, bodies, strict=True)
+    ]
+
+
+def held_weight(weights: Mapping[str, float], head: set[str], body: set[str]) -> float:
+    """The weight of the stems a text holds, those in its head :data:`HEAD_WEIGHT` times."""
+    return sum(
+        weight * (HEAD_WEIGHT if term in head else 1.0)
+        for term, weight in weights.items()
+        if term in head or term in body
+    )
