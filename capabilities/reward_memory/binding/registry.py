@@ -181,9 +181,10 @@ def _receipt_verified(
     scope: dict[str, Any],
 ) -> bool:
     private = scope["isolation_mode"] == "goal_scoped_agent_private"
+    # The receipt's schema_version is not one of the checks (contracts.md §5.3, check 7):
+    # LoopX reports a Goal available whatever it holds, and so do we (issue 19).
     return (
-        receipt.get("schema_version", RECEIPT_SCHEMA) == RECEIPT_SCHEMA
-        and receipt.get("status") == "verified"
+        receipt.get("status") == "verified"
         and receipt.get("goal_id") == goal_id
         and receipt.get("agent_id") == agent
         and receipt.get("config_digest") == digest
