@@ -115,6 +115,7 @@ def _shrinker(family: str, target: str, tools):
 def test_both_tools_agree(family, tools):
     """Explore the budget, then shrink each divergence class on its own."""
     seen: dict[str, int] = {}
+    drawn = {"draws": 0, "matched": 0}
     until = time.monotonic() + SECONDS
 
     @settings(SETTINGS, max_examples=BUDGET, phases=[Phase.generate])
@@ -124,6 +125,8 @@ def test_both_tools_agree(family, tools):
             return
         ours, theirs = answer_both(case, tools)
         classes, _used = divergences(family, ours, theirs, case)
+        drawn["draws"] += 1
+        drawn["matched"] += not classes
         for name in classes:
             seen[name] = seen.get(name, 0) + 1
             _keep(name, case, ours, theirs)
@@ -132,5 +135,6 @@ def test_both_tools_agree(family, tools):
     for target in sorted(seen):
         with contextlib.suppress(Divergence):
             _shrinker(family, target, tools)()
-    (OUT / f"summary-{family}.json").write_text(json.dumps(seen, indent=1, sort_keys=True))
+    summary = {**drawn, "classes": seen}
+    (OUT / f"summary-{family}.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
     assert not seen, f"{len(seen)} divergence classes, smallest cases in {OUT}: {sorted(seen)}"

@@ -222,8 +222,9 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     binding = select_binding(goal, agent)
     enabled = binding.get("enabled") is True and binding.get("experimental") is True
     enabled_agents = _enabled_agents(binding)
-    config_path = binding.get("config_path")
-    config_path = config_path.strip() if isinstance(config_path, str) else ""
+    # Any non-empty value is a registered pointer, read as its text (90 names the
+    # file "90"), as LoopX reads it; an empty one is no pointer (issue 19).
+    config_path = str(binding.get("config_path") or "").strip()
     status: ExperimentStatus = {
         "ok": True,
         "schema_version": STATUS_SCHEMA,
