@@ -257,14 +257,15 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         if route is not None:
             status["config_runtime_route"] = _route(route)
         if scope is not None:
-            # A config that resolved but is not enabled: its scope, then how to repair.
+            # A config that resolved but is not enabled: how to repair, then its scope
+            # (LoopX's key order).
             status.update(
                 {
+                    "repair": repair_plan(goal_id, agent),
                     "isolation_mode": scope["isolation_mode"],
                     "actor_binding_verified": scope["actor_binding_verified"],
                     "writability_verified": False,
                     "exact_readback_verified": False,
-                    "repair": repair_plan(goal_id, agent),
                 }
             )
         return Resolution(status=status, config=None, goal=goal, binding=binding)

@@ -127,7 +127,9 @@ MALFORMED = "observation_malformed"
 
 def _context(document: dict[str, Any]) -> dict[str, Any]:
     return {
-        "scope": u.scope(document["scope"], MALFORMED),
+        # A read projection's scope prints its keys sorted, as LoopX's does (its
+        # unreadable placeholder keeps the field order); issue 19's key-order check.
+        "scope": dict(sorted(u.scope(document["scope"], MALFORMED).items())),
         "retrieval_snapshot_ref": u.opaque_ref(
             document["retrieval_snapshot_ref"], MALFORMED, "retrieval_snapshot_ref"
         ),
