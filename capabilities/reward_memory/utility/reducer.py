@@ -226,7 +226,7 @@ def project(document: object) -> dict[str, Any]:
         # One observation at a time, as upstream: the first that is malformed or
         # foreign to the context names the rejection.
         for item in raw:
-            observation = u.validate_observation(item)
+            observation = u.validate_observation(item, item_binding=False)
             for key, code in (
                 ("scope", "scope_mismatch"),
                 ("retrieval_snapshot_ref", "retrieval_snapshot_mismatch"),
@@ -235,6 +235,8 @@ def project(document: object) -> dict[str, Any]:
                 if observation[key] != context[key]:
                     return _rejected(context, identity, code)
             observations.append(observation)
+        for observation in observations:
+            u.check_item_binding(observation)
     except u.UtilityError as exc:
         return _rejected(context, identity, exc.reason_code)
     return _reduce(context, identity, observations)
