@@ -312,7 +312,8 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
             scope,
         )
     automation = config["automation"]
-    surfaces = list(config["surfaces"].values())
+    # Corpora and surfaces are listed sorted by id, not as declared, as LoopX lists them.
+    surfaces = [config["surfaces"][name] for name in sorted(config["surfaces"])]
     status.update(
         {
             "automatic_ingest": automation["automatic_ingest"],
@@ -323,8 +324,8 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
             "config_schema_version": config["schema_version"],
             "provider_id": config["project_provider_binding"]["provider_id"],
             "corpus_count": len(config["corpora"]),
-            "corpus_ids": list(config["corpora"]),
-            "surface_ids": list(config["surfaces"]),
+            "corpus_ids": sorted(config["corpora"]),
+            "surface_ids": sorted(config["surfaces"]),
             "surface_profiles": [
                 {
                     "surface_id": surface["surface_id"],
