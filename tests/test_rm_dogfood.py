@@ -99,3 +99,13 @@ def test_an_observation_needs_its_raw_content_flag_as_a_boolean(flag):
         "observation.raw_content_captured",
         "invalid_request",
     )
+
+
+@pytest.mark.parametrize("kind", [300, None, "recall"])
+def test_an_application_receipt_names_a_recall_query_kind(kind):
+    # LoopX refuses any other query kind (issue 19).
+    observation = settled()
+    observation["application_receipt"]["query_kind"] = kind
+    with pytest.raises(RewardMemoryInputError) as caught:
+        build_receipt(observation)
+    assert "query_kind" in str(caught.value)
