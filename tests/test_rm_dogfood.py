@@ -109,3 +109,12 @@ def test_an_application_receipt_names_a_recall_query_kind(kind):
     with pytest.raises(RewardMemoryInputError) as caught:
         build_receipt(observation)
     assert "query_kind" in str(caught.value)
+
+
+def test_an_application_receipt_surface_id_is_an_opaque_ref():
+    # As its corpus_id: LoopX refuses control characters there (issue 19).
+    observation = settled()
+    observation["application_receipt"]["surface_id"] = "\x00\x85r"
+    with pytest.raises(RewardMemoryInputError) as caught:
+        build_receipt(observation)
+    assert "surface_id" in str(caught.value)

@@ -143,7 +143,8 @@ def application_receipt(value: object) -> dict[str, Any]:
     # Upstream refuses these shapes too (found by the differential fuzzer).
     if not TOKEN.fullmatch(receipt_text(receipt, "application_id")):
         fail(_RECEIPT_CODE, "application_receipt.application_id must be a token")
-    opaque_ref(receipt_text(receipt, "corpus_id"), _RECEIPT_CODE, "application_receipt.corpus_id")
+    for key in ("corpus_id", "surface_id"):
+        opaque_ref(receipt_text(receipt, key), _RECEIPT_CODE, f"application_receipt.{key}")
     enum(receipt["mode"], RECALL_MODES, _RECEIPT_CODE, "application_receipt.mode")
     # The query kind is one a recall runs, read as its text, as LoopX reads it (issue 19).
     if receipt_text(receipt, "query_kind").strip() not in QUERY_KINDS:
