@@ -8,6 +8,7 @@ import pytest
 from test_host_generic import run_cli
 from utility_cases import DOGFOOD_ERRORS, dogfood_cases, settled
 
+from capabilities.reward_memory.contract.values import RewardMemoryInputError
 from capabilities.reward_memory.reports.dogfood import build_receipt, evaluate_batch
 from capabilities.reward_memory.reports.evaluation import evaluate
 from conformance.public_safety import public_safety_violations
@@ -81,3 +82,39 @@ def test_dispositions_are_coverage_not_utility():
 def test_every_dogfood_rejection_has_its_reason_code(tmp_path, name, reason):
     code, error = batch_cli(tmp_path, DOGFOOD_ERRORS[name])
     assert (code, error["status"], error["reason_code"]) == (2, "invalid_request", reason)
+
+
+@pytest.mark.parametrize("flag", ["absent", None, 0, "false"])
+def test_an_observation_needs_its_raw_content_flag_as_a_boolean(flag):
+    # LoopX requires the flag (issue 19): a missing one is not read as false.
+    observation = settled()
+    if flag == "absent":
+        del observation["raw_content_captured"]
+    else:
+        observation["raw_content_captured"] = flag
+    with pytest.raises(RewardMemoryInputError) as caught:
+        build_receipt(observation)
+    public = caught.value.to_public()
+    assert (public["field"], public["reason_code"]) == (
+        "observation.raw_content_captured",
+        "invalid_request",
+    )
+
+
+@pytest.mark.parametrize("kind", [300, None, "recall"])
+def test_an_application_receipt_names_a_recall_query_kind(kind):
+    # LoopX refuses any other query kind (issue 19).
+    observation = settled()
+    observation["application_receipt"]["query_kind"] = kind
+    with pytest.raises(RewardMemoryInputError) as caught:
+        build_receipt(observation)
+    assert "query_kind" in str(caught.value)
+
+
+def test_an_application_receipt_surface_id_is_an_opaque_ref():
+    # As its corpus_id: LoopX refuses control characters there (issue 19).
+    observation = settled()
+    observation["application_receipt"]["surface_id"] = "\x00\x85r"
+    with pytest.raises(RewardMemoryInputError) as caught:
+        build_receipt(observation)
+    assert "surface_id" in str(caught.value)

@@ -8,7 +8,8 @@ A *case* is a command line and the files it reads, written under a scratch root:
 Every ``{root}`` inside ``argv`` or inside a file's JSON text is replaced by the
 scratch directory, so registry cases can name their repository. Both tools see the
 same bytes. Their answers are compared on the exit code and the whole JSON
-document, type-strictly (``1`` is not ``1.0``, ``-0.0`` is not ``0.0``), after the
+document, type-strictly (``1`` is not ``1.0``, ``-0.0`` is not ``0.0``) and in key
+order (an object's keys in the order printed), after the
 excuse rules of :mod:`oracle.excuses` have removed the differences we chose.
 
 This module never imports the oracle: the oracle runs in its own interpreter through
@@ -168,6 +169,10 @@ def _kind(code: int, output: Any) -> str:
 def _differing_paths(ours: Any, theirs: Any, path: str) -> list[str]:
     if isinstance(ours, dict) and isinstance(theirs, dict):
         found = []
+        # Byte-for-byte compatibility needs the same key order: the keys both have
+        # must come in the same order (a missing or extra key is its own class).
+        if [key for key in ours if key in theirs] != [key for key in theirs if key in ours]:
+            found.append(f"{path or '$'}:key_order")
         for key in sorted(set(ours) | set(theirs)):
             where = f"{path}.{key}"
             if key not in ours or key not in theirs:

@@ -181,9 +181,10 @@ def _receipt_verified(
     scope: dict[str, Any],
 ) -> bool:
     private = scope["isolation_mode"] == "goal_scoped_agent_private"
+    # The receipt's schema_version is not one of the checks (contracts.md §5.3, check 7):
+    # LoopX reports a Goal available whatever it holds, and so do we (issue 19).
     return (
-        receipt.get("schema_version", RECEIPT_SCHEMA) == RECEIPT_SCHEMA
-        and receipt.get("status") == "verified"
+        receipt.get("status") == "verified"
         and receipt.get("goal_id") == goal_id
         and receipt.get("agent_id") == agent
         and receipt.get("config_digest") == digest
@@ -221,8 +222,9 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
     binding = select_binding(goal, agent)
     enabled = binding.get("enabled") is True and binding.get("experimental") is True
     enabled_agents = _enabled_agents(binding)
-    config_path = binding.get("config_path")
-    config_path = config_path.strip() if isinstance(config_path, str) else ""
+    # Any non-empty value is a registered pointer, read as its text (90 names the
+    # file "90"), as LoopX reads it; an empty one is no pointer (issue 19).
+    config_path = str(binding.get("config_path") or "").strip()
     status: ExperimentStatus = {
         "ok": True,
         "schema_version": STATUS_SCHEMA,
@@ -255,14 +257,15 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         if route is not None:
             status["config_runtime_route"] = _route(route)
         if scope is not None:
-            # A config that resolved but is not enabled: its scope, then how to repair.
+            # A config that resolved but is not enabled: how to repair, then its scope
+            # (LoopX's key order).
             status.update(
                 {
+                    "repair": repair_plan(goal_id, agent),
                     "isolation_mode": scope["isolation_mode"],
                     "actor_binding_verified": scope["actor_binding_verified"],
                     "writability_verified": False,
                     "exact_readback_verified": False,
-                    "repair": repair_plan(goal_id, agent),
                 }
             )
         return Resolution(status=status, config=None, goal=goal, binding=binding)
@@ -309,7 +312,8 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
             scope,
         )
     automation = config["automation"]
-    surfaces = list(config["surfaces"].values())
+    # Corpora and surfaces are listed sorted by id, not as declared, as LoopX lists them.
+    surfaces = [config["surfaces"][name] for name in sorted(config["surfaces"])]
     status.update(
         {
             "automatic_ingest": automation["automatic_ingest"],
@@ -320,8 +324,8 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
             "config_schema_version": config["schema_version"],
             "provider_id": config["project_provider_binding"]["provider_id"],
             "corpus_count": len(config["corpora"]),
-            "corpus_ids": list(config["corpora"]),
-            "surface_ids": list(config["surfaces"]),
+            "corpus_ids": sorted(config["corpora"]),
+            "surface_ids": sorted(config["surfaces"]),
             "surface_profiles": [
                 {
                     "surface_id": surface["surface_id"],

@@ -86,10 +86,11 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
             decision_input.get("edited_content_summary"), 500, "review.edited_content_summary"
         )
         old_ref = str(record["candidate_ref"])  # its text, as the digests read it
+        # Each key is replaced where it stands (a new one goes last), in LoopX's
+        # order, so the record prints its keys as upstream's does (issue 19).
         record["content_summary"] = summary
-        record["lifecycle"] = {"state": "candidate", "supersedes_refs": [old_ref]}
-        record.pop("candidate_ref")
         record["candidate_ref"] = candidate_ref(candidate_identity(record))
+        record["lifecycle"] = {"state": "candidate", "supersedes_refs": [old_ref]}
     else:
         record["lifecycle"] = {
             "state": "retired",

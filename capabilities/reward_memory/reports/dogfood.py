@@ -88,7 +88,11 @@ def build_receipt(value: object) -> dict[str, Any]:
     missing = sorted(_INPUT_KEYS - set(document))
     if missing:
         v.fail(f"observation.{missing[0]}", "is required", "missing_key")
-    if document.get(v.RAW_CONTENT, False) is not False:
+    # The flag is required, as LoopX requires it: a missing or non-boolean one is
+    # invalid, not read as false (issue 19).
+    if not isinstance(document.get(v.RAW_CONTENT), bool):
+        v.fail(f"observation.{v.RAW_CONTENT}", "must be a boolean")
+    if document[v.RAW_CONTENT]:
         v.fail(f"observation.{v.RAW_CONTENT}", "must be false", "raw_content_rejected")
     family = v.enum(document["domain_family"], FAMILIES, "observation.domain_family")
     domain = v.token(document["domain_id"], "observation.domain_id")

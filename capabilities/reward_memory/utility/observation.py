@@ -212,12 +212,20 @@ def _semantics(document: dict[str, Any]) -> None:
         fail(code, "a strong evidence basis needs at least one evidence ref")
     if label != "unknown" and not document["evidence_refs"]:
         fail(code, "a directional label needs evidence refs")
-    if level == "item" and len(document["memory_ref_digests"]) != 1:
-        fail(code, "item attribution binds exactly one memory digest")
 
 
-def validate_observation(value: object) -> dict[str, Any]:
+def check_item_binding(document: dict[str, Any]) -> None:
+    """An ``item`` observation binds exactly one digest (else ``observation_malformed``)."""
+    if document["attribution_level"] == "item" and len(document["memory_ref_digests"]) != 1:
+        fail("observation_malformed", "item attribution binds exactly one memory digest")
+
+
+def validate_observation(value: object, *, item_binding: bool = True) -> dict[str, Any]:
     """The normalised observation; :class:`UtilityError` with its typed reason code.
+
+    ``item_binding=False`` leaves :func:`check_item_binding` to the caller: the
+    reducer applies it only once every observation fits the context, where LoopX
+    finds it (issue 19).
 
     The reason code of a refusal is classified from the document's fields, in
     LoopX 2.1.1's order (issue 19), not from the first check that failed: the
@@ -226,9 +234,12 @@ def validate_observation(value: object) -> dict[str, Any]:
     ``observation_malformed`` for everything else.
     """
     try:
-        return _validated(value)
+        document = _validated(value)
+        if item_binding:
+            check_item_binding(document)
     except UtilityError as exc:
         raise UtilityError(exc.message, reason_code=_refusal_code(value)) from exc
+    return document
 
 
 def _refusal_code(value: object) -> str:

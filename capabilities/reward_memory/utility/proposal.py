@@ -55,6 +55,7 @@ RECEIPT_FIELDS = frozenset(
     }
 )
 RECEIPT_OPTIONAL = frozenset({"retrieval_snapshot_ref", "policy_snapshot_ref"})
+QUERY_KINDS = ("business_recall", "ingest_verification")
 APPLICATION_OUTCOMES = (
     "applied",
     "ignored",
@@ -142,8 +143,12 @@ def application_receipt(value: object) -> dict[str, Any]:
     # Upstream refuses these shapes too (found by the differential fuzzer).
     if not TOKEN.fullmatch(receipt_text(receipt, "application_id")):
         fail(_RECEIPT_CODE, "application_receipt.application_id must be a token")
-    opaque_ref(receipt_text(receipt, "corpus_id"), _RECEIPT_CODE, "application_receipt.corpus_id")
+    for key in ("corpus_id", "surface_id"):
+        opaque_ref(receipt_text(receipt, key), _RECEIPT_CODE, f"application_receipt.{key}")
     enum(receipt["mode"], RECALL_MODES, _RECEIPT_CODE, "application_receipt.mode")
+    # The query kind is one a recall runs, read as its text, as LoopX reads it (issue 19).
+    if receipt_text(receipt, "query_kind").strip() not in QUERY_KINDS:
+        fail(_RECEIPT_CODE, f"application_receipt.query_kind must be one of {QUERY_KINDS}")
     calls = receipt["provider_call_count"]
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
         fail(_RECEIPT_CODE, "application_receipt.provider_call_count must be a count")

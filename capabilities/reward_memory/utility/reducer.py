@@ -127,7 +127,9 @@ MALFORMED = "observation_malformed"
 
 def _context(document: dict[str, Any]) -> dict[str, Any]:
     return {
-        "scope": u.scope(document["scope"], MALFORMED),
+        # A read projection's scope prints its keys sorted, as LoopX's does (its
+        # unreadable placeholder keeps the field order); issue 19's key-order check.
+        "scope": dict(sorted(u.scope(document["scope"], MALFORMED).items())),
         "retrieval_snapshot_ref": u.opaque_ref(
             document["retrieval_snapshot_ref"], MALFORMED, "retrieval_snapshot_ref"
         ),
@@ -224,7 +226,7 @@ def project(document: object) -> dict[str, Any]:
         # One observation at a time, as upstream: the first that is malformed or
         # foreign to the context names the rejection.
         for item in raw:
-            observation = u.validate_observation(item)
+            observation = u.validate_observation(item, item_binding=False)
             for key, code in (
                 ("scope", "scope_mismatch"),
                 ("retrieval_snapshot_ref", "retrieval_snapshot_mismatch"),
@@ -233,6 +235,8 @@ def project(document: object) -> dict[str, Any]:
                 if observation[key] != context[key]:
                     return _rejected(context, identity, code)
             observations.append(observation)
+        for observation in observations:
+            u.check_item_binding(observation)
     except u.UtilityError as exc:
         return _rejected(context, identity, exc.reason_code)
     return _reduce(context, identity, observations)
