@@ -7,7 +7,8 @@ class (the first JSON path that differs after the named excuses, or the exit cod
 is then looked for again on its own, so Hypothesis shrinks every class separately;
 the smallest input seen per class is written, with both answers, to
 ``$TURN_HOOKS_DIFF_OUT`` (default: a temp directory printed in the report), beside
-``summary-<family>.json`` (draws run, draws that matched, and each class's count). A case
+``summary-<family>.json`` (each class's count) and ``stats-<family>.json`` (draws run,
+draws that matched, and how often each excuse rule was needed). A case
 worth keeping is copied into ``regressions/`` once fixed or excused, where the default
 test run replays it against the recorded upstream answer without the oracle.
 """
