@@ -496,3 +496,23 @@ def test_our_own_commands_print_one_error_schema(monkeypatch, capsys, tmp_path):
         "reward_memory_error_v0",
         "invalid_request",
     )
+
+
+def test_list_shows_the_newest_memory_first_and_unreadable_times_last():
+    from types import SimpleNamespace
+
+    from capabilities.reward_memory.cli.memory_views import _activated_at
+
+    def stored(name, when):
+        return SimpleNamespace(name=name, record={"activated_at": when} if when else {})
+
+    records = [
+        stored("old", "2026-11-01T10:00:00+00:00"),
+        stored("none", None),
+        stored("new", "2026-12-01T09:00:00Z"),
+        stored("offset", "2026-12-01T10:30:00+02:00"),  # 08:30 UTC: before "new"
+        stored("naive", "2026-11-15T00:00:00"),
+        stored("junk", "yesterday"),
+    ]
+    ordered = [r.name for r in sorted(records, key=_activated_at, reverse=True)]
+    assert ordered == ["new", "offset", "naive", "old", "none", "junk"]

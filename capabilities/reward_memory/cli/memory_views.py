@@ -10,6 +10,7 @@ prints only counts.
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from typing import Any
 
 from capabilities.reward_memory.cli._common import (
@@ -44,6 +45,8 @@ def memory_list(args: argparse.Namespace) -> Result:
         shown = [r for r in records if r.state == args.state]
     else:
         shown = records
+    # Newest first: what was learned lately is what a person looks for.
+    shown = sorted(shown, key=_activated_at, reverse=True)
     counts = state_counts(records)
     document = {
         "ok": True,
@@ -58,6 +61,18 @@ def memory_list(args: argparse.Namespace) -> Result:
     if not records:
         args.markdown_note = "No memory yet: nothing has been learned for this binding."
     return document, "Memories"
+
+
+def _activated_at(stored: Any) -> datetime:
+    """When a record was activated; a record without a readable time sorts last."""
+    value = stored.record.get("activated_at")
+    try:
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        when = None
+    if when is None:
+        return datetime.min.replace(tzinfo=UTC)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def memory_show(args: argparse.Namespace) -> Result:
@@ -201,7 +216,9 @@ def _write_stdout(text: str) -> None:
 
 def add_views(sub: argparse._SubParsersAction[Any]) -> None:
     """``memory list``, ``show``, ``search`` and ``export``."""
-    listing = sub.add_parser("list", help="every memory, active and retired (private text)")
+    listing = sub.add_parser(
+        "list", help="every memory, active and retired, newest first (private text)"
+    )
     add_binding_arguments(listing)
     listing.add_argument("--state", choices=("all", "active", "retired"), default="all")
     listing.set_defaults(handler=memory_list)
