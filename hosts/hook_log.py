@@ -5,8 +5,12 @@ trace a person can follow. An entry names the host, the hook event, where the re
 came from (the adapter, or the plugin result's key) and a reason code. It never holds
 prompt or message text, paths or exception messages: only codes this package minted.
 
-The log is one sidecar (0600, locked, atomically replaced) that keeps the latest
-``KEEP_ENTRIES`` entries, under ``$TURN_HOOKS_STATE_DIR`` or the XDG state directory.
+The log keeps the latest ``KEEP_ENTRIES`` entries, under ``$TURN_HOOKS_STATE_DIR`` or
+the XDG state directory, in sidecars (0600, locked, atomically replaced): the newest
+``PAGE_ENTRIES`` in ``hook-log.json``, older ones in full pages of that size in
+``hook-log.pages/``. Pages because almost every hook appends to it: a hook rewrites
+only the current page, a few kilobytes, where one document of every kept entry cost
+each hook about 7 ms to read, re-encode and replace once the log was full.
 
 When an entry cannot be written, the hook says so on stderr, once per process and
 with a reason code only (never a path or a message), then goes on: hosts ignore a
@@ -47,7 +51,10 @@ LOG_SCHEMA = "turn_hooks_hook_log_v0"
 LOG_FILE = "hook-log.json"
 SPILL_DIR = "hook-log.spill"
 SPILL_SCHEMA = "turn_hooks_hook_log_spill_v0"
+PAGES_DIR = "hook-log.pages"
 KEEP_ENTRIES = 200
+PAGE_ENTRIES = 40
+"""Entries in one page; ``KEEP_ENTRIES`` is a whole number of pages."""
 # Short: a busy log is skipped rather than waited for on the Turn's critical path.
 LOCK_TIMEOUT = 0.5
 # Reason codes and sources are identifiers; anything else is not written verbatim.
@@ -100,17 +107,16 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     if not entries:
         return
 
-    folded: list[Path] = []
-
-    def append(document: dict[str, Any] | None) -> dict[str, Any]:
-        spilled = _spilled(store, folded)
-        kept = [*(document or {}).get("entries", []), *spilled, *entries][-KEEP_ENTRIES:]
-        return {"schema_version": LOG_SCHEMA, "entries": kept}
-
     try:
         store = SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
+        current = store.path(LOG_FILE)
         try:
-            store.update(store.path(LOG_FILE), append)
+            with store.transaction(current) as log:
+                folded: list[Path] = []
+                spilled = _spilled(store, folded)
+                kept = [*(log.read() or {}).get("entries", []), *spilled, *entries]
+                _turn_pages(store, kept)
+                log.write({"schema_version": LOG_SCHEMA, "entries": kept})
         except SidecarLockTimeout:
             name = f"{time.time_ns():020d}-{os.getpid()}.json"
             store.write(
@@ -128,6 +134,33 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
         _report(exc.reason_code)
     except Exception:  # no home or a full disk must not cost the Turn either
         _report("hook_log_unavailable")
+
+
+def _turn_pages(store: SidecarStore, kept: list[Any]) -> None:
+    """Move all but the newest (at most ``PAGE_ENTRIES``) of ``kept`` into full pages,
+    then drop the oldest pages past ``KEEP_ENTRIES``; ``kept`` is left holding the
+    current page's entries.
+
+    Called under the current page's lock, before it is replaced: a kill between a
+    page's write and the current page's repeats those entries, never loses them.
+    """
+    if len(kept) <= PAGE_ENTRIES:
+        return
+    stamp = time.time_ns()
+    full = (len(kept) - 1) // PAGE_ENTRIES
+    for index in range(full):
+        page = kept[index * PAGE_ENTRIES : (index + 1) * PAGE_ENTRIES]
+        name = f"{stamp:020d}-{os.getpid()}-{index:04d}.json"
+        store.write(store.path(PAGES_DIR, name), {"schema_version": LOG_SCHEMA, "entries": page})
+    del kept[: full * PAGE_ENTRIES]
+    older = pages(store)
+    for path in older[: max(0, len(older) - (KEEP_ENTRIES // PAGE_ENTRIES - 1))]:
+        store.delete(path)
+
+
+def pages(store: SidecarStore) -> list[Path]:
+    """The full pages of older entries, oldest first (their names sort by time)."""
+    return list(store.iter_documents(PAGES_DIR))
 
 
 def _spilled(store: SidecarStore, folded: list[Path]) -> list[Any]:

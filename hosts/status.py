@@ -238,7 +238,7 @@ def installed_hooks(
 
 def hook_log(limit: int) -> dict[str, Any]:
     """The hook log, newest first: at most ``limit`` entries, and every reason counted."""
-    from hosts.hook_log import LOG_FILE, SPILL_DIR, log_root
+    from hosts.hook_log import LOG_FILE, SPILL_DIR, log_root, pages
 
     reason = None
     entries: list[Any] = []
@@ -246,13 +246,14 @@ def hook_log(limit: int) -> dict[str, Any]:
     if root.is_dir():
         store = SidecarStore(root)
         try:
-            document = store.read(store.path(LOG_FILE)) or {}
-            entries = list(document.get("entries") or [])
+            for path in [*pages(store), store.path(LOG_FILE)]:  # oldest first
+                entries += list((store.read(path) or {}).get("entries") or [])
             for path in store.iter_documents(SPILL_DIR):  # not folded in yet: still shown
                 entries += list((store.read(path) or {}).get("entries") or [])
         except SidecarError as exc:
             reason = exc.reason_code
-    # The log appends in order (spilled entries are the newest): newest first is reversed.
+    # The log appends in order (pages, the current page, then the spilled entries, the
+    # newest): newest first is reversed.
     fields = ("observed_at", "host", "event", "source", "reason_code")
     entries = [{k: e.get(k) for k in fields} for e in reversed(entries) if isinstance(e, dict)]
     counts = Counter(str(e.get("reason_code")) for e in entries)

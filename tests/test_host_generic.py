@@ -683,3 +683,54 @@ def test_one_host_has_one_spelling_in_the_hook_log():
         "codex-cli",
         "claude-code",
     ]
+
+
+def test_the_hook_log_keeps_its_newest_entries_in_pages():
+    """A hook rewrites only the current page (at most ``PAGE_ENTRIES`` entries), so its
+    cost does not grow with the log; the log as a whole still keeps the newest
+    ``KEEP_ENTRIES``, in order, and ``turn-hooks log`` shows them newest first."""
+    from hosts import hook_log
+    from hosts.status import hook_log as view
+    from sidecars import SidecarStore
+
+    written = [f"code_{n:03d}" for n in range(hook_log.KEEP_ENTRIES + 2 * hook_log.PAGE_ENTRIES + 7)]
+    for start in range(0, len(written), 3):  # several entries per call, as a hook logs
+        hook_log.record("generic", "pre_turn", [("adapter", c) for c in written[start : start + 3]])
+        assert 1 <= len(hook_log_entries()) <= hook_log.PAGE_ENTRIES
+    store = SidecarStore(hook_log.log_root())
+    pages = hook_log.pages(store)
+    assert len(pages) == hook_log.KEEP_ENTRIES // hook_log.PAGE_ENTRIES - 1
+    assert all(len(store.read(page)["entries"]) == hook_log.PAGE_ENTRIES for page in pages)
+    assert all(page.stat().st_mode & 0o777 == 0o600 for page in pages)
+    shown = view(hook_log.KEEP_ENTRIES)
+    assert shown["entry_count"] <= hook_log.KEEP_ENTRIES
+    assert shown["entry_count"] > hook_log.KEEP_ENTRIES - hook_log.PAGE_ENTRIES
+    newest_first = [entry["reason_code"] for entry in shown["entries"]]
+    assert newest_first == written[::-1][: len(newest_first)]
+
+
+def test_a_spill_larger_than_a_page_is_folded_into_pages():
+    from hosts import hook_log
+    from hosts.status import hook_log as view
+    from sidecars import SidecarStore
+
+    store = SidecarStore(hook_log.log_root())
+    spilled = [
+        {
+            "observed_at": "2026-12-01T00:00:00+00:00",
+            "host": "generic",
+            "event": "pre_turn",
+            "source": "adapter",
+            "reason_code": f"spilled_{n:03d}",
+        }
+        for n in range(3 * hook_log.PAGE_ENTRIES + 1)
+    ]
+    store.write(
+        store.path(hook_log.SPILL_DIR, "00000000000000000001-1.json"),
+        {"schema_version": hook_log.SPILL_SCHEMA, "entries": spilled},
+    )
+    hook_log.record("generic", "pre_turn", [("adapter", "last_one")])
+    codes = [entry["reason_code"] for entry in view(hook_log.KEEP_ENTRIES)["entries"]]
+    assert codes == ["last_one", *[entry["reason_code"] for entry in spilled][::-1]]
+    assert len(hook_log_entries()) == 2
+    assert list(store.iter_documents(hook_log.SPILL_DIR)) == []
