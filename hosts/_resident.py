@@ -5,7 +5,10 @@ key, in a 0700 directory of the user. The server stays single-threaded and holds
 connection, file or thread of any hook: it only imports. For each client (checked to
 be this user with ``SO_PEERCRED``) it forks a child, which takes the client's
 standard streams, directory, environment and umask and runs ``hosts.cli.main`` as a
-cold process would, then reports the exit status to the client itself. A child
+cold process would, then reports the exit status to the client itself. The child is
+forked ahead of its call (a spare, waiting on a socket pair for the server to hand it
+a client), so a call does not wait for the fork of a large process: about 6 ms on
+the machine of benchmarks/RESULTS.md. A spare ends when its server does. A child
 outlives neither the deadline (the server kills it, and its own alarm would too) nor
 its client (a client that goes away gets its child killed).
 
@@ -185,43 +188,52 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
     poller.register(wake_read, select.POLLIN)
     children: dict[int, tuple[float, socket.socket]] = {}
     by_fd: dict[int, int] = {}
+    spare: list[tuple[int, socket.socket]] = []  # at most one: (pid, the server's end)
     last = time.monotonic()
-    while not stop:
-        now = time.monotonic()
-        waits = [1.0, max(0.0, last + idle - now)]
-        waits += [max(0.0, started + deadline - now) for started, _ in children.values()]
-        events = poller.poll(min(waits) * 1000 + 1)
-        gone: list[int] = []
-        for fd, _mask in events:
-            if fd == wake_read:
-                while _drain(wake_read):
-                    pass
-            elif fd in by_fd:  # the client hung up: its call ends with it
-                gone.append(by_fd[fd])
-        _reap(children, by_fd, poller)
-        now = time.monotonic()
-        for pid in gone:
-            _kill(pid)
-        for pid, (started, _) in list(children.items()):
-            if now - started > deadline:
+    try:
+        while not stop:
+            if not spare and not children:  # off the path of a call: no call runs now
+                closing = [listener.fileno(), wake_read, wake_write, lock]
+                spare.extend(_fork_spare(key, closing))
+            now = time.monotonic()
+            waits = [1.0, max(0.0, last + idle - now)]
+            waits += [max(0.0, started + deadline - now) for started, _ in children.values()]
+            events = poller.poll(min(waits) * 1000 + 1)
+            gone: list[int] = []
+            for fd, _mask in events:
+                if fd == wake_read:
+                    while _drain(wake_read):
+                        pass
+                elif fd in by_fd:  # the client hung up: its call ends with it
+                    gone.append(by_fd[fd])
+            _reap(children, by_fd, poller, spare)
+            now = time.monotonic()
+            for pid in gone:
                 _kill(pid)
-        if any(fd == listener.fileno() for fd, _ in events):
-            if _stale(key, files):
-                return  # a new install: its clients start their own server
-            closing = [listener.fileno(), wake_read, wake_write, lock]
-            closing += [conn.fileno() for _, conn in children.values()]
-            while (accepted := _accept(listener, key, closing)) is not None:
-                pid, conn = accepted
-                children[pid] = (time.monotonic(), conn)
-                by_fd[conn.fileno()] = pid
-                poller.register(conn, select.POLLRDHUP)
-                closing.append(conn.fileno())
-                last = time.monotonic()
-        elif not children and time.monotonic() - last >= idle:
-            return
-        elif not events and _stale(key, files):
-            return
-    signal.set_wakeup_fd(-1)
+            for pid, (started, _) in list(children.items()):
+                if now - started > deadline:
+                    _kill(pid)
+            if any(fd == listener.fileno() for fd, _ in events):
+                if _stale(key, files):
+                    return  # a new install: its clients start their own server
+                closing = [listener.fileno(), wake_read, wake_write, lock]
+                closing += [conn.fileno() for _, conn in children.values()]
+                while (accepted := _accept(listener, key, closing, spare)) is not None:
+                    pid, conn = accepted
+                    children[pid] = (time.monotonic(), conn)
+                    by_fd[conn.fileno()] = pid
+                    poller.register(conn, select.POLLRDHUP)
+                    closing.append(conn.fileno())
+                    last = time.monotonic()
+            elif not children and time.monotonic() - last >= idle:
+                return
+            elif not events and _stale(key, files):
+                return
+    finally:
+        for pid, end in spare:  # an idle spare ends with its server (it sees the end too)
+            end.close()
+            _kill(pid)
+        signal.set_wakeup_fd(-1)
 
 
 def _drain(fd: int) -> bool:
@@ -239,15 +251,21 @@ def _kill(pid: int) -> None:
 
 
 def _reap(
-    children: dict[int, tuple[float, socket.socket]], by_fd: dict[int, int], poller: Any
+    children: dict[int, tuple[float, socket.socket]],
+    by_fd: dict[int, int],
+    poller: Any,
+    spare: list[tuple[int, socket.socket]],
 ) -> None:
-    while children:
+    while children or spare:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             pid = 0
         if pid == 0:
             return
+        for waiting in [item for item in spare if item[0] == pid]:  # a spare died idle
+            spare.remove(waiting)
+            waiting[1].close()
         entry = children.pop(pid, None)
         if entry is not None:
             conn = entry[1]
@@ -256,8 +274,44 @@ def _reap(
             conn.close()  # its client now sees the end of the call
 
 
+def _fork_spare(key: bytes, closing: list[int]) -> list[tuple[int, socket.socket]]:
+    """Fork a child that waits for a client (:func:`_spare`); ``[]`` if none could be."""
+    try:
+        server_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return []
+    try:
+        pid = os.fork()
+    except OSError:
+        server_end.close()
+        child_end.close()
+        return []
+    if pid == 0:  # pragma: no cover - runs in the forked child only
+        server_end.close()
+        _spare(child_end, key, closing)
+    child_end.close()
+    return [(pid, server_end)]
+
+
+def _hand_to_spare(conn: socket.socket, spare: list[tuple[int, socket.socket]]) -> int | None:
+    """Give the client to the waiting spare; its pid, or ``None`` (no spare, or it died)."""
+    while spare:
+        pid, end = spare.pop()
+        try:
+            socket.send_fds(end, [b"C"], [conn.fileno()])
+            return pid
+        except OSError:
+            _kill(pid)  # reaped with the others
+        finally:
+            end.close()
+    return None
+
+
 def _accept(
-    listener: socket.socket, key: bytes, closing: list[int]
+    listener: socket.socket,
+    key: bytes,
+    closing: list[int],
+    spare: list[tuple[int, socket.socket]],
 ) -> tuple[int, socket.socket] | None:
     while True:
         try:
@@ -270,31 +324,63 @@ def _accept(
         if uid != os.getuid():
             conn.close()  # the directory is 0700; this is only the second lock
             continue
+        handed = _hand_to_spare(conn, spare)
+        if handed is not None:
+            return handed, conn
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked child only
             _child(conn, key, closing)
         return pid, conn
 
 
-def _child(conn: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # pragma: no cover
+def _spare(end: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # pragma: no cover
+    """Wait for the server to hand over a client, then serve it as :func:`_child` does.
+
+    The end of the socket pair (the server exited, or was killed) ends the spare.
+    """
     status = 0
     try:
-        signal.set_wakeup_fd(-1)
-        for fd in closing:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        for signum in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        # The last bound on a call whose server and client are both gone.
-        signal.alarm(int(_warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS)) + 5)
-        conn.setblocking(True)
-        status = _serve_call(conn, key)
+        _leave_server(closing)
+        end.setblocking(True)
+        _, fds, _, _ = socket.recv_fds(end, 1, 1)
+        end.close()
+        if len(fds) != 1:
+            os._exit(0)
+        status = _child_call(socket.socket(fileno=fds[0]), key)
     except BaseException:
         status = 1
     os._exit(status)
+
+
+def _leave_server(closing: list[int]) -> None:  # pragma: no cover - in forked children
+    """Drop what is the server's: its descriptors and its signal handlers."""
+    signal.set_wakeup_fd(-1)
+    for fd in closing:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    for signum in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _child(conn: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # pragma: no cover
+    status = 0
+    try:
+        _leave_server(closing)
+        status = _child_call(conn, key)
+    except BaseException:
+        status = 1
+    os._exit(status)
+
+
+def _child_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - in the child
+    """One call in a forked child, bounded by an alarm of its own."""
+    # The last bound on a call whose server and client are both gone.
+    signal.alarm(int(_warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS)) + 5)
+    conn.setblocking(True)
+    return _serve_call(conn, key)
 
 
 def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - in the child

@@ -96,7 +96,9 @@ def runtime_dir() -> str:
     one else can enter: a socket there can only be this user's.
     """
     path = os.environ.get(DIR_VARIABLE) or ""
-    if not path:
+    if path:  # the server runs in "/": a relative directory would be another one there
+        path = os.path.abspath(path)
+    else:
         runtime = os.environ.get("XDG_RUNTIME_DIR") or ""
         if runtime and os.path.isabs(runtime):
             path = os.path.join(runtime, "turn-hooks")

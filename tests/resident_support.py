@@ -66,3 +66,16 @@ def stop(pids: list[int], seconds: float = 15.0) -> list[int]:
     for pid in stubborn:
         os.kill(pid, signal.SIGKILL)
     return stubborn
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids of the live processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            state, parent = (entry / "stat").read_text().rpartition(")")[2].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and state != "Z" and int(parent) == pid:
+            found.append(int(entry.name))
+    return sorted(found)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import resident_support
 from fixtures import f1
-from resident_support import alive, servers, stop, wait_for
+from resident_support import alive, children_of, servers, stop, wait_for
 from turn_support import RAW, bound_goal
 
 from hosts import _warm
@@ -245,6 +245,39 @@ def test_kill_9_of_the_call_mid_request_ends_the_hook_with_0(tmp_path, run_dir):
     assert running.returncode == 0, "the Turn goes on"
     assert "resident_child_lost" in log_reasons()
     assert servers(run_dir) == [server], "the server lives on"
+
+
+def test_each_call_goes_to_a_child_forked_before_it_that_ends_with_its_server(
+    tmp_path, run_dir
+):
+    """A call does not wait for the fork of the server: a spare child waits for it.
+    The spare serves one call, the server forks the next once no call runs, and an
+    idle spare dies with its server, however the server ends."""
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    wait_for(lambda: len(children_of(server)) == 1, what="a spare child")
+    [spare] = children_of(server)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks)))
+    payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+    done = hook(registry, "post-settlement", payload, env, *extra)
+    assert done.returncode == 0
+    [(child, parent, _)] = calls(marks)
+    assert (child, parent) == (spare, server), "the waiting spare served the call"
+    wait_for(lambda: len(children_of(server)) == 1, what="the next spare")
+    [following] = children_of(server)
+    assert following != spare and not alive(spare)
+    os.kill(server, signal.SIGKILL)
+    wait_for(lambda: not alive(following), what="the spare to end with its server")
+
+
+def test_a_relative_socket_directory_is_the_one_below_the_hooks_directory(tmp_path, run_dir):
+    """The server starts in ``/``; it must listen where the client looks."""
+    registry = bound_goal(tmp_path / "goal")
+    relative = os.path.relpath(run_dir, registry.parent)
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DIR=relative)
+    assert hook(registry, "pre-turn", {"turn_id": "t0", "prompt": "module tests"}, env).returncode == 0
+    wait_for(lambda: listening(run_dir), what="a server in the directory the client named")
 
 
 def test_a_stale_socket_is_replaced(tmp_path, run_dir):
