@@ -13,9 +13,10 @@ outlives neither the deadline (the server kills it, and its own alarm would too)
 its client (a client that goes away gets its child killed).
 
 The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (600) without a call, on
-SIGTERM, and as soon as the installed package changes under it (its key, or any
-module file it loaded); it removes its socket and pid file. A second server for the
-same key finds the lock taken and exits at once.
+SIGTERM, and once the installed package changed under it (its key, or any module
+file it loaded: checked every second while idle and after each call it hands over);
+it removes its socket and pid file. A client of another key is refused by the child.
+A second server for the same key finds the lock taken and exits at once.
 """
 
 from __future__ import annotations
@@ -214,8 +215,6 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                 if now - started > deadline:
                     _kill(pid)
             if any(fd == listener.fileno() for fd, _ in events):
-                if _stale(key, files):
-                    return  # a new install: its clients start their own server
                 closing = [listener.fileno(), wake_read, wake_write, lock]
                 closing += [conn.fileno() for _, conn in children.values()]
                 while (accepted := _accept(listener, key, closing, spare)) is not None:
@@ -225,6 +224,13 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                     poller.register(conn, select.POLLRDHUP)
                     closing.append(conn.fileno())
                     last = time.monotonic()
+                # Checked once the calls are handed over, off their path (about 2 ms):
+                # a reinstall changes the key, which each client checks on its own call,
+                # so what only this check sees is a module edited in place (an editable
+                # install). A call handed over before it runs the loaded code, as a
+                # process started just before the edit would.
+                if _stale(key, files):
+                    return  # a new install: its clients start their own server
             elif not children and time.monotonic() - last >= idle:
                 return
             elif not events and _stale(key, files):

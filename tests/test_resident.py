@@ -336,6 +336,23 @@ def test_an_upgraded_package_gets_a_new_server_and_the_old_one_exits(tmp_path, r
         os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
+def test_a_module_edited_in_place_ends_the_server(tmp_path, run_dir):
+    """An editable install's module changes without a new key: the server, which
+    checks what it loaded while idle, exits, and the next call starts a new one."""
+    import hosts.render
+
+    env = environment(run_dir)
+    old = started_server(tmp_path, run_dir, env)
+    module = Path(hosts.render.__file__)
+    before = module.stat()
+    try:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        wait_for(lambda: not alive(old), what="the server to see the edit and exit")
+        assert not socket_path(run_dir).exists(), "it removed its socket"
+    finally:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 def _unsafe(kind, directory):
     if kind == "mode":
         directory.mkdir(mode=0o755)
