@@ -70,11 +70,11 @@ def run() -> None:
     status = main()
     if "hosts.cli" in sys.modules:
         sys.exit(status)
-    import os
+    import posix  # loaded already: ``os`` is not, under ``-S``
 
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(status)
+    posix._exit(status)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ A host starts a new process for every hook call; most of its time goes to import
 A resident server (:mod:`hosts._resident`) keeps those modules loaded and forks a
 child per call, which runs the ordinary command in the caller's own streams,
 directory, environment and umask. This module is what the short-lived hook process
-runs first, so it imports only C modules that a bare interpreter loads anyway
-(``_socket``, ``zlib``; ``_signal`` and ``fcntl`` on rarer paths).
+runs first, so it imports only what a bare interpreter has loaded (``posix``, not
+``os``: under ``-S`` nothing imports ``os``, whose import costs about 4 ms) and one C
+module of its own, ``_socket`` (``_signal``, ``fcntl`` and ``pwd`` on rarer paths).
 
 The exchange over the Unix socket, one connection per call::
 
@@ -25,9 +26,8 @@ never blocks the Turn.
 # No ``from __future__ import annotations``: the hook client imports only what a bare
 # interpreter has loaded (the __future__ module is not among it).
 import _socket
-import os
+import posix
 import sys
-import zlib
 
 MAGIC = b"turn-hooks-resident-1"
 SWITCH = "TURN_HOOKS_RESIDENT"
@@ -52,6 +52,75 @@ RETRY_SECONDS = 60.0
 _STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
 
 
+def _environ() -> dict[bytes, bytes]:
+    """This process's environment as bytes: ``os.environb`` once ``os`` is loaded (it
+    follows changes), else ``posix.environ``, the environment the process started with,
+    which is all a hook client ever has."""
+    loaded = sys.modules.get("os")
+    return loaded.environb if loaded is not None else posix.environ
+
+
+def _getenv(name: str) -> str:
+    """The variable's value, ``""`` when unset (as ``os.environ.get(name, "")``)."""
+    value = _environ().get(_fsencode(name))
+    return "" if value is None else value.decode(sys.getfilesystemencoding(), "surrogateescape")
+
+
+def _fsencode(text: str) -> bytes:
+    """``os.fsencode`` of a str."""
+    return text.encode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _join(first: str, *rest: str) -> str:
+    """``os.path.join``."""
+    path = first
+    for part in rest:
+        if part.startswith("/") or not path:
+            path = part
+        else:
+            path = path + part if path.endswith("/") else path + "/" + part
+    return path
+
+
+def _dirname(path: str) -> str:
+    """``os.path.dirname``."""
+    head = path[: path.rfind("/") + 1]
+    if head and head != "/" * len(head):
+        head = head.rstrip("/")
+    return head
+
+
+def _abspath(path: str) -> str:
+    """``os.path.abspath``: made absolute from the working directory, then normalised."""
+    if not path.startswith("/"):
+        path = posix.getcwd() + "/" + path
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/" + "/".join(parts)
+
+
+def _home() -> str:
+    """``os.path.expanduser("~")``: ``$HOME``, else the password database's entry."""
+    home = _getenv("HOME")
+    if not home:
+        import pwd
+
+        home = pwd.getpwuid(posix.getuid()).pw_dir
+    return home.rstrip("/") or "/"
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return (posix.stat(path).st_mode & 0o170000) == 0o100000
+    except (OSError, ValueError):
+        return False
+
+
 class Unsafe(Exception):
     """The socket directory is not a 0700 directory of this user: do not use it."""
 
@@ -71,18 +140,18 @@ def enabled(argv: list[str], *, site_deferred: bool = False) -> bool:
         and not (flags.isolated or flags.ignore_environment or flags.no_user_site)
         and not (flags.no_site and not site_deferred)
         and not (flags.optimize or flags.dev_mode or flags.bytes_warning)
-        and os.environ.get(SWITCH, "1") != "0"
-        and os.environ.get("TURN_HOOKS_DEBUG") != "1"
+        and _getenv(SWITCH) != "0"
+        and _getenv("TURN_HOOKS_DEBUG") != "1"
         and hasattr(_socket, "SO_PEERCRED")
         and hasattr(_socket, "SCM_RIGHTS")
-        and hasattr(os, "O_PATH")
+        and hasattr(posix, "O_PATH")
     )
 
 
 def seconds(variable: str, default: float) -> float:
     """A positive number of seconds from the environment, else ``default``."""
     try:
-        value = float(os.environ.get(variable, ""))
+        value = float(_getenv(variable))
     except ValueError:
         return default
     return value if 0 < value < 1e6 else default
@@ -95,18 +164,23 @@ def runtime_dir() -> str:
     Raises :class:`Unsafe` unless it is a real directory owned by this user that no
     one else can enter: a socket there can only be this user's.
     """
-    path = os.environ.get(DIR_VARIABLE) or ""
+    path = _getenv(DIR_VARIABLE)
     if path:  # the server runs in "/": a relative directory would be another one there
-        path = os.path.abspath(path)
+        path = _abspath(path)
     else:
-        runtime = os.environ.get("XDG_RUNTIME_DIR") or ""
-        if runtime and os.path.isabs(runtime):
-            path = os.path.join(runtime, "turn-hooks")
+        runtime = _getenv("XDG_RUNTIME_DIR")
+        if runtime.startswith("/"):
+            path = _join(runtime, "turn-hooks")
         else:
-            path = os.path.join(os.path.expanduser("~"), ".cache", "turn-hooks", "run")
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            cache = _join(_home(), ".cache")
+            path = _join(cache, "turn-hooks", "run")
+            for parent in (cache, _dirname(path)):
+                try:
+                    posix.mkdir(parent, 0o700)
+                except FileExistsError:
+                    pass
     try:
-        os.mkdir(path, 0o700)
+        posix.mkdir(path, 0o700)
     except FileExistsError:
         pass
     check_dir(path)
@@ -116,10 +190,10 @@ def runtime_dir() -> str:
 def check_dir(path: str) -> None:
     """Raise :class:`Unsafe` unless ``path`` is a directory (not a symlink) owned by
     this user, with no access for group or others."""
-    status = os.lstat(path)
+    status = posix.lstat(path)
     if (
         (status.st_mode & 0o170000) != 0o040000  # a directory, and not a symlink to one
-        or status.st_uid != os.getuid()
+        or status.st_uid != posix.getuid()
         or status.st_mode & 0o077
     ):
         raise Unsafe(path)
@@ -133,21 +207,21 @@ def package_key() -> bytes:
     so the key changes: new clients find no server under the old name, and the old
     server, which checks its key, exits.
     """
-    parts = [MAGIC, os.fsencode(sys.executable), sys.version.encode()]
+    parts = [MAGIC, _fsencode(sys.executable), sys.version.encode()]
     parts += [
         key + b"=" + value
-        for key, value in sorted(os.environb.items())
+        for key, value in sorted(_environ().items())
         if key.startswith(tuple(p.encode() for p in _STARTUP_PREFIXES))
     ]
     parts.append(_identity(__file__))
     for entry in site_directories():
         try:
-            names = sorted(n for n in os.listdir(entry) if n.startswith("turn_hooks-"))
+            names = sorted(n for n in posix.listdir(entry) if n.startswith("turn_hooks-"))
         except OSError:
             continue
         for name in names:
-            info = os.path.join(entry, name)
-            parts += [_identity(info), _identity(os.path.join(info, "RECORD"))]
+            info = _join(entry, name)
+            parts += [_identity(info), _identity(_join(info, "RECORD"))]
         if names:
             break
     return b"\0".join(parts)
@@ -163,34 +237,42 @@ def site_directories() -> list[str]:
     Like ``site``, a ``pyvenv.cfg`` beside the interpreter or one level up marks a
     virtual environment; without ``site``, ``sys.prefix`` names the base installation.
     """
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bin_dir = os.path.dirname(sys.executable)
+    root = package_root()
+    bin_dir = _dirname(sys.executable)
     prefix = sys.base_prefix
-    for candidate in (bin_dir, os.path.dirname(bin_dir)):
-        if os.path.isfile(os.path.join(candidate, "pyvenv.cfg")):
+    for candidate in (bin_dir, _dirname(bin_dir)):
+        if _is_file(_join(candidate, "pyvenv.cfg")):
             prefix = candidate
             break
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    return [root, os.path.join(prefix, "lib", version, "site-packages")]
+    return [root, _join(prefix, "lib", version, "site-packages")]
+
+
+def package_root() -> str:
+    """The directory that holds the ``hosts`` package."""
+    return _dirname(_dirname(_abspath(__file__)))
 
 
 def _identity(path: str) -> bytes:
     try:
-        status = os.stat(path)
+        status = posix.stat(path)
     except OSError:
-        return os.fsencode(path) + b":absent"
+        return _fsencode(path) + b":absent"
     identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-    return os.fsencode(path) + b":" + repr(identity).encode()
+    return _fsencode(path) + b":" + repr(identity).encode()
 
 
 def digest(key: bytes) -> str:
     """A short name for a key, for the socket, lock and pid file names."""
-    return f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
+    # Not a cryptographic hash, and no module to import for one: the name only spreads
+    # keys over files, and the server and each child compare the whole key.
+    number = int.from_bytes(key, "big")
+    return f"{number % 0xFFFFFFFFFFFFFFC5:016x}"
 
 
 def paths(directory: str, key: bytes) -> tuple[str, str, str]:
     """(socket, lock, pid file) of the server for ``key``."""
-    base = os.path.join(directory, "th-" + digest(key))
+    base = _join(directory, "th-" + digest(key))
     return base + ".sock", base + ".lock", base + ".pid"
 
 
@@ -198,8 +280,8 @@ def encode_request(key: bytes, argv: list[str], umask: int) -> bytes:
     """The request: length, then NUL-separated fields (a real argv or environment
     cannot hold a NUL): magic, key (hex), umask, argc, argv (with argv[0]), environment."""
     fields = [MAGIC, key.hex().encode(), b"%d" % umask, b"%d" % len(argv)]
-    fields += [os.fsencode(arg) for arg in argv]
-    fields += [k + b"=" + v for k, v in os.environb.items()]
+    fields += [_fsencode(arg) for arg in argv]
+    fields += [k + b"=" + v for k, v in _environ().items()]
     body = b"\0".join(fields)
     return len(body).to_bytes(4, "big") + body
 
@@ -233,10 +315,10 @@ def call(argv: list[str]) -> int | None:
         return None
     key = package_key()
     socket_path, lock_path, pid_path = paths(directory, key)
-    if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
+    if len(_fsencode(socket_path)) > MAX_SOCKET_PATH:
         return None  # no server could bind it, so none is started
     try:
-        status = os.lstat(socket_path)
+        status = posix.lstat(socket_path)
     except FileNotFoundError:
         start_server(directory, key, lock_path, pid_path)
         return None
@@ -267,8 +349,8 @@ def _exchange(
     except OSError:  # busy (a full backlog) or any other fault: cold
         return None
     try:
-        umask = os.umask(0o077)
-        os.umask(umask)
+        umask = posix.umask(0o077)
+        posix.umask(umask)
         request = encode_request(key, argv, umask)
         if len(request) > MAX_REQUEST:
             return None
@@ -285,8 +367,8 @@ def _exchange(
     fds = [0, 1, 2]
     try:
         for fd in fds:
-            os.fstat(fd)  # a closed standard stream stays the cold path's case
-        cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            posix.fstat(fd)  # a closed standard stream stays the cold path's case
+        cwd = posix.open(".", posix.O_PATH | posix.O_DIRECTORY | posix.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -295,7 +377,7 @@ def _exchange(
     except OSError:
         return None  # the child waits for "G" and runs nothing without it
     finally:
-        os.close(cwd)
+        posix.close(cwd)
     return _wait(sock, child)
 
 
@@ -312,7 +394,7 @@ def _stop_silent_server(pid_path: str) -> None:
         return
     if ours:  # the pid file may be stale and the pid reused
         try:
-            os.kill(pid, 9)
+            posix.kill(pid, 9)
         except OSError:
             pass
 
@@ -328,7 +410,7 @@ def _wait(sock: _socket.socket, child: int) -> int:
         # child, so the child gets it, and this process ends as the host asked.
         received.append(signum)
         try:
-            os.kill(child, signum)
+            posix.kill(child, signum)
         except OSError:
             pass
 
@@ -339,7 +421,7 @@ def _wait(sock: _socket.socket, child: int) -> int:
         reply = _read(sock, 5)
     except OSError:  # the deadline passed: the Turn goes on without this call
         try:
-            os.kill(child, _signal.SIGKILL)
+            posix.kill(child, _signal.SIGKILL)
         except OSError:
             pass
         _note("resident_timeout")
@@ -348,7 +430,7 @@ def _wait(sock: _socket.socket, child: int) -> int:
         return int.from_bytes(reply[1:], "big", signed=True)
     if received:
         _signal.signal(received[0], _signal.SIG_DFL)
-        os.kill(os.getpid(), received[0])
+        posix.kill(posix.getpid(), received[0])
     _note("resident_child_lost")
     return 0
 
@@ -365,45 +447,47 @@ def start_server(directory: str, key: bytes, lock_path: str, pid_path: str) -> N
     import time
 
     try:
-        started = os.stat(lock_path).st_mtime
+        started = posix.stat(lock_path).st_mtime
     except OSError:
         started = 0.0
     try:
-        came_up = os.stat(pid_path).st_mtime >= started
+        came_up = posix.stat(pid_path).st_mtime >= started
     except OSError:
         came_up = False
     if not came_up and time.time() - started < RETRY_SECONDS:
         return
     try:
-        lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        lock = posix.open(
+            lock_path, posix.O_RDWR | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC, 0o600
+        )
     except OSError:
         return
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.utime(lock)
+        posix.utime(lock)
     except OSError:  # a live server, or one starting, holds it
-        os.close(lock)
+        posix.close(lock)
         return
-    os.close(lock)  # the server takes the lock itself; a second one started exits
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    posix.close(lock)  # the server takes the lock itself; a second one started exits
+    root = package_root()
     program = (
         "import sys; sys.path.insert(0, sys.argv[1]); "
         "from hosts._resident import main; main(sys.argv[2:])"
     )
     argv = [sys.executable, "-P", "-c", program, root, directory, digest(key)]
-    pid = os.fork()
+    pid = posix.fork()
     if pid == 0:  # pragma: no cover - runs in the forked child only
         try:
-            os.setsid()
-            if os.fork() == 0:
-                null = os.open(os.devnull, os.O_RDWR)
+            posix.setsid()
+            if posix.fork() == 0:
+                null = posix.open("/dev/null", posix.O_RDWR)
                 for fd in (0, 1, 2):
-                    os.dup2(null, fd)
-                os.chdir("/")
-                os.execv(sys.executable, argv)
+                    posix.dup2(null, fd)
+                posix.chdir("/")
+                posix.execv(sys.executable, argv)
         finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+            posix._exit(0)
+    posix.waitpid(pid, 0)
 
 
 # Why the client does not log most faults: an absent or busy server is ordinary, and

@@ -7,6 +7,7 @@ changed install. Waits are bounded polls, never timing assertions.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shlex
@@ -771,3 +772,47 @@ def test_the_loader_names_any_package_root_exactly(monkeypatch, root):
     assert words == _hook_line.entry_argv() and _hook_line.is_entry(words)
     program = ast.parse(words[3])
     assert ast.literal_eval(program.body[1].value) == root  # sys.path[0] = <root>
+
+
+def test_the_hook_client_imports_nothing_but_itself_and_the_socket_module(tmp_path, run_dir):
+    """Under ``-S`` a bare interpreter has not imported ``os``; the client must not
+    either (about 4 ms per hook), nor any other module but ``_socket``, on a warm call."""
+    env = environment(run_dir)
+    started_server(tmp_path, run_dir, env)
+    registry = bound_goal(tmp_path / "goal")
+    program = (
+        "import sys; bare = set(sys.modules); sys.path[0] = sys.argv.pop(1); "
+        "from hosts import _warm; "
+        "sys.argv[0] = 'turn-hooks'; status = _warm.call(list(sys.argv)); "
+        "sys.stderr.write(repr((status, sorted(set(sys.modules) - bare))))"
+    )
+    payload = json.dumps({"turn_id": "t1", "prompt": "module tests"})
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", program, str(ROOT), *argv(registry, "pre-turn")[1:]],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=registry.parent,
+        timeout=120,
+    )
+    status, imported = ast.literal_eval(done.stderr.strip().splitlines()[-1])
+    assert status == 0, "the server ran the call"
+    assert imported == ["_socket", "hosts", "hosts._warm"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/a/b/c.py", "/a/b/", "/", "rel/x", "./x/../y", "/a//b/./c/../d", "/é/\udcff"]
+)
+def test_the_clients_path_rules_are_the_os_modules(path, monkeypatch):
+    assert _warm._dirname(path) == os.path.dirname(path)
+    assert _warm._abspath(path) == os.path.abspath(path)
+    assert _warm._join(path, "x", "y") == os.path.join(path, "x", "y")
+    assert _warm._join(path, "/abs") == os.path.join(path, "/abs")
+    assert _warm._fsencode(path) == os.fsencode(path)
+    monkeypatch.setenv("HOME", path)
+    assert _warm._home() == os.path.expanduser("~")
+    assert _warm._getenv("HOME") == os.environ["HOME"]
+    monkeypatch.delenv("HOME")
+    assert _warm._home() == os.path.expanduser("~")
+    assert _warm._getenv("HOME") == ""
