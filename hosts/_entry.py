@@ -1,9 +1,10 @@
 """The ``turn-hooks`` program's front door: host hooks try the resident server first.
 
-``turn-hooks host ...`` runs on every Turn. This module imports nothing beyond what a
-bare interpreter has loaded, decides whether the call is a host hook, and if so asks
+``turn-hooks host ...`` runs on every Turn, and ``turn-hooks mcp serve`` once per host
+session (once per ``codex exec``). This module imports nothing beyond what a bare
+interpreter has loaded, decides whether the call is one of those, and if so asks
 the resident server (:mod:`hosts._warm`) to run it. Every other command, and every
-hook the server does not take (none running, busy, broken, switched off with
+call the server does not take (none running, busy, broken, switched off with
 ``TURN_HOOKS_RESIDENT=0``), runs the ordinary command line here, in this process:
 the cold path, with the same outputs.
 
@@ -37,7 +38,7 @@ def full_site() -> None:
 def main() -> int:
     """Run one ``turn-hooks`` command and return its exit status."""
     argv = list(sys.argv)
-    if argv[1:2] == ["host"]:
+    if argv[1:2] == ["host"] or argv[1:3] == ["mcp", "serve"]:  # _warm.served
         from hosts import _warm
 
         if _warm.enabled(argv[1:], site_deferred=sys.flags.no_site == 1):

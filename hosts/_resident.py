@@ -404,6 +404,8 @@ def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - i
     umask, argc = int(fields[2]), int(fields[3])
     argv = [os.fsdecode(arg) for arg in fields[4 : 4 + argc]]
     environment = [entry.partition(b"=") for entry in fields[4 + argc :]]
+    if _warm.session(argv[1:]):
+        _leave_for_session(conn)
     conn.sendall(b"A" + os.getpid().to_bytes(4, "big"))
     # The streams come with "G" only, so no descriptor of the client's waits in a
     # queue that a stuck server never reads (a host reading stdout would wait too).
@@ -429,6 +431,31 @@ def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - i
     status = _run(argv[1:])
     conn.sendall(b"X" + status.to_bytes(4, "big", signed=True))
     return status
+
+
+def _leave_for_session(conn: socket.socket) -> None:  # pragma: no cover - in the child
+    """Go on in a grandchild that the server does not track: a session (``mcp
+    serve``) lasts as long as its host keeps it, past any call's deadline.
+
+    The child exits at once, so the server reaps it and stops watching the call; the
+    grandchild has no alarm (a fork does not inherit one) and is the pid the client
+    is told, so the host's signals reach it. It ends with its session (the host
+    closes its stdin), or as soon as its client is gone: a thread watches the
+    connection for the client's hang-up.
+    """
+    if os.fork():
+        os._exit(0)
+    import threading
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(conn, select.POLLRDHUP)
+        while True:
+            for _, mask in poller.poll():
+                if mask & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                    os._exit(0)
+
+    threading.Thread(target=watch, name="turn-hooks-session-client", daemon=True).start()
 
 
 def _fresh_stdio() -> None:  # pragma: no cover - in the child

@@ -125,8 +125,21 @@ class Unsafe(Exception):
     """The socket directory is not a 0700 directory of this user: do not use it."""
 
 
+def session(argv: list[str]) -> bool:
+    """Whether ``argv`` (the command's words, no program) is a session-long call:
+    ``mcp serve``, the stdio tool server a host keeps for a whole session."""
+    return argv[:2] == ["mcp", "serve"]
+
+
+def served(argv: list[str]) -> bool:
+    """Whether the resident server may run ``argv`` (the command's words): the host
+    hooks (``host ...``) and the hosts' MCP server (:func:`session`)."""
+    return argv[:1] == ["host"] or session(argv)
+
+
 def enabled(argv: list[str], *, site_deferred: bool = False) -> bool:
-    """Whether this call may go to the resident server: host hooks only, switch on.
+    """Whether this call may go to the resident server: the calls a host makes
+    (:func:`served`), switch on.
 
     Debug runs stay cold, so a traceback shows the frames a cold run shows, and so
     does an interpreter started with options that change how it runs code (``-I``,
@@ -136,7 +149,7 @@ def enabled(argv: list[str], *, site_deferred: bool = False) -> bool:
     """
     flags = sys.flags
     return (
-        argv[:1] == ["host"]
+        served(argv)
         and not (flags.isolated or flags.ignore_environment or flags.no_user_site)
         and not (flags.no_site and not site_deferred)
         and not (flags.optimize or flags.dev_mode or flags.bytes_warning)
@@ -378,7 +391,7 @@ def _exchange(
         return None  # the child waits for "G" and runs nothing without it
     finally:
         posix.close(cwd)
-    return _wait(sock, child)
+    return _wait(sock, child, session=session(argv[1:]))
 
 
 def _stop_silent_server(pid_path: str) -> None:
@@ -399,7 +412,7 @@ def _stop_silent_server(pid_path: str) -> None:
             pass
 
 
-def _wait(sock: _socket.socket, child: int) -> int:
+def _wait(sock: _socket.socket, child: int, *, session: bool = False) -> int:
     # The C module: signal.py imports enum, a cost every warm call would pay.
     import _signal  # type: ignore[import-not-found]  # no stubs for the C module
 
@@ -416,7 +429,8 @@ def _wait(sock: _socket.socket, child: int) -> int:
 
     for signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(signum, forward)
-    sock.settimeout(seconds(DEADLINE_VARIABLE, DEADLINE_SECONDS))
+    # A session ends when the host closes its stdin: it has no deadline of its own.
+    sock.settimeout(None if session else seconds(DEADLINE_VARIABLE, DEADLINE_SECONDS))
     try:
         reply = _read(sock, 5)
     except OSError:  # the deadline passed: the Turn goes on without this call
@@ -511,7 +525,10 @@ def flush_notes(argv: list[str]) -> None:
         return
     from hosts.hook_log import record
 
-    host = argv[2] if len(argv) > 2 else "unknown"
-    event = argv[3] if len(argv) > 3 else "unknown"
+    if session(argv[1:]):
+        host, event = "mcp", "serve"
+    else:
+        host = argv[2] if len(argv) > 2 else "unknown"
+        event = argv[3] if len(argv) > 3 else "unknown"
     record(host, event.replace("-", "_"), [("resident", code) for code in _notes])
     _notes.clear()

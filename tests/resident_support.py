@@ -79,3 +79,17 @@ def children_of(pid: int) -> list[int]:
         if entry.name.isdigit() and state != "Z" and int(parent) == pid:
             found.append(int(entry.name))
     return sorted(found)
+
+
+def processes() -> list[int]:
+    """Pids of every live process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != "Z":
+                found.append(int(entry.name))
+    return found

@@ -693,7 +693,9 @@ def test_the_hook_log_keeps_its_newest_entries_in_pages():
     from hosts.status import hook_log as view
     from sidecars import SidecarStore
 
-    written = [f"code_{n:03d}" for n in range(hook_log.KEEP_ENTRIES + 2 * hook_log.PAGE_ENTRIES + 7)]
+    written = [
+        f"code_{n:03d}" for n in range(hook_log.KEEP_ENTRIES + 2 * hook_log.PAGE_ENTRIES + 7)
+    ]
     for start in range(0, len(written), 3):  # several entries per call, as a hook logs
         hook_log.record("generic", "pre_turn", [("adapter", c) for c in written[start : start + 3]])
         assert 1 <= len(hook_log_entries()) <= hook_log.PAGE_ENTRIES

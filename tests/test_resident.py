@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -248,9 +249,7 @@ def test_kill_9_of_the_call_mid_request_ends_the_hook_with_0(tmp_path, run_dir):
     assert servers(run_dir) == [server], "the server lives on"
 
 
-def test_each_call_goes_to_a_child_forked_before_it_that_ends_with_its_server(
-    tmp_path, run_dir
-):
+def test_each_call_goes_to_a_child_forked_before_it_that_ends_with_its_server(tmp_path, run_dir):
     """A call does not wait for the fork of the server: a spare child waits for it.
     The spare serves one call, the server forks the next once no call runs, and an
     idle spare dies with its server, however the server ends."""
@@ -277,7 +276,9 @@ def test_a_relative_socket_directory_is_the_one_below_the_hooks_directory(tmp_pa
     registry = bound_goal(tmp_path / "goal")
     relative = os.path.relpath(run_dir, registry.parent)
     env = environment(run_dir, TURN_HOOKS_RESIDENT_DIR=relative)
-    assert hook(registry, "pre-turn", {"turn_id": "t0", "prompt": "module tests"}, env).returncode == 0
+    assert (
+        hook(registry, "pre-turn", {"turn_id": "t0", "prompt": "module tests"}, env).returncode == 0
+    )
     wait_for(lambda: listening(run_dir), what="a server in the directory the client named")
 
 
@@ -816,3 +817,91 @@ def test_the_clients_path_rules_are_the_os_modules(path, monkeypatch):
     monkeypatch.delenv("HOME")
     assert _warm._home() == os.path.expanduser("~")
     assert _warm._getenv("HOME") == ""
+
+
+# --- the MCP server a host keeps for its session -----------------------------------
+
+MCP_LINES = [
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+]
+
+
+def mcp_serve(registry, env):
+    """``turn-hooks mcp serve`` in the installed form, left running with a stdin pipe."""
+    from hosts._hook_line import entry_argv
+
+    return subprocess.Popen(
+        [*entry_argv(), "mcp", "serve", "--registry", str(registry)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=registry.parent / "repo",
+    )
+
+
+def test_a_warm_mcp_session_answers_exactly_as_a_cold_one_past_any_deadline(tmp_path, run_dir):
+    """The server serves ``mcp serve`` too (a host starts it per session, Codex per
+    ``exec``, and waits for it). A session has no deadline: it lasts until the host
+    closes its stdin, here well past the calls' deadline."""
+    env = environment(run_dir, TURN_HOOKS_RESIDENT_DEADLINE_SECONDS="1")
+    server = started_server(tmp_path, run_dir, env)
+    registry = bound_goal(tmp_path / "goal")
+    cold = mcp_serve(registry, cold_env())
+    expected = cold.communicate("\n".join(MCP_LINES) + "\n", timeout=60)
+    warm = mcp_serve(registry, env)
+    warm.stdin.write(MCP_LINES[0] + "\n")
+    warm.stdin.flush()
+    first = warm.stdout.readline()
+    time.sleep(3)  # three times the deadline of a call: a session is not killed
+    rest = warm.communicate("\n".join(MCP_LINES[1:]) + "\n", timeout=60)
+    assert (warm.returncode, first + rest[0], rest[1]) == (cold.returncode, *expected)
+    assert "record_reflection" in rest[0]
+    assert servers(run_dir) == [server], "served warm, by the server started before"
+
+
+def test_a_killed_mcp_client_ends_its_session(tmp_path, run_dir):
+    """Killed, the client can no longer forward the host's signals: its session ends
+    with it, though the host still holds the session's stdin open."""
+    from hosts._hook_line import entry_argv
+
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry = bound_goal(tmp_path / "goal")
+    read_end, write_end = os.pipe()
+    try:
+        warm = subprocess.Popen(
+            [*entry_argv(), "mcp", "serve", "--registry", str(registry)],
+            stdin=read_end,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=registry.parent / "repo",
+        )
+        os.close(read_end)
+        os.write(write_end, MCP_LINES[0].encode() + b"\n")
+        assert json.loads(warm.stdout.readline())["id"] == 1
+        # The session runs in a process that is neither the client nor the server:
+        # found by its stdin, the pipe the host (this test) still holds open.
+        pipe = os.readlink(f"/proc/{warm.pid}/fd/0")
+        sessions = [
+            pid
+            for pid in resident_support.processes()
+            if pid not in (warm.pid, server) and _reads(pid, pipe)
+        ]
+        assert len(sessions) == 1, "one session process, reading the host's pipe"
+        warm.kill()
+        warm.communicate(timeout=60)
+        wait_for(lambda: not alive(sessions[0]), what="the session to end with its client")
+        assert servers(run_dir) == [server], "the server lives on"
+    finally:
+        os.close(write_end)
+
+
+def _reads(pid, pipe):
+    try:
+        return os.readlink(f"/proc/{pid}/fd/0") == pipe
+    except OSError:
+        return False
