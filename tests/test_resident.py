@@ -271,6 +271,25 @@ def test_each_call_goes_to_a_child_forked_before_it_that_ends_with_its_server(tm
     wait_for(lambda: not alive(following), what="the spare to end with its server")
 
 
+def test_a_killed_spare_costs_the_next_call_nothing(tmp_path, run_dir):
+    """A spare killed while it waits: the server forks the next call's child itself
+    (or a new spare), and the call is served warm with the cold path's output."""
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    wait_for(lambda: len(children_of(server)) == 1, what="a spare child")
+    [spare] = children_of(server)
+    os.kill(spare, signal.SIGKILL)
+    wait_for(lambda: spare not in children_of(server), what="the spare to be reaped")
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    extra = ("--validation-command-json", json.dumps(validator(marks)))
+    payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+    warm = hook(registry, "post-settlement", payload, env, *extra)
+    cold = hook(bound_goal(tmp_path / "cold"), "post-settlement", payload, cold_env(), *extra)
+    assert (warm.returncode, warm.stdout) == (0, cold.stdout)
+    [(_, parent, _), (_, cold_parent, _)] = calls(marks)
+    assert parent == server != cold_parent, "the warm call ran in a child of the server"
+
+
 def test_a_relative_socket_directory_is_the_one_below_the_hooks_directory(tmp_path, run_dir):
     """The server starts in ``/``; it must listen where the client looks."""
     registry = bound_goal(tmp_path / "goal")
