@@ -13,6 +13,9 @@ Measured per pair:
 - the PreTurn hook process (``host generic pre-turn``) on an embedded store with
   10,000 records;
 - the Stop hook process without a reflection (``host generic post-settlement``);
+- both again as ``install`` writes them (``python -S -c "<loader>"``, the Codex CLI
+  adapter), warm: each side has its own resident server, and its own hook log,
+  full (200 entries) as a user's is after a few dozen Turns;
 - recall and ingest + readback inside one process (``bench_core`` on 10,000 records),
   run once per side in the same alternation.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,8 +35,12 @@ from pathlib import Path
 
 from corpus import seed
 from fixtures import f1
+from turn_support import settled_spools
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+
+LOADER = 'import sys; sys.path[0] = "{root}"; from hosts._entry import run; run()'
+"""``hosts._hook_line.loader`` for another tree (each side's own, not this one's)."""
 
 CORE = """
 import json, sys
@@ -56,25 +65,70 @@ def timed(argv: list[str], env: dict[str, str], stdin: str = "") -> float:
     return time.perf_counter() - started
 
 
+def full_log(state: Path) -> None:
+    """A hook log of 200 entries, the most it keeps: every hook that logs rewrites it."""
+    state.mkdir(mode=0o700)
+    entry = {
+        "observed_at": "2026-12-01T00:00:00+00:00",
+        "host": "codex-cli",
+        "event": "pre_turn",
+        "source": "reward_memory_recall",
+        "reason_code": "provider_returned_no_items",
+    }
+    log = {"schema_version": "turn_hooks_hook_log_v0", "entries": [entry] * 200}
+    path = state / "hook-log.json"
+    path.write_text(json.dumps(log, indent=2, sort_keys=True) + "\n")
+    path.chmod(0o600)
+
+
+def wait_listening(run_dir: Path) -> None:
+    limit = time.monotonic() + 60
+    while not any(path.with_suffix(".sock").exists() for path in run_dir.glob("th-*.pid")):
+        if time.monotonic() > limit:
+            raise SystemExit("a resident server did not start")
+        time.sleep(0.05)
+
+
 def main(before: Path, after: Path, pairs: int = 15) -> None:
     trees = {"before": before.resolve(), "after": after.resolve()}
     envs = {side: environment(tree) for side, tree in trees.items()}
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
+        warm_envs = {}
+        for side in trees:
+            run_dir = Path(tempfile.mkdtemp(prefix="thab-", dir="/tmp"))
+            full_log(root / f"state-{side}")
+            warm_envs[side] = {
+                **envs[side],
+                "TURN_HOOKS_RESIDENT_DIR": str(run_dir),
+                "TURN_HOOKS_STATE_DIR": str(root / f"state-{side}"),
+            }
         registry = f1.write_goal(root, f1.config("embedded_sqlite"))
         store = EmbeddedSqliteProvider(root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3")
         seed(store, 10_000)
         hook = [sys.executable, "-m", "hosts.cli", "host", "generic"]
         binding = ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
         cases = {
-            "PreTurn hook process": lambda i: (
+            "PreTurn hook process": lambda side, i: (
                 [*hook, "pre-turn", *binding],
                 json.dumps({"turn_id": f"t{i}", "prompt": "module tests"}),
             ),
-            "Stop hook process, no reflection": lambda i: (
+            "Stop hook process, no reflection": lambda side, i: (
                 [*hook, "post-settlement", *binding],
                 json.dumps({"turn_id": f"n{i}", "last_assistant_message": "done"}),
             ),
+            "PreTurn as installed, warm": lambda side, i: (
+                [*installed[side], "pre-turn", *binding],
+                json.dumps({"turn_id": f"w{i}", "prompt": "module tests"}),
+            ),
+            "Stop as installed, warm, no reflection": lambda side, i: (
+                [*installed[side], "post-settlement", *binding],
+                json.dumps({"turn_id": f"s{i}", "last_assistant_message": "done"}),
+            ),
+        }
+        installed = {
+            side: [sys.executable, "-S", "-c", LOADER.format(root=tree), "host", "codex-cli"]
+            for side, tree in trees.items()
         }
         samples: dict[str, dict[str, list[float]]] = {
             name: {side: [] for side in trees} for name in cases
@@ -83,10 +137,14 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
         for i in range(-1, pairs):  # pair -1 is the warm-up, not recorded
             for name, make in cases.items():
                 for side in trees:
-                    argv, stdin = make(f"{side}{i}")
-                    seconds = timed(argv, envs[side], stdin)
+                    argv, stdin = make(side, f"{side}{i}")
+                    env = warm_envs[side] if "warm" in name else envs[side]
+                    seconds = timed(argv, env, stdin)
                     if i >= 0:
                         samples[name][side].append(seconds)
+            if i == -1:  # the warm-up started each side's server: let both listen
+                for env in warm_envs.values():
+                    wait_listening(Path(env["TURN_HOOKS_RESIDENT_DIR"]))
             if i % 5 == 0:
                 for side, tree in trees.items():
                     done = subprocess.run(
@@ -98,6 +156,15 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                     )
                     core[side].append(json.loads(done.stdout.splitlines()[-1]))
             print(f"pair {i + 1}/{pairs}", file=sys.stderr)
+        for env in warm_envs.values():
+            for pid_file in Path(env["TURN_HOOKS_RESIDENT_DIR"]).glob("th-*.pid"):
+                try:
+                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+                except (OSError, ValueError):
+                    pass
+        settled_spools(root / "repo")  # the last Stops' detached children, before cleanup
+        for env in warm_envs.values():
+            shutil.rmtree(env["TURN_HOOKS_RESIDENT_DIR"], ignore_errors=True)
     print("| measure (median) | before ms | after ms | after / before |")
     print("|---|---:|---:|---:|")
     for name, sides in samples.items():
