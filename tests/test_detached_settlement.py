@@ -179,3 +179,53 @@ def _lock_holder(registry, tmp_path):
             except OSError:
                 continue
     return None
+
+
+def _parent_of(pid: int) -> int:
+    # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split
+    # after its closing parenthesis.
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def test_one_fork_settles_in_its_own_session_and_a_process_that_stays_reaps_it(
+    tmp_path, monkeypatch
+):
+    """The hook forks once and waits for no exit; the settler is in a session of its own
+    (the host's signal to the hook's group misses it), and a caller that lives on reaps
+    each settler it started at its next hand-off, so none stays a zombie."""
+    from hosts import settlement
+    from turn_hooks import make_plugin_manager
+
+    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
+    monkeypatch.setattr(settlement, "_settlers", [])
+    registry = bound_goal(tmp_path)
+    pm = make_plugin_manager()
+    validator = gated_validator(tmp_path)
+
+    def stop(turn_id: str) -> int:
+        turn = hook_turn(registry, tmp_path / "repo", turn_id=turn_id, host="codex_cli")
+        receipt = settlement.settle(
+            pm, turn, final_message=message(), validation_argv=validator, detach=True
+        )
+        assert receipt is None, "detached: the hook returns before anything is settled"
+        return settlement._settlers[-1]
+
+    first = stop("t1")
+    assert _parent_of(first) == os.getpid(), "one fork: the settler is the hook's own child"
+    assert os.getsid(first) == first, "in a session of its own"
+    (tmp_path / "gate").unlink()
+    wait_for(lambda: queue(registry) == [], "the settler did not settle the entry")
+    wait_for(
+        lambda: Path(f"/proc/{first}/stat").read_text().split(")")[1].split()[0] == "Z",
+        "the settler did not end once it had settled",
+    )
+    assert settlement._settlers == [first], "ended but not reaped yet: nobody waited for it"
+    (tmp_path / "gate").touch()
+    second = stop("t2")
+    assert first not in settlement._settlers
+    assert not Path(f"/proc/{first}").exists(), "the next hand-off reaped the ended settler"
+    (tmp_path / "gate").unlink()
+    wait_for(lambda: queue(registry) == [], "the second settler did not settle its entry")
+    wait_for(lambda: os.waitpid(second, os.WNOHANG)[0] == second, "the second settler ran on")
+    assert journal_states(registry) == ["completed", "completed"]
