@@ -98,6 +98,7 @@ def test_records_that_tie_on_rank_come_in_uri_order(tmp_path):
     found = [hit.uri for hit in store.search(SCOPE, "zebrafish", limit=5, actor_peer_id=PEER)]
     assert found == [f"{SCOPE}/tie-{i:03d}.json" for i in range(5)]
     assert found == _ranked_everything(store, "zebrafish", 5)
+    assert store.search(SCOPE, "zebrafish", limit=0, actor_peer_id=PEER) == []
 
 
 def test_text_that_is_not_a_record_is_gated_on_all_of_it(tmp_path):
