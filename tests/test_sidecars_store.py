@@ -271,6 +271,28 @@ def test_lock_timeout_is_typed_and_fails_fast(store):
     assert store.read(path) is None
 
 
+def test_a_held_lock_is_tried_again_soon_then_every_50_ms_within_the_timeout(store, monkeypatch):
+    # A lock held for milliseconds (a settlement finishing) is taken about when it is
+    # let go: the pauses start at 1 ms and double up to 50 ms, and none runs past
+    # the timeout. The pauses are counted, not timed.
+    path = store.path("busy.json")
+    pauses, now = [], [0.0]
+
+    def sleep(pause):  # a clock that moves only by the pauses taken
+        pauses.append(pause)
+        now[0] += pause
+
+    monkeypatch.setattr(sidecars.store.time, "sleep", sleep)
+    monkeypatch.setattr(sidecars.store.time, "monotonic", lambda: now[0])
+    with store.lock(path), pytest.raises(SidecarLockTimeout):
+        SidecarStore(store.root, lock_timeout=0.5).write(path, {"a": 1})
+    doubling = [0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.05]
+    assert pauses[: len(doubling)] == doubling
+    assert all(pause <= 0.05 for pause in pauses)
+    assert sum(pauses) == pytest.approx(0.5), "the last pause is cut to the time left"
+    assert pauses[-1] == pytest.approx(0.5 - 0.063 - 8 * 0.05)
+
+
 def test_the_lock_excludes_and_is_excluded_by_a_filelock_in_another_process(store, tmp_path):
     # The store takes flock(2) itself (no filelock import on the hook path); a
     # filelock.FileLock holder elsewhere (another version of this package, a test
