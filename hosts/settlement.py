@@ -86,8 +86,6 @@ LEASE_TIMEOUT = 0.2
 """A replay waits this long for an entry's lock: a busy entry has a worker already."""
 CONCLUSIVE = frozenset({"passed", "failed", "unavailable"})
 """Validator verdicts kept in the spool; ``inconclusive`` (timeout, crash) is re-run."""
-HANDOFF_WAIT = 2.0
-"""A detaching Stop hook waits at most this long for its child to hold the entry."""
 IN_FLIGHT_WAIT = 1.0
 """A PreTurn waits at most this long for settlements a detached child still carries,
 so the next Turn recalls what the last one learned."""
@@ -300,16 +298,15 @@ def settle(
             and queued_entry
             and os.environ.get(ENV_SETTLE) != "inline"
         )
-        if not detached:
-            receipt = _deliver(pm, turn, store, spool, entry, appended=appended, notes=reasons)
-    if detached and _hand_off(pm, store, path, tuple(reasons)):
-        return None
-    if detached:  # no child could be started: settle here, as before
-        with store.transaction(path) as held_spool:
-            outcome = _replay_entry(
-                pm, store, held_spool, event="post_settlement", reasons=tuple(reasons)
-            )
-            return outcome[1]
+        if detached:
+            assert spool is not None  # detached implies it
+            if _hand_off(pm, store, spool, tuple(reasons)):
+                return None  # the child holds the entry's lock; this process lets go
+            # No child could be started: settle here, under the same lock.
+            return _replay_entry(pm, store, spool, event="post_settlement", reasons=tuple(reasons))[
+                1
+            ]
+        receipt = _deliver(pm, turn, store, spool, entry, appended=appended, notes=reasons)
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
 
@@ -349,42 +346,39 @@ _settlers: list[int] = []
 
 
 def _hand_off(
-    pm: pluggy.PluginManager, store: SidecarStore, path: Path, reasons: tuple[tuple[str, str], ...]
+    pm: pluggy.PluginManager,
+    store: SidecarStore,
+    spool: SidecarTransaction,
+    reasons: tuple[tuple[str, str], ...],
 ) -> bool:
-    """Fork a child that settles the spooled entry; ``True`` once it holds the lock.
+    """Fork a child that settles the spooled entry, whose lock the caller holds;
+    ``True`` once it is forked.
 
-    One fork, in a session of its own, and the hook waits only for the child's word
-    that it holds the entry, not for any process to exit: a second fork (the classic
-    daemon's, so that nobody has a child to reap) cost the Stop hook a whole
-    process's exit, about 11 ms. A hook process ends right after this, and its child
-    passes to init. A process that lives on (a test runner, a host in-process) reaps
-    its finished settlers at its next hand-off, so none stays a zombie for long. The
-    child's standard streams are ``/dev/null``, so a host reading the hook's output to
-    its end is not held up by it.
+    The child inherits the lock: ``flock(2)`` belongs to the open file, which the
+    child shares, so the lock stays held when the hook closes its own descriptor and
+    passes to the child with no gap in which a PreTurn could take the entry, and the
+    hook waits for nothing. (It waited for the child to take the lock again, about
+    3 ms, and before that for a second fork's exit, about 11 ms.) A child killed at
+    any point leaves the queue marker, and the next PreTurn's worker carries the entry
+    on. One fork, in a session of its own: a hook process ends right after this, and
+    its child passes to init; a process that lives on (a test runner, a host
+    in-process) reaps its ended settlers at its next hand-off. The child's standard
+    streams are ``/dev/null``, so a host reading the hook's output to its end is not
+    held up by it.
     """
     if not hasattr(os, "fork"):
         return False
     sys.stdout.flush()
     sys.stderr.flush()
     _reap_settlers()
-    read_end, write_end = os.pipe()
     try:
         pid = os.fork()
     except OSError:
-        os.close(read_end)
-        os.close(write_end)
         return False
     if pid == 0:  # pragma: no cover - runs in the forked child; tests watch its effects
-        os.close(read_end)
-        _settle_in_child(pm, store, path, reasons, write_end)
+        _settle_in_child(pm, store, spool, reasons)
     _settlers.append(pid)
-    os.close(write_end)
-    import select
-
-    ready, _, _ = select.select([read_end], [], [], HANDOFF_WAIT)
-    held = bool(ready) and os.read(read_end, 1) == b"1"
-    os.close(read_end)
-    return held
+    return True
 
 
 def _reap_settlers() -> None:
@@ -401,9 +395,8 @@ def _reap_settlers() -> None:
 def _settle_in_child(
     pm: pluggy.PluginManager,
     store: SidecarStore,
-    path: Path,
+    spool: SidecarTransaction,
     reasons: tuple[tuple[str, str], ...],
-    handoff: int,
 ) -> None:  # pragma: no cover - runs in forked children only
     status = 0
     try:
@@ -415,11 +408,8 @@ def _settle_in_child(
         devnull = os.open(os.devnull, os.O_RDWR | os.O_NOCTTY)
         for stream in (0, 1, 2):
             os.dup2(devnull, stream)
-        _close_inherited(keep=handoff)
-        with store.transaction(path) as spool:
-            os.write(handoff, b"1")
-            os.close(handoff)
-            _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)
+        _close_inherited(keep=spool.lock_fd)
+        _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)
     except BaseException:  # the queue marker stays: the next PreTurn carries it on
         status = 1
     finally:

@@ -185,8 +185,9 @@ class SidecarStore:
             )
 
     @contextlib.contextmanager
-    def lock(self, path: Path) -> Iterator[None]:
-        """Hold ``<file>.lock`` exclusively, or raise SidecarLockTimeout."""
+    def lock(self, path: Path) -> Iterator[int]:
+        """Hold ``<file>.lock`` exclusively, or raise SidecarLockTimeout; the block gets
+        the lock's descriptor (a forked child that keeps it holds the lock on)."""
         self._check_tree(path)
         target = lock_path(path)
         self._check_kind(path)
@@ -194,7 +195,7 @@ class SidecarStore:
         self._ensure_dirs(path.parent)
         fd = _acquire(target, self.lock_timeout, sidecar=path)
         try:
-            yield
+            yield fd
         finally:
             os.close(fd)  # closing the only descriptor releases the flock
 
@@ -273,8 +274,8 @@ class SidecarStore:
         The lock is held until the block ends, so another process's transaction on
         the same sidecar waits (up to the lock timeout) instead of interleaving.
         """
-        with self.lock(path):
-            yield SidecarTransaction(self, path)
+        with self.lock(path) as held:
+            yield SidecarTransaction(self, path, held)
 
     def update(
         self, path: Path, change: Callable[[Document | None], Document | None]
@@ -377,9 +378,11 @@ class SidecarStore:
 class SidecarTransaction:
     """Reads and atomic writes of one sidecar while its lock is held."""
 
-    def __init__(self, store: SidecarStore, path: Path) -> None:
+    def __init__(self, store: SidecarStore, path: Path, lock_fd: int) -> None:
         self._store = store
         self.path = path
+        self.lock_fd = lock_fd
+        """The descriptor that holds the lock (``flock(2)``, on the open file)."""
 
     def read(self) -> Document | None:
         """The current document, or ``None``."""

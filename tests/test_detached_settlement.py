@@ -30,7 +30,8 @@ from turn_support import reflection_message as message
 from turn_support import run_process as run
 
 from hosts.settlement import await_in_flight, settlement_store, spool_path
-from sidecars import lock_path
+from sidecars import SidecarStore, lock_path
+from turn_hooks import SidecarLockTimeout
 
 HOSTS = {
     "claude-code": ["host", "generic", "post-settlement", "--dialect", "claude-code"],
@@ -188,12 +189,11 @@ def _parent_of(pid: int) -> int:
     return int(stat.rpartition(")")[2].split()[1])
 
 
-def test_one_fork_settles_in_its_own_session_and_a_process_that_stays_reaps_it(
-    tmp_path, monkeypatch
-):
-    """The hook forks once and waits for no exit; the settler is in a session of its own
-    (the host's signal to the hook's group misses it), and a caller that lives on reaps
-    each settler it started at its next hand-off, so none stays a zombie."""
+def test_one_fork_settles_in_its_own_session_holding_the_lock_and_is_reaped(tmp_path, monkeypatch):
+    """The hook forks once and waits for nothing; the settler is in a session of its own
+    (the host's signal to the hook's group misses it) and holds the entry's lock it
+    inherited, and a caller that lives on reaps each settler it started at its next
+    hand-off, so none stays a zombie."""
     from hosts import settlement
     from turn_hooks import make_plugin_manager
 
@@ -214,6 +214,12 @@ def test_one_fork_settles_in_its_own_session_and_a_process_that_stays_reaps_it(
     first = stop("t1")
     assert _parent_of(first) == os.getpid(), "one fork: the settler is the hook's own child"
     assert os.getsid(first) == first, "in a session of its own"
+    store = settlement_store(str(registry), f1.GOAL)
+    spooled = spool_path(store, hook_turn(registry, tmp_path / "repo", "t1", host="codex_cli"))
+    assert spooled.exists()
+    with pytest.raises(SidecarLockTimeout):  # held from the fork on, the hook's copy closed
+        with SidecarStore(store.root, lock_timeout=0).lock(spooled):
+            pass
     (tmp_path / "gate").unlink()
     wait_for(lambda: queue(registry) == [], "the settler did not settle the entry")
     wait_for(

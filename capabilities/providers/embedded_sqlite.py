@@ -637,11 +637,11 @@ def _ranked(
     a chunk at a time, for their scope and text. Joining every match cost far more
     than ranking it (a record is about 2 KB, so each match was a page read, on a
     connection whose cache starts empty): at 10k records, 3.6 ms against 0.9 ms for
-    a median query. (Smaller chunks, growing, read fewer records when no tie is at the
-    edge, and cost more on the whole: ties are common among short records.) The chunks read so far decide once ``limit`` of their rows are
+    a median query. The chunks read so far decide once ``limit`` of their rows are
     in scope and the last of those ranks strictly better than the first match not
     read yet (a tie at the edge could go either way by URI), or once no match is
-    left.
+    left. (Smaller chunks, growing, read fewer records when no tie is at the edge,
+    and cost more on the whole: ties are common among short records.)
     """
     if limit <= 0:
         return []
