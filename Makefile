@@ -82,10 +82,10 @@ $(CLAUDE_DIR)/node_modules/.bin/claude: | $(NODE_STAMP)
 	$(NPM) install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
 
 # DSH 0.1.5-rc.2 cannot be installed from the registry (its own dependencies at that
-# version were never published there), so the tests drive 0.1.0-rc.8.
+# version were never published there), so the tests drive 0.1.0-rc.8; see
+# scripts/install_dsh.py for why npm gets its peers in a second step.
 $(DSH_DIR)/node_modules/.bin/dsh: | $(NODE_STAMP)
-	mkdir -p $(DSH_DIR)
-	$(NPM) install --silent --prefix $(DSH_DIR) @deepseek-ai/dsh@0.1.0-rc.8
+	PATH=$(NODE_HOME)/bin:$$PATH python3 scripts/install_dsh.py $(DSH_DIR) $(NODE_HOME)/bin/node $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
 
 dsh: $(DSH_DIR)/node_modules/.bin/dsh
 

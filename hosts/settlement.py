@@ -303,9 +303,10 @@ def settle(
             if _hand_off(pm, store, spool, tuple(reasons)):
                 return None  # the child holds the entry's lock; this process lets go
             # No child could be started: settle here, under the same lock.
-            return _replay_entry(pm, store, spool, event="post_settlement", reasons=tuple(reasons))[
-                1
-            ]
+            _, receipt = _replay_entry(
+                pm, store, spool, event="post_settlement", reasons=tuple(reasons)
+            )
+            return receipt
         receipt = _deliver(pm, turn, store, spool, entry, appended=appended, notes=reasons)
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
