@@ -61,7 +61,10 @@ def environment(tree: Path) -> dict[str, str]:
 
 def timed(argv: list[str], env: dict[str, str], stdin: str = "") -> float:
     started = time.perf_counter()
-    subprocess.run(argv, input=stdin, env=env, capture_output=True, text=True, check=True)
+    # In the side's own tree: ``-m`` and ``-c`` put the working directory first on the
+    # path, ahead of PYTHONPATH, so from another checkout both sides would run its code.
+    cwd = env["PYTHONPATH"]
+    subprocess.run(argv, input=stdin, env=env, cwd=cwd, capture_output=True, text=True, check=True)
     return time.perf_counter() - started
 
 
@@ -150,6 +153,7 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                     done = subprocess.run(
                         [sys.executable, "-c", CORE, str(tree), "10000"],
                         env=envs[side],
+                        cwd=tree,
                         capture_output=True,
                         text=True,
                         check=True,
