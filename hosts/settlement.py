@@ -403,7 +403,8 @@ def _settle_in_child(
     try:
         # A session of its own: the host's signal to the hook's process group (a
         # timeout, Ctrl-C) does not reach it. It opens no terminal, so it never gains
-        # a controlling one, which is what a daemon's second fork guards against.
+        # a controlling one, which is what a daemon's second fork guards against. A
+        # signal that lands before this line leaves the queue marker for the next PreTurn.
         os.setsid()
         _settlers.clear()  # the parent's, not this process's children
         devnull = os.open(os.devnull, os.O_RDWR | os.O_NOCTTY)

@@ -213,7 +213,8 @@ def test_one_fork_settles_in_its_own_session_holding_the_lock_and_is_reaped(tmp_
 
     first = stop("t1")
     assert _parent_of(first) == os.getpid(), "one fork: the settler is the hook's own child"
-    assert os.getsid(first) == first, "in a session of its own"
+    # The child calls setsid itself, after the fork returns here: wait, don't race it.
+    wait_for(lambda: os.getsid(first) == first, "the settler is not in a session of its own")
     store = settlement_store(str(registry), f1.GOAL)
     spooled = spool_path(store, hook_turn(registry, tmp_path / "repo", "t1", host="codex_cli"))
     assert spooled.exists()
