@@ -124,7 +124,7 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
             )
             return
         for path in folded:  # only once the log holds them: a kill here repeats, not loses
-            store.delete(path)
+            store.delete(path, drop_lock=True)
     except SidecarPermissionError as exc:
         # The store names the directory it refused; the state directory itself widened
         # is the case worth its own code (module docstring).
@@ -155,7 +155,7 @@ def _turn_pages(store: SidecarStore, kept: list[Any]) -> None:
     del kept[: full * PAGE_ENTRIES]
     older = pages(store)
     for path in older[: max(0, len(older) - (KEEP_ENTRIES // PAGE_ENTRIES - 1))]:
-        store.delete(path)
+        store.delete(path, drop_lock=True)
 
 
 def pages(store: SidecarStore) -> list[Path]:

@@ -514,7 +514,8 @@ def _dequeue(store: SidecarStore, spool: Path) -> None:
     # A marker left behind costs one replay that finds its entry settled; a queue that
     # could not be written (so holds no marker) must not fail the settlement.
     with contextlib.suppress(SidecarError, OSError):
-        store.delete(marker)
+        store.delete(marker, drop_lock=True)  # one marker a Turn: no lock a Turn left
+        store.drop_orphan_locks(*marker.relative_to(store.root).parent.parts)  # older ones
 
 
 def queued(store: SidecarStore, goal_id: str | None, agent_id: str | None) -> list[Path]:

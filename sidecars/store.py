@@ -308,15 +308,134 @@ class SidecarStore:
         _remove_stale_temps(path.parent)
         atomic_write_text(path, text, mode=FILE_MODE)
 
-    def delete(self, path: Path) -> bool:
-        """Remove the document at ``path`` under its lock; ``True`` if it existed."""
+    def delete(self, path: Path, *, drop_lock: bool = False) -> bool:
+        """Remove the document at ``path`` under its lock; ``True`` if it existed.
+
+        With ``drop_lock`` the lock file goes too, last, while still held: a sidecar
+        made and removed once per Turn (a queue marker) would otherwise leave a lock
+        file a Turn behind, and every listing of its directory would grow with the
+        history. A process waiting for the removed lock finds, once it holds it, that
+        the name is gone, and locks the file there is instead (:func:`_acquire`); the
+        only overlap is with this holder, which has done its work by then. (A
+        ``filelock.FileLock`` does not look again: it must not share such a sidecar.)
+        """
         with self.lock(path):
             try:
                 os.unlink(path)
             except FileNotFoundError:
-                return False
-            _fsync_directory(path.parent)
-            return True
+                existed = False
+            else:
+                existed = True
+                _fsync_directory(path.parent)
+            if drop_lock:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock_path(path))
+            return existed
+
+    def raise_flag(self, path: Path, *, touch: bool = False) -> None:
+        """Make the empty flag file at ``path`` (0600) and make it durable; one already
+        there is kept, and with ``touch`` its modification time becomes now.
+
+        A flag says one thing by being there, so it needs no lock: creating and
+        removing a name are each atomic. Anything but a regular file in its place is
+        refused, as for a sidecar.
+        """
+        self._check_tree(path)
+        self._ensure_dirs(path.parent)
+        # O_EXCL: never opens what is there, a link (not followed) or a FIFO included.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, FILE_MODE)
+        except FileExistsError:
+            self._check_kind(path)
+            if touch:
+                self._touch(path)
+            return
+        except OSError as exc:
+            raise SidecarWriteError("the flag could not be made", path=str(path)) from exc
+        try:
+            os.fchmod(fd, FILE_MODE)  # whatever the umask made of it
+        finally:
+            os.close(fd)
+        _fsync_directory(path.parent)
+
+    def _touch(self, path: Path) -> None:
+        try:
+            os.utime(path, follow_symlinks=False)
+        except OSError as exc:
+            raise SidecarWriteError("the flag could not be touched", path=str(path)) from exc
+
+    def lower_flag(self, path: Path) -> bool:
+        """Remove the flag at ``path``; ``True`` if it was there.
+
+        Not made durable: a flag that comes back after a crash says again what it
+        said, and whoever reads flags checks what they stand for.
+        """
+        self._check_tree(path)
+        self._check_kind(path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise SidecarWriteError("the flag could not be removed", path=str(path)) from exc
+        return True
+
+    def flag_age(self, path: Path) -> float | None:
+        """Seconds since the flag at ``path`` was made or touched; ``None`` when there is
+        no flag (or something else is in its place)."""
+        self._check_tree(path)
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return time.time() - info.st_mtime
+
+    def flags(self, *parts: str, suffix: str) -> list[str]:
+        """The names of the flags ending in ``suffix`` directly in a directory below
+        the root, sorted; regular files only, as :meth:`iter_documents` lists."""
+        directory = self.path(*parts)
+        self._check_tree(directory)
+        try:
+            with os.scandir(directory) as entries:
+                return sorted(
+                    entry.name
+                    for entry in entries
+                    if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False)
+                )
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def drop_orphan_locks(self, *parts: str) -> int:
+        """Remove the lock files of ``*.json`` sidecars no longer there, directly in a
+        directory below the root; how many went.
+
+        What :meth:`delete` with ``drop_lock`` does, for the locks deletes without it
+        left (an older version's, one a Turn). Each is taken without waiting and
+        removed while held, as ``delete`` removes one, so a lock someone holds stays
+        and one whose sidecar was written since is only made again by its next user.
+        """
+        directory = self.path(*parts)
+        self._check_tree(directory)
+        try:
+            with os.scandir(directory) as entries:
+                names = {entry.name for entry in entries if entry.is_file(follow_symlinks=False)}
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        dropped = 0
+        for name in sorted(names):
+            sidecar = name.removesuffix(".lock")
+            if sidecar == name or not sidecar.endswith(".json") or sidecar in names:
+                continue
+            try:
+                with SidecarStore(self.root, lock_timeout=0).lock(directory / sidecar):
+                    os.unlink(directory / name)
+            except (SidecarError, OSError):
+                continue  # held, or gone already: not this sweep's
+            dropped += 1
+        return dropped
 
     def iter_documents(self, *parts: str) -> Iterator[Path]:
         """The ``*.json`` sidecars directly in a directory below the root, sorted by name.
@@ -409,28 +528,49 @@ def _acquire(target: Path, timeout: float, *, sidecar: Path) -> int:
     """
     import fcntl
 
+    deadline = time.monotonic() + timeout
+    pause = FIRST_POLL
+    while True:
+        fd = _open_lock(target)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise SidecarLockTimeout(
+                            "the sidecar is locked by another process", path=str(sidecar)
+                        ) from None
+                    time.sleep(min(pause, left))
+                    pause = min(2 * pause, POLL_INTERVAL)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _names(target, fd):
+            return fd
+        # Its holder removed the lock file with what it locked (delete(drop_lock=True)):
+        # this lock is of a file no one else opens now, so take the one there is.
+        os.close(fd)
+
+
+def _open_lock(target: Path) -> int:
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     fd = os.open(target, flags, FILE_MODE)
+    with contextlib.suppress(PermissionError):  # another user's lock: only narrowed
+        os.fchmod(fd, FILE_MODE)  # whatever the umask made of a new one
+    return fd
+
+
+def _names(target: Path, fd: int) -> bool:
+    """Whether ``target`` still names the file open at ``fd``."""
+    held = os.fstat(fd)
     try:
-        with contextlib.suppress(PermissionError):  # another user's lock: only narrowed
-            os.fchmod(fd, FILE_MODE)  # whatever the umask made of a new one
-        deadline = time.monotonic() + timeout
-        pause = FIRST_POLL
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except BlockingIOError:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise SidecarLockTimeout(
-                        "the sidecar is locked by another process", path=str(sidecar)
-                    ) from None
-                time.sleep(min(pause, left))
-                pause = min(2 * pause, POLL_INTERVAL)
-    except BaseException:
-        os.close(fd)
-        raise
+        named = os.lstat(target)
+    except FileNotFoundError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int) -> None:

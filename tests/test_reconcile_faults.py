@@ -11,11 +11,15 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import shutil
+import time
 
 from fixtures import f1
 from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, journal_files, resolution, store_provider
 
+from capabilities.reward_memory.turn.journal import LOOKED_FLAG, PENDING_DIR
 from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 from capabilities.reward_memory.turn.reconcile import MAX_RECONCILE, MAX_VERIFY_ATTEMPTS, reconcile
 from turn_hooks import settlement_is_final
@@ -183,11 +187,11 @@ def test_a_pre_turn_parses_only_the_journals_that_can_be_pending(tmp_path, monke
 
 
 def test_what_the_quick_look_cannot_settle_is_left_to_the_checked_read(tmp_path):
-    from capabilities.reward_memory.turn.reconcile import PEEK_LIMIT, _may_be_pending
+    from capabilities.reward_memory.turn.journal import PEEK_LIMIT, may_be_pending
 
     settled = tmp_path / "settled.json"
     settled.write_text('{"status": "completed"}')
-    assert not _may_be_pending(settled)
+    assert not may_be_pending(settled)
     escaped = tmp_path / "escaped.json"
     escaped.write_text('{"status": "\\u0070ending"}')
     big = tmp_path / "big.json"
@@ -198,4 +202,99 @@ def test_what_the_quick_look_cannot_settle_is_left_to_the_checked_read(tmp_path)
     directory = tmp_path / "directory.json"
     directory.mkdir()
     for path in (escaped, big, link, directory, tmp_path / "gone.json"):
-        assert _may_be_pending(path), path.name
+        assert may_be_pending(path), path.name
+
+
+def pending_flags(goal):
+    root = goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR
+    return sorted(path.name.removesuffix(".pending") for path in root.rglob("*.pending"))
+
+
+def looked_flag(goal):
+    [flag] = (goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR).rglob(LOOKED_FLAG)
+    return flag
+
+
+def test_a_pending_journal_is_flagged_until_it_settles(tmp_path):
+    """The flag is made before the journal is first written pending and goes once it
+    is not, so a PreTurn finds the pending journals without looking at the others."""
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    ingest(goal, provider, "turn-done")
+    assert pending_flags(goal) == [], "a Turn learned at once leaves no flag"
+    provider.fail["write"] = UNAVAILABLE
+    ingest(goal, provider, "turn-pending")
+    provider.fail.clear()
+    [pending] = [p for p in journal_files(goal) if '"pending"' in p.read_text()]
+    assert pending_flags(goal) == [pending.stem]
+    result = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert (result["pending_count"], result["completed_count"]) == (1, 1)
+    assert pending_flags(goal) == [], "completed: its flag is gone"
+
+
+def test_after_one_full_look_a_pre_turn_looks_at_no_settled_journal(tmp_path, monkeypatch):
+    """A store from before the flags is looked over once: its pending journal is found
+    and flagged. Later PreTurns open no settled journal, however long the history; a
+    journal pending without a flag (an older version's write) waits at most a day."""
+    from capabilities.reward_memory.turn import journal
+
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    for n in range(4):
+        ingest(goal, provider, f"turn-{n:04d}")
+    provider.fail["write"] = UNAVAILABLE
+    ingest(goal, provider, "turn-old")
+    ingest(goal, provider, "turn-unflagged")
+    provider.fail.clear()
+    flags = goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR
+    shutil.rmtree(flags)  # as a store written before the flags
+    peeks = []
+    real_peek = journal.may_be_pending
+    monkeypatch.setattr(
+        journal, "may_be_pending", lambda path: peeks.append(path) or real_peek(path)
+    )
+    names = {p.name: p for p in journal_files(goal)}
+    unflagged = next(p for p in names.values() if '"turn-unflagged"' in p.read_text())
+    unflagged_text = unflagged.read_text()
+    unflagged.write_text(unflagged_text.replace('"pending"', '"completed"'))
+    first = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert len(peeks) == 6 and first["completed_count"] == 1
+    assert pending_flags(goal) == []
+    unflagged.write_text(unflagged_text)  # pending again, never flagged
+    peeks.clear()
+    for _ in range(2):
+        again = reconcile(resolution(goal), provider_for=lambda binding: provider)
+        assert peeks == [] and again["status"] == "empty"
+    day = time.time() - journal.FULL_LOOK_SECONDS - 60
+    os.utime(looked_flag(goal), (day, day))
+    late = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert len(peeks) == 6 and (late["pending_count"], late["completed_count"]) == (1, 1)
+    assert set(journals_by_state(goal).values()) == {"completed"}
+
+
+def test_a_flag_left_by_a_kill_after_the_last_write_is_removed_not_replayed(tmp_path):
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    ingest(goal, provider, "turn-done")
+    [done] = journal_files(goal)
+    reconcile(resolution(goal), provider_for=lambda binding: provider)
+    flag = looked_flag(goal).parent / (done.stem + ".pending")
+    flag.touch(mode=0o600)  # the journal completed, the kill came before the flag went
+    calls = len(provider.calls)
+    result = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert result["status"] == "empty" and result["pending_count"] == 0
+    assert len(provider.calls) == calls and not flag.exists()
+
+
+def test_a_flag_directory_that_cannot_be_used_fails_reconciliation_open(tmp_path):
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    ingest(goal, provider, "turn-done")
+    reconcile(resolution(goal), provider_for=lambda binding: provider)
+    looked_flag(goal).parent.chmod(0o755)  # widened by someone: refused, not used
+    result = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert result["fail_open"] is True
+    assert (result["status"], result["reason_code"]) == (
+        "runtime_unavailable",
+        "automatic_ingest_reconciliation_failed",
+    )

@@ -133,12 +133,17 @@ def test_a_stop_hook_killed_during_validation_is_carried_on_by_settle(tmp_path):
     kill_during_validation(tmp_path, registry)
     assert journal_states(registry) == [], "the validator never finished: nothing ingested"
     assert len(queue(registry)) == 1, "but the spooled evidence is queued"
+    [marker] = queue(registry)
+    left = marker.parent / "t0-older-version.json.lock"  # a lock its dequeue left behind
+    left.touch(mode=0o600)
     (tmp_path / "gate").unlink()
     summary = settle_pending(registry)
     assert (summary["queued_count"], summary["settled_count"]) == (1, 1)
     assert journal_states(registry) == ["completed"]
     assert len(stored_records(registry)) == 1
     assert queue(registry) == []
+    queue_dir = tmp_path / "repo" / ".local" / "turn-hooks" / QUEUE_DIR
+    assert [p for p in queue_dir.rglob("*") if not p.is_dir()] == [], "nor any lock: none a Turn"
     again = settle_pending(registry)
     assert (again["queued_count"], len(stored_records(registry))) == (0, 1), "never twice"
 

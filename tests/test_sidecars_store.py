@@ -544,3 +544,153 @@ def test_a_directory_that_cannot_be_listed_for_stale_temp_files_is_still_written
     store.write(path, {"a": 1})
     monkeypatch.undo()
     assert store.read(path) == {"a": 1}
+
+
+def test_a_flag_is_a_private_empty_file_made_once_and_listed_by_suffix(store):
+    """A flag says one thing by being there: made 0600 in 0700 directories, kept when
+    it is already there (touched only when asked), removed once, listed by suffix."""
+    old_umask = os.umask(0o077 ^ 0o777)  # a umask that would leave it unreadable
+    try:
+        flag = store.path("pending", "goal-x", "event-1.pending")
+        store.raise_flag(flag)
+    finally:
+        os.umask(old_umask)
+    assert flag.read_bytes() == b"" and mode(flag) == 0o600 and mode(flag.parent) == 0o700
+    os.utime(flag, (1_000_000, 1_000_000))
+    store.raise_flag(flag)
+    assert flag.stat().st_mtime == 1_000_000, "kept as it was"
+    assert store.flag_age(flag) > 3600
+    store.raise_flag(flag, touch=True)
+    assert 0 <= store.flag_age(flag) < 3600
+    store.raise_flag(store.path("pending", "goal-x", "event-0.pending"))
+    (flag.parent / "note.txt").write_text("not a flag")
+    os.mkfifo(flag.parent / "fifo.pending")
+    assert store.flags("pending", "goal-x", suffix=".pending") == [
+        "event-0.pending",
+        "event-1.pending",
+    ]
+    assert store.lower_flag(flag) is True and not flag.exists()
+    assert store.lower_flag(flag) is False
+    assert store.flag_age(flag) is None
+    assert store.flag_age(flag.parent / "fifo.pending") is None, "not a flag: no age"
+    assert store.flags("absent", suffix=".pending") == []
+    (store.root / "plain").write_text("a file where a directory is looked for")
+    assert store.flags("plain", suffix=".pending") == []
+
+
+def test_a_flag_never_opens_or_removes_what_is_planted_in_its_place(store, tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("keep")
+    link = store.path("pending", "link.pending")
+    store.raise_flag(store.path("pending", "made.pending"))  # the private directories
+    link.symlink_to(target)
+    with pytest.raises(SidecarPathError) as raised:
+        store.raise_flag(link, touch=True)
+    assert raised.value.reason_code == "sidecar_symlink"
+    with pytest.raises(SidecarPathError):
+        store.lower_flag(link)
+    assert target.read_text() == "keep" and link.is_symlink()
+    fifo = store.path("pending", "fifo.pending")
+    os.mkfifo(fifo)
+    for act in (store.raise_flag, store.lower_flag):
+        with pytest.raises(SidecarCorrupt) as raised:
+            act(fifo)
+        assert raised.value.reason_code == "sidecar_not_regular"
+
+
+def test_a_flag_that_cannot_be_made_touched_or_removed_is_a_typed_write_error(store, monkeypatch):
+    flag = store.path("pending", "event.pending")
+    store.raise_flag(flag)
+    real_open = os.open
+
+    def full_disk(path, *args, **kwargs):
+        if str(path).endswith("new.pending"):
+            raise OSError(28, "No space left on device")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", full_disk)
+    with pytest.raises(SidecarWriteError):
+        store.raise_flag(store.path("pending", "new.pending"))
+
+    def refused(*args, **kwargs):
+        raise PermissionError("refused")
+
+    monkeypatch.setattr(os, "utime", refused)
+    with pytest.raises(SidecarWriteError):
+        store.raise_flag(flag, touch=True)
+    monkeypatch.setattr(os, "unlink", refused)
+    with pytest.raises(SidecarWriteError):
+        store.lower_flag(flag)
+
+
+def test_a_deleted_sidecar_can_take_its_lock_file_with_it(store):
+    kept, dropped = store.path("queue", "kept.json"), store.path("queue", "dropped.json")
+    for path in (kept, dropped):
+        store.write(path, {"n": 1})
+    assert store.delete(kept) is True and (kept.parent / "kept.json.lock").exists()
+    assert store.delete(dropped, drop_lock=True) is True
+    assert sorted(p.name for p in dropped.parent.iterdir()) == ["kept.json.lock"]
+    assert store.delete(dropped, drop_lock=True) is False
+    assert sorted(p.name for p in dropped.parent.iterdir()) == ["kept.json.lock"]
+
+
+def test_a_waiter_whose_lock_file_was_removed_locks_the_file_there_is(store, monkeypatch):
+    """Its holder removed the lock file (``delete(drop_lock=True)``) while the waiter
+    was blocked on it: holding that file would exclude no one who opens the name now,
+    so the waiter takes the lock of the file the name holds."""
+    import threading
+
+    path = store.path("queue", "marker.json")
+    store.write(path, {"n": 1})
+    lock = path.parent / "marker.json.lock"
+    opened = threading.Event()
+    real_open = sidecars.store._open_lock
+
+    def watched(target):
+        fd = real_open(target)
+        opened.set()
+        return fd
+
+    taken = []
+
+    def waiter():
+        with SidecarStore(store.root, lock_timeout=30).lock(path) as fd:
+            taken.append((os.fstat(fd).st_ino, os.lstat(lock).st_ino))
+
+    with store.lock(path):
+        monkeypatch.setattr(sidecars.store, "_open_lock", watched)
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        assert opened.wait(30), "the waiter never opened the lock"
+        os.unlink(path)
+        os.unlink(lock)
+    thread.join(30)
+    [(held, named)] = taken
+    assert held == named, "it holds the file the name holds now"
+    assert lock.exists() and not path.exists()
+
+
+def test_orphan_locks_are_dropped_unless_held(store):
+    """Lock files whose sidecar is gone (left by deletes that kept them) are removed,
+    each taken first; a held one, a sidecar's own and a file that is not a lock stay."""
+    directory = store.path("queue")
+    for name in ("live.json", "gone.json", "held.json"):
+        store.write(directory / name, {"n": 1})
+    for name in ("gone.json", "held.json"):
+        store.delete(directory / name)
+    (directory / "note.lock").write_text("")
+    (directory / "other.txt.lock").write_text("")
+    os.mkfifo(directory / "fifo.json.lock")
+    with SidecarStore(store.root).lock(directory / "held.json"):
+        assert store.drop_orphan_locks("queue") == 1
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "fifo.json.lock",
+        "held.json.lock",
+        "live.json",
+        "live.json.lock",
+        "note.lock",
+        "other.txt.lock",
+    ]
+    assert store.drop_orphan_locks("queue") == 1, "no longer held"
+    assert store.drop_orphan_locks("absent") == 0
+    assert store.drop_orphan_locks("queue", "live.json") == 0, "not a directory"

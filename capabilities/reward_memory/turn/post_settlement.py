@@ -31,8 +31,10 @@ from capabilities.reward_memory.contract.values import now_timestamp
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.turn.journal import (
     JOURNAL_SCHEMA,
+    flag_pending,
     journal_path,
     reconciliation_state,
+    unflag_written,
 )
 from turn_hooks import SidecarError
 
@@ -322,7 +324,9 @@ def _attempt(
         document["binding_revision"] = resolution.status["binding_revision"]
     if stored is not None and "public_receipt" in stored:
         document["public_receipt"] = stored["public_receipt"]
+    store = resolution.sidecars
     try:
+        flag_pending(store, journal.path)  # first: a pending journal is always flagged
         journal.write(document)
     except SidecarError:
         receipt.update(
@@ -359,6 +363,8 @@ def _attempt(
         receipt["reason_code"] = (
             receipt["reason_code"] or "outcome_sidecar_write_failed_after_provider"
         )
+        return receipt
+    unflag_written(store, journal.path, document["status"])
     return receipt
 
 

@@ -16,14 +16,14 @@ from typing import Any
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.values import now_timestamp
-from capabilities.reward_memory.turn.journal import JOURNAL_DIR
+from capabilities.reward_memory.turn.journal import pending_journals, unflag_unless_pending
 from capabilities.reward_memory.turn.legacy import terminalise_legacy
 from capabilities.reward_memory.turn.post_settlement import (
     REFLECTION_REJECTED,
     ProviderFor,
     run_turn_ingest_fail_open,
 )
-from sidecars import SidecarStore, goal_agent_parts
+from sidecars import SidecarStore
 from turn_hooks import SidecarError
 
 RECONCILIATION_SCHEMA = "turn_reward_memory_reconciliation_v0"
@@ -37,8 +37,6 @@ UNVERIFIABLE_REASONS = frozenset({"provider_sync_revision_conflict"})
 """The target holds other content than the record: a provider that answers, and
 answers with something else, every time."""
 TERMINAL_SCHEMA = "turn_reward_memory_terminal_failure_v0"
-PEEK_LIMIT = 4 * 1024 * 1024
-"""The sidecar bound: a larger journal is left to the store's read, which refuses it."""
 
 
 def reconcile(
@@ -75,16 +73,21 @@ def reconcile(
     store = resolution.sidecars
     revision = status.get("binding_revision")
     eligible = []
-    for path in store.iter_documents(
-        *goal_agent_parts(JOURNAL_DIR, status["goal_id"], status["agent_id"])
-    ):
-        if not _may_be_pending(path):
-            continue  # settled long ago, most of them: a PreTurn must not parse its history
+    try:
+        # The flagged journals only: a PreTurn must not look at the Agent's history.
+        candidates = pending_journals(store, status["goal_id"], status["agent_id"])
+    except SidecarError:
+        receipt.update(
+            status="runtime_unavailable", reason_code="automatic_ingest_reconciliation_failed"
+        )
+        return receipt
+    for path in candidates:
         try:
             document = store.read(path)
         except SidecarError:
             continue
         if not document or document.get("status") != "pending":
+            unflag_unless_pending(store, path)  # settled since it was flagged
             continue
         receipt["pending_count"] += 1
         if document.get("binding_revision") == revision:
@@ -99,6 +102,7 @@ def reconcile(
         result = _replay(store, path, document, resolution, provider_for, observed_at)
         result = _end_if_hopeless(store, path, result, observed_at)
         _touch(store, path)
+        unflag_unless_pending(store, path)
         receipt["receipts"].append(result)
         receipt["provider_sync_count"] += result.get("provider_sync_count", 0)
         receipt[v.EXTERNAL_WRITES] |= result.get(v.EXTERNAL_WRITES) is True
@@ -106,28 +110,6 @@ def reconcile(
     if receipt["attempted_count"]:
         receipt["status"] = "completed"
     return receipt
-
-
-def _may_be_pending(path: Path) -> bool:
-    """Whether the journal at ``path`` can say ``"status": "pending"``, from its bytes.
-
-    JSON can spell the string ``pending`` only as those seven letters in quotes or
-    with a ``\\u`` escape, so a file that holds neither cannot be pending, whatever
-    else it holds. Anything this quick look cannot settle (a file it cannot open or
-    read whole) is left to the store's checked read, which decides as before.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return True
-    try:
-        size = os.fstat(fd).st_size
-        raw = os.read(fd, PEEK_LIMIT + 1) if size <= PEEK_LIMIT else b""
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return len(raw) != size or b'"pending"' in raw or b"\\u" in raw
 
 
 def _last_attempt(path: Path) -> int:
