@@ -223,6 +223,8 @@ def settle(
     any point leaves the queue marker, so the next PreTurn's worker carries it on.
     """
     store = settlement_store(turn.registry, turn.goal_id)
+    if detach:
+        store.sweep_temps = False  # the spool gains an entry a Turn: the child sweeps it
     fields = settlement_result_fields(pm)
     host_result, faults = extract_results(final_message, fields)
     reasons = [("adapter", fault) for fault in faults]
@@ -411,6 +413,7 @@ def _settle_in_child(
         for stream in (0, 1, 2):
             os.dup2(devnull, stream)
         _close_inherited(keep=spool.lock_fd)
+        store.sweep_temps = True
         _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)
     except BaseException:  # the queue marker stays: the next PreTurn carries it on
         status = 1

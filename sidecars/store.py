@@ -89,6 +89,11 @@ class SidecarStore:
     def __init__(self, root: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         self.root = Path(root).absolute()
         self.lock_timeout = lock_timeout
+        self.sweep_temps = True
+        """Whether a write first removes the stale temp files of its directory (once
+        per directory and process, :func:`_remove_stale_temps`). That lists the whole
+        directory, and some grow by a sidecar a Turn: a hook on the Turn's critical path
+        turns it off and leaves the sweep to the process it hands its work to."""
         self._above: list[Path] | None = None
         """The directories from the tree's top down to the root, the root excluded."""
 
@@ -305,7 +310,8 @@ class SidecarStore:
             raise SidecarWriteError(
                 "the document is larger than 4 MiB", reason_code="sidecar_too_large", path=str(path)
             )
-        _remove_stale_temps(path.parent)
+        if self.sweep_temps:
+            _remove_stale_temps(path.parent)
         atomic_write_text(path, text, mode=FILE_MODE)
 
     def delete(self, path: Path, *, drop_lock: bool = False) -> bool:

@@ -236,3 +236,32 @@ def test_one_fork_settles_in_its_own_session_holding_the_lock_and_is_reaped(tmp_
     wait_for(lambda: queue(registry) == [], "the second settler did not settle its entry")
     wait_for(lambda: os.waitpid(second, os.WNOHANG)[0] == second, "the second settler ran on")
     assert journal_states(registry) == ["completed", "completed"]
+
+
+def test_the_stop_hook_leaves_the_spools_sweep_to_its_settler(tmp_path, monkeypatch):
+    """The spool directory gains an entry a Turn, and sweeping it for temp files a
+    killed writer left lists all of it: the hook, on the Turn's critical path, does
+    not; the settler it hands the entry to does, before it writes the entry again."""
+    from hosts import settlement
+    from turn_hooks import make_plugin_manager
+
+    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
+    monkeypatch.setattr(settlement, "_settlers", [])
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    turn = hook_turn(registry, tmp_path / "repo", turn_id="t1", host="codex_cli")
+    spooled = spool_path(settlement_store(str(registry), f1.GOAL), turn)
+    spooled.parent.mkdir(parents=True, mode=0o700)
+    for directory in (spooled.parent, *spooled.parent.parents[:3]):
+        directory.chmod(0o700)
+    stale = spooled.parent / "t0-000000000000.json.abcd1234"  # a killed writer's temp file
+    stale.write_text("{")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    settlement.settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
+    )
+    assert stale.exists(), "the hook did not list the spool directory"
+    (tmp_path / "gate").unlink()
+    wait_for(lambda: queue(registry) == [], "the settler did not settle the entry")
+    assert not stale.exists(), "the settler swept it"
+    os.waitpid(settlement._settlers[-1], 0)
