@@ -6,12 +6,14 @@ Each directory is a checkout of turn-hooks (``git worktree add DIR COMMIT``). Bo
 run on this interpreter and its installed dependencies, with ``PYTHONPATH`` pointing
 at the checkout, so the only difference is the code. Runs alternate A B A B after a
 warm-up, so both sides see the same machine noise; the table gives medians and the
-after/before ratio, which is the number to read on a shared machine.
+after/before ratio, which is the number to read on a shared machine. After each
+sample the side's settlements are waited for, so a Stop's detached settler never
+runs during the next sample (the other side's, which it would slow down).
 
 Measured per pair:
 
 - the PreTurn hook process (``host generic pre-turn``) on an embedded store with
-  10,000 records;
+  10,000 records (each side its own Goal and store, seeded alike);
 - the Stop hook process without a reflection (``host generic post-settlement``);
 - both again as ``install`` writes them (``python -S -c "<loader>"``, the Codex CLI
   adapter), warm: each side has its own resident server, and its own hook log,
@@ -106,26 +108,32 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                 "TURN_HOOKS_RESIDENT_DIR": str(run_dir),
                 "TURN_HOOKS_STATE_DIR": str(root / f"state-{side}"),
             }
-        registry = f1.write_goal(root, f1.config("embedded_sqlite"))
-        store = EmbeddedSqliteProvider(root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3")
-        seed(store, 10_000)
+        # Each side its own Goal: one side's sidecars (its lock files, its flags) must
+        # not be the other's work, as they would be on a shared repository.
+        binding = {}
+        for side in trees:
+            registry = f1.write_goal(root / side, f1.config("embedded_sqlite"))
+            sidecars = root / side / "repo" / ".local" / "turn-hooks"
+            seed(EmbeddedSqliteProvider(sidecars / "memory.sqlite3"), 10_000)
+            binding[side] = [
+                *("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
+            ]
         hook = [sys.executable, "-m", "hosts.cli", "host", "generic"]
-        binding = ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
         cases = {
             "PreTurn hook process": lambda side, i: (
-                [*hook, "pre-turn", *binding],
+                [*hook, "pre-turn", *binding[side]],
                 json.dumps({"turn_id": f"t{i}", "prompt": "module tests"}),
             ),
             "Stop hook process, no reflection": lambda side, i: (
-                [*hook, "post-settlement", *binding],
+                [*hook, "post-settlement", *binding[side]],
                 json.dumps({"turn_id": f"n{i}", "last_assistant_message": "done"}),
             ),
             "PreTurn as installed, warm": lambda side, i: (
-                [*installed[side], "pre-turn", *binding],
+                [*installed[side], "pre-turn", *binding[side]],
                 json.dumps({"turn_id": f"w{i}", "prompt": "module tests"}),
             ),
             "Stop as installed, warm, no reflection": lambda side, i: (
-                [*installed[side], "post-settlement", *binding],
+                [*installed[side], "post-settlement", *binding[side]],
                 json.dumps({"turn_id": f"s{i}", "last_assistant_message": "done"}),
             ),
         }
@@ -145,6 +153,9 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                     seconds = timed(argv, env, stdin)
                     if i >= 0:
                         samples[name][side].append(seconds)
+                    # A Stop's detached settler runs on after the hook returns: let it
+                    # end, or it would run during the other side's next sample.
+                    settled_spools(root / side / "repo")
             if i == -1:  # the warm-up started each side's server: let both listen
                 for env in warm_envs.values():
                     wait_listening(Path(env["TURN_HOOKS_RESIDENT_DIR"]))
@@ -166,7 +177,8 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                     os.kill(int(pid_file.read_text()), signal.SIGTERM)
                 except (OSError, ValueError):
                     pass
-        settled_spools(root / "repo")  # the last Stops' detached children, before cleanup
+        for side in trees:  # the last Stops' detached children, before cleanup
+            settled_spools(root / side / "repo")
         for env in warm_envs.values():
             shutil.rmtree(env["TURN_HOOKS_RESIDENT_DIR"], ignore_errors=True)
     print("| measure (median) | before ms | after ms | after / before |")

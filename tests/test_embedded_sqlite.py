@@ -425,3 +425,22 @@ def test_a_call_that_fails_inside_holding_drops_its_connection(store, monkeypatc
         assert store.read_exact(f"{A}/r.json", actor_peer_id="peer-a", timeout=5) == "two"
     blocker.close()
     assert len(opened) == 2, "the call after the failure checked and opened the store afresh"
+
+
+def test_the_gate_finds_the_same_words_without_splitting_whole_records():
+    """``held_stems`` picks the words that start like a query stem with one pattern
+    over the folded text; it must pick exactly what splitting every word did."""
+    import random
+
+    from capabilities.providers import terms
+
+    rng = random.Random(7)
+    alphabet = "abcdeéfgŝ_1 -.\\n\\tÅßﬁ中文"
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80)))
+        starts = tuple(
+            "".join(rng.choice("abcéŝ_1-中ß") for _ in range(rng.randrange(0, 4)))
+            for _ in range(rng.randrange(0, 4))
+        )
+        expected = {word for word in terms._words(text) if word.startswith(starts)}
+        assert set(terms._starting(starts).findall(terms._fold(text))) == expected, (text, starts)

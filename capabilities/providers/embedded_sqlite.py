@@ -659,11 +659,12 @@ def _ranked(
     for start in range(0, len(matches), chunk):
         ranks = dict(matches[start : start + chunk])
         marks = ",".join("?" * len(ranks))
+        # The scope and the order need the URI only; a record's text (about 2 KB) is
+        # read for the ``limit`` kept at the end, not for every row of a chunk.
         kept += [
-            (uri, ranks[rowid], text)
-            for rowid, uri, text in connection.execute(
-                f"SELECT r.rowid, r.uri, r.content FROM records r "
-                f"WHERE r.rowid IN ({marks}) AND {clause}",
+            (uri, ranks[rowid], rowid)
+            for rowid, uri in connection.execute(
+                f"SELECT r.rowid, r.uri FROM records r WHERE r.rowid IN ({marks}) AND {clause}",
                 (*ranks, *params),
             )
         ]
@@ -673,7 +674,19 @@ def _ranked(
             len(kept) >= limit and kept[limit - 1][1] < matches[following][1]
         ):
             break
-    return kept[:limit]
+    kept = kept[:limit]
+    if not kept:
+        return []
+    marks = ",".join("?" * len(kept))
+    texts = dict(
+        connection.execute(
+            f"SELECT rowid, content FROM records WHERE rowid IN ({marks})",
+            [rowid for _uri, _rank, rowid in kept],
+        )
+    )
+    # A record deleted since its chunk was read is not returned (each statement
+    # reads its own snapshot), as one deleted before the search began is not.
+    return [(uri, rank, texts[rowid]) for uri, rank, rowid in kept if rowid in texts]
 
 
 def _rank_order(row: tuple[Any, float, Any]) -> tuple[float, Any]:

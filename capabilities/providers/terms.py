@@ -9,6 +9,7 @@ the embedded store: an OpenViking Turn loads no store code.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -30,13 +31,33 @@ STOP_WORDS = frozenset(
 """Words a query never searches on: they say how a developer asks, not what about."""
 
 
-def _words(text: str) -> list[str]:
-    """Words folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds them."""
+def _fold(text: str) -> str:
+    """``text`` folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds it."""
     plain = text.lower()
     if not plain.isascii():  # ASCII has nothing to fold, and most text is ASCII
         folded = unicodedata.normalize("NFKD", plain)
         plain = "".join(char for char in folded if not unicodedata.combining(char))
-    return list(dict.fromkeys(_WORD.findall(plain)))
+    return plain
+
+
+def _words(text: str) -> list[str]:
+    """Words folded the way the ``unicode61 remove_diacritics 2`` tokenizer folds them."""
+    return list(dict.fromkeys(_WORD.findall(_fold(text))))
+
+
+@functools.lru_cache(maxsize=64)
+def _starting(starts: tuple[str, ...]) -> re.Pattern[str]:
+    """The words of folded text that start with one of ``starts``: what
+    ``[w for w in _words(text) if w.startswith(starts)]`` holds, found without
+    splitting the whole text. A match begins where a word does (no word character
+    before it) and runs to the word's end; a start that is not word characters
+    only begins no word, as it begins none of ``_words``."""
+    if "" in starts:
+        return _WORD  # every word starts with nothing
+    usable = sorted({start for start in starts if _WORD.fullmatch(start)}, key=len, reverse=True)
+    if not usable:
+        return re.compile(r"(?!)")  # matches nothing
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, usable)) + r")[^\W_]*")
 
 
 class _Stems:
@@ -154,12 +175,10 @@ def held_stems(
     words that start like a query stem are stemmed, not whole records.
     """
     parts = [_head_and_body(text) for text in texts]
-    heads = [set(_words(head)) for head, _body in parts]
-    bodies = [set(_words(body)) for _head, body in parts]
-    starts = tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in terms)
-    wanted = sorted(
-        {word for words in (*heads, *bodies) for word in words if word.startswith(starts)}
-    )
+    starting = _starting(tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in terms))
+    heads = [set(starting.findall(_fold(head))) for head, _body in parts]
+    bodies = [set(starting.findall(_fold(body))) for _head, body in parts]
+    wanted = sorted({word for words in (*heads, *bodies) for word in words})
     stems = stem.of(wanted) if wanted else {}
     return [
         ({stems[w] for w in head if w in stems}, {stems[w] for w in body if w in stems})
