@@ -36,6 +36,20 @@ def ingest(goal, provider, turn_key, raw=RAW):
     )
 
 
+def goal_with_history(tmp_path, settled, *pending):
+    """A bound Goal with ``settled`` learned Turns, then one pending journal per key
+    (their provider writes failed)."""
+    goal = bound_goal(tmp_path)
+    provider = store_provider(goal)
+    for n in range(settled):
+        ingest(goal, provider, f"turn-{n:04d}")
+    provider.fail["write"] = UNAVAILABLE
+    for key in pending:
+        ingest(goal, provider, key)
+    provider.fail.clear()
+    return goal, provider
+
+
 def journals_by_state(goal):
     states = {}
     for path in journal_files(goal):
@@ -161,13 +175,7 @@ def test_a_pre_turn_parses_only_the_journals_that_can_be_pending(tmp_path, monke
     spelled with JSON escapes is still found: only the bytes decide what is skipped."""
     from sidecars import SidecarStore
 
-    goal = bound_goal(tmp_path)
-    provider = store_provider(goal)
-    for n in range(5):
-        ingest(goal, provider, f"turn-{n:04d}")
-    provider.fail["write"] = UNAVAILABLE
-    ingest(goal, provider, "turn-pending")
-    provider.fail.clear()
+    goal, provider = goal_with_history(tmp_path, 5, "turn-pending")
     [pending] = [p for p in journal_files(goal) if '"pending"' in p.read_text()]
     pending.write_text(pending.read_text().replace('"pending"', '"\\u0070ending"'))
     journals = {path.name for path in journal_files(goal)}
@@ -218,9 +226,7 @@ def looked_flag(goal):
 def test_a_pending_journal_is_flagged_until_it_settles(tmp_path):
     """The flag is made before the journal is first written pending and goes once it
     is not, so a PreTurn finds the pending journals without looking at the others."""
-    goal = bound_goal(tmp_path)
-    provider = store_provider(goal)
-    ingest(goal, provider, "turn-done")
+    goal, provider = goal_with_history(tmp_path, 1)
     assert pending_flags(goal) == [], "a Turn learned at once leaves no flag"
     provider.fail["write"] = UNAVAILABLE
     ingest(goal, provider, "turn-pending")
@@ -238,14 +244,7 @@ def test_after_one_full_look_a_pre_turn_looks_at_no_settled_journal(tmp_path, mo
     journal pending without a flag (an older version's write) waits at most a day."""
     from capabilities.reward_memory.turn import journal
 
-    goal = bound_goal(tmp_path)
-    provider = store_provider(goal)
-    for n in range(4):
-        ingest(goal, provider, f"turn-{n:04d}")
-    provider.fail["write"] = UNAVAILABLE
-    ingest(goal, provider, "turn-old")
-    ingest(goal, provider, "turn-unflagged")
-    provider.fail.clear()
+    goal, provider = goal_with_history(tmp_path, 4, "turn-old", "turn-unflagged")
     flags = goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR
     shutil.rmtree(flags)  # as a store written before the flags
     peeks = []
