@@ -570,11 +570,11 @@ def _open_lock(target: Path) -> int:
 
 
 def _names(target: Path, fd: int) -> bool:
-    """Whether ``target`` still names the file open at ``fd``."""
-    held = os.fstat(fd)
+    """Whether ``target`` still names the file open at ``fd`` (gone, or not to be
+    looked at: no, and the caller opens the name again, which says why if it fails)."""
     try:
-        named = os.lstat(target)
-    except FileNotFoundError:
+        held, named = os.fstat(fd), os.lstat(target)
+    except OSError:
         return False
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 

@@ -215,7 +215,9 @@ def test_what_the_quick_look_cannot_settle_is_left_to_the_checked_read(tmp_path)
 
 def pending_flags(goal):
     root = goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR
-    return sorted(path.name.removesuffix(".pending") for path in root.rglob("*.pending"))
+    return sorted(
+        path.name.removesuffix(".pending") for path in root.rglob("*.pending") if path.is_file()
+    )
 
 
 def looked_flag(goal):
@@ -297,3 +299,19 @@ def test_a_flag_directory_that_cannot_be_used_fails_reconciliation_open(tmp_path
         "runtime_unavailable",
         "automatic_ingest_reconciliation_failed",
     )
+
+
+def test_a_journal_that_cannot_be_flagged_does_not_stop_the_full_look(tmp_path):
+    goal, provider = goal_with_history(tmp_path, 1, "turn-a", "turn-b")
+    shutil.rmtree(goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR)
+    [blocked, _free] = sorted(p for p in journal_files(goal) if '"pending"' in p.read_text())
+    flags = goal.parent / "repo" / ".local" / "turn-hooks" / PENDING_DIR
+    flag_dir = flags.joinpath(blocked.parent.parent.name, blocked.parent.name)
+    flag_dir.mkdir(parents=True)
+    for directory in (flags, flag_dir.parent, flag_dir):
+        directory.chmod(0o700)
+    os.mkfifo(flag_dir / (blocked.stem + ".pending"))  # never opened: it would block
+    (blocked.parent / ".hidden.json").write_text('{"status": "pending"}')
+    result = reconcile(resolution(goal), provider_for=lambda binding: provider)
+    assert (result["pending_count"], result["completed_count"]) == (1, 1), "the other one"
+    assert pending_flags(goal) == [] and (flag_dir / (blocked.stem + ".pending")).exists()

@@ -119,7 +119,10 @@ def pending_journals(store: SidecarStore, goal_id: str, agent_id: str) -> list[P
     if age is None or not 0 <= age < FULL_LOOK_SECONDS:
         for path in store.iter_documents(*journals):
             if may_be_pending(path):
-                flag_pending(store, path)
+                # One that cannot be flagged (a name this package never writes, a FIFO
+                # planted at its flag) is not a reason to look at none of the others.
+                with contextlib.suppress(SidecarError):
+                    flag_pending(store, path)
         store.raise_flag(looked, touch=True)  # only now: a look cut short is taken again
     directory = store.path(*journals)
     return [
