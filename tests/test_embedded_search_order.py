@@ -30,8 +30,13 @@ def _store(path):
 
 
 @pytest.fixture(scope="module")
-def searched(tmp_path_factory):
-    store, texts = _store(tmp_path_factory.mktemp("order"))
+def built(tmp_path_factory):
+    return _store(tmp_path_factory.mktemp("order"))
+
+
+@pytest.fixture(scope="module")
+def searched(built):
+    store, texts = built
     return search_all(store, texts)
 
 
@@ -40,6 +45,30 @@ def test_every_query_returns_the_pinned_records_in_the_pinned_order(searched):
     assert searched.keys() == golden.keys()
     differing = [key for key in golden if searched[key] != golden[key]]
     assert differing == []
+
+
+@pytest.mark.parametrize("older", ["no stems table", "an empty stems table"])
+def test_records_without_stored_stems_are_gated_to_the_same_results(
+    built, searched, older, tmp_path
+):
+    # Each record's stems are stored when it is written; a store an older version
+    # wrote has none (no table, or a table this version made but no rows for the
+    # records already there), and its records are parsed and stemmed at search time.
+    # Both must give what the stored stems give, score for score.
+    store, texts = built
+    copy = tmp_path / "local" / "memory.sqlite3"
+    copy.parent.mkdir(mode=0o700)
+    with sqlite3.connect(store.path) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+        statement = (
+            "DROP TABLE record_stems" if older == "no stems table" else "DELETE FROM record_stems"
+        )
+        target.execute(statement)
+    source.close()
+    target.close()
+    copy.chmod(0o600)
+    reader = EmbeddedSqliteProvider(copy, read_only=True)
+    assert search_all(reader, texts) == searched
 
 
 def test_the_pinned_corpus_exercises_the_edges(searched):

@@ -331,7 +331,7 @@ def test_a_failed_rebuild_leaves_the_old_store_whole(tmp_path, monkeypatch):
     def broken(content):
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(embedded_sqlite, "_search_text", broken)
+    monkeypatch.setattr(embedded_sqlite, "_search_parts", broken)
     assert not EmbeddedSqliteProvider(path).preflight(timeout=5).ok
     monkeypatch.undo()
     assert "search_index" not in marks(path)
@@ -444,3 +444,71 @@ def test_the_gate_finds_the_same_words_without_splitting_whole_records():
         )
         expected = {word for word in terms._words(text) if word.startswith(starts)}
         assert set(terms._starting(starts).findall(terms._fold(text))) == expected, (text, starts)
+
+
+def _gate_unused(monkeypatch):
+    """Make the search-time stemming of records fail: only stored stems may be used."""
+    from capabilities.providers import embedded_sqlite
+
+    def unused(texts, terms, stem):
+        raise AssertionError(f"{len(texts)} records stemmed at search time")
+
+    monkeypatch.setattr(embedded_sqlite, "held_stems", unused)
+
+
+KEY_RECORD = '{"content_summary":"Rotate the deploy keys every day","experience":{}}'
+
+
+def test_a_search_gates_records_by_the_stems_stored_with_them(store, monkeypatch):
+    store.write(f"{A}/keys.json", KEY_RECORD, actor_peer_id="peer-a", timeout=5)
+    store.write(f"{A}/other.json", '{"content_summary":"unrelated"}', actor_peer_id=None)
+    _gate_unused(monkeypatch)
+    # "key" and "day" stem to "kei" and "dai", which their words do not start with.
+    hits = store.search(A, "rotate key day", limit=5, actor_peer_id="peer-a", timeout=5)
+    assert [hit.uri for hit in hits] == [f"{A}/keys.json"]
+    with sqlite3.connect(store.path) as connection:
+        head, body = connection.execute(
+            "SELECT s.head, s.body FROM record_stems s JOIN records r ON r.rowid = s.record "
+            "WHERE r.uri = ?",
+            (f"{A}/keys.json",),
+        ).fetchone()
+    assert (
+        set(head.split()) == set(body.split()) == {"rotat", "the", "deploi", "kei", "everi", "dai"}
+    )
+    store.delete(f"{A}/keys.json", actor_peer_id="peer-a", timeout=5)
+    with sqlite3.connect(store.path) as connection:
+        assert connection.execute("SELECT count(*) FROM record_stems").fetchone()[0] == 1
+
+
+def test_a_record_changed_by_a_writer_without_stems_is_gated_by_its_text(store, monkeypatch):
+    # An older version updates the record and its search row but not its stems: the
+    # stored ones are then stale, and the record's updated_at no longer matches them.
+    uri = f"{A}/changed.json"
+    store.write(uri, '{"content_summary":"draining the shard map"}', actor_peer_id="peer-a")
+    changed = '{"content_summary":"rotating vault tokens nightly"}'
+    with sqlite3.connect(store.path) as connection:
+        connection.execute(
+            "UPDATE records SET content = ?, updated_at = 'later' WHERE uri = ?", (changed, uri)
+        )
+        connection.execute(
+            "UPDATE records_fts SET body = 'rotating vault tokens nightly' WHERE uri = ?", (uri,)
+        )
+        connection.executemany(
+            "INSERT OR IGNORE INTO term_docs VALUES (?, 1)",
+            [("rotat",), ("vault",), ("token",), ("nightli",)],
+        )
+    hits = store.search(A, "rotating vault tokens", limit=5, actor_peer_id="peer-a", timeout=5)
+    assert [hit.uri for hit in hits] == [uri]
+    _gate_unused(monkeypatch)
+    with pytest.raises(AssertionError, match="1 records stemmed"):
+        store.search(A, "rotating vault tokens", limit=5, actor_peer_id="peer-a", timeout=5)
+
+
+def test_rebuilding_an_old_store_stores_its_records_stems(tmp_path, monkeypatch):
+    path = old_store(tmp_path / "local" / "memory.sqlite3")
+    assert EmbeddedSqliteProvider(path).preflight(timeout=5).ok
+    _gate_unused(monkeypatch)
+    hits = EmbeddedSqliteProvider(path, read_only=True).search(
+        A, "rebalancing shard partitions", limit=5, actor_peer_id="peer-a"
+    )
+    assert [hit.uri for hit in hits] == [f"{A}/old.json"]

@@ -36,7 +36,6 @@ Every ``sqlite3.Error``, a corrupt or truncated file included, becomes
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -59,7 +58,7 @@ from capabilities.providers.terms import (
     HEAD_WEIGHT,
     STOP_WORDS,
     TOKENIZE,
-    _record_text,
+    _head_and_body,
     _stemmer,
     _Stems,
     _words,
@@ -89,7 +88,15 @@ _SCHEMA = (
     # rarest query terms then costs one index lookup per term.
     "CREATE TABLE IF NOT EXISTS term_docs(term TEXT PRIMARY KEY, docs INTEGER NOT NULL) "
     "WITHOUT ROWID",
+    # Each record's stems, its head's and its whole meaning's, made when it is
+    # written: the relevance gate then reads them instead of parsing and stemming
+    # every candidate on every search. ``updated_at`` is the record's own: a row a
+    # writer without this table changed (an older version) no longer matches it,
+    # and its stems are made at search time as before (:func:`_relevant`).
+    "CREATE TABLE IF NOT EXISTS record_stems(record INTEGER PRIMARY KEY, "
+    "updated_at TEXT NOT NULL, head TEXT NOT NULL, body TEXT NOT NULL)",
 )
+STEMS_TABLE = "record_stems"
 MAX_QUERY_TERMS = 6
 """The rarest query terms kept: common ones rank every record and cost time, not relevance."""
 MATCH_BUDGET = 2000
@@ -108,11 +115,6 @@ def _partition(uri: str) -> tuple[str, str]:
 def _unstemmed(words: list[str]) -> dict[str, str]:
     """A store made before stemming indexes each word as it is."""
     return {word: word for word in words}
-
-
-def _terms(text: str, stem: _Stems) -> list[str]:
-    """The distinct stems of ``text``: what the term counts are kept for."""
-    return stem.terms(text)
 
 
 def _fts_queries(
@@ -199,8 +201,15 @@ def _weights(
     return {t: math.log(total / frequencies[t]) / top if t in frequencies else 1.0 for t in stems}
 
 
+Stems = tuple[str, str] | None
+"""A record's stored stems (:data:`STEMS_TABLE`): its head's and its body's, each
+joined by spaces; ``None`` where the store has none for the record as it is now."""
+Row = tuple[str, float, str, Stems]
+"""One search row: URI, rank, stored text and stored stems."""
+
+
 def _relevant(
-    rows: list[tuple[str, float, str]], weights: dict[str, float], stem: _Stems
+    rows: list[Row], weights: dict[str, float], stem: _Stems
 ) -> list[tuple[str, float, str]]:
     """The rows relevant enough to return, most relevant first, scored by relevance.
 
@@ -209,25 +218,56 @@ def _relevant(
     :data:`RELEVANCE_FLOOR`, or when it covers :data:`RELEVANCE_COVER` of the query's
     whole weight. Nothing qualifying means nothing returned: the OR query's matches
     on a common word or two never fill the limit for a query that matches nothing.
+    The stems are the ones stored with each record; a record without them (written
+    by an older version) is parsed and stemmed here, to the same sets.
     """
     if not rows:
         return []
-    held = held_stems([text for _uri, _rank, text in rows], weights, stem)
+    unstored = [text for _uri, _rank, text, stems in rows if stems is None]
+    made = iter(held_stems(unstored, weights, stem) if unstored else [])
+    held = [
+        next(made) if stems is None else (set(stems[0].split()), set(stems[1].split()))
+        for _uri, _rank, _text, stems in rows
+    ]
     reach = HEAD_WEIGHT * sum(weights.values())
     kept = []
-    for (uri, _rank, text), (head, body) in zip(rows, held, strict=True):
+    for (uri, _rank, text, _stems), (head, body) in zip(rows, held, strict=True):
         score = held_weight(weights, head, body)
         if score >= RELEVANCE_FLOOR or score >= RELEVANCE_COVER * reach:
             kept.append((uri, score, text))
     return sorted(kept, key=lambda row: -row[1])
 
 
-def _count_terms(connection: sqlite3.Connection, body: str, delta: int, stem: _Stems) -> None:
+def _count_terms(connection: sqlite3.Connection, terms: list[str], delta: int) -> None:
+    """Add ``delta`` to the document count of each of a record's distinct stems."""
     connection.executemany(
         "INSERT INTO term_docs(term, docs) VALUES (?, ?) "
         "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs",
-        [(term, delta) for term in _terms(body, stem)],
+        [(term, delta) for term in terms],
     )
+
+
+def _index_record(
+    connection: sqlite3.Connection, rowid: int, uri: str, content: str, now: str, stem: _Stems
+) -> None:
+    """Index one record: its search row, its term counts and its stored stems."""
+    head, body = _search_parts(content)
+    terms = stem.terms(body)
+    _count_terms(connection, terms, +1)
+    connection.execute(
+        "INSERT INTO records_fts(rowid, uri, body) VALUES (?, ?, ?)", (rowid, uri, body)
+    )
+    connection.execute(
+        f"INSERT OR REPLACE INTO {STEMS_TABLE}(record, updated_at, head, body) VALUES (?, ?, ?, ?)",
+        (rowid, now, " ".join(stem.terms(head)), " ".join(terms)),
+    )
+
+
+def _unindex_record(connection: sqlite3.Connection, rowid: int, content: str, stem: _Stems) -> None:
+    """Undo :func:`_index_record` for the record's ``content`` as it was indexed."""
+    _count_terms(connection, stem.terms(_search_parts(content)[1]), -1)
+    connection.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
+    connection.execute(f"DELETE FROM {STEMS_TABLE} WHERE record = ?", (rowid,))
 
 
 def _summary(content: str) -> str:
@@ -235,20 +275,15 @@ def _summary(content: str) -> str:
     return match.group(1)[:200] if match else ""
 
 
-def _search_text(content: str) -> str:
-    """What the full-text index sees: the record's meaning, not its JSON boilerplate.
+def _search_parts(content: str) -> tuple[str, str]:
+    """A record's head (summary, trigger) and what the full-text index sees: the
+    record's meaning, not its JSON boilerplate.
 
     Indexing the whole JSON body would make every record match the ids and field
     names that every record shares (peer, goal, schema names), so each query would
-    rank the whole store. Non-record text is indexed as it is.
+    rank the whole store. Non-record text is indexed as it is, and is its own head.
     """
-    try:
-        document = json.loads(content)
-    except ValueError:
-        return content
-    if not isinstance(document, dict) or "content_summary" not in document:
-        return content
-    return _record_text(document)
+    return _head_and_body(content)
 
 
 class EmbeddedSqliteProvider:
@@ -284,6 +319,7 @@ class EmbeddedSqliteProvider:
         self.absent_ok = absent_ok
         self._schema_ready = read_only
         self._index_current = False
+        self._stems_stored = False
         self._held = threading.local()
 
     @contextlib.contextmanager
@@ -507,14 +543,9 @@ class EmbeddedSqliteProvider:
             "RETURNING rowid",
             (uri, user, peer, text, now),
         ).fetchone()[0]
-        body = _search_text(text)
         if old is not None:
-            _count_terms(connection, _search_text(str(old[0])), -1, stem)
-            connection.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
-        _count_terms(connection, body, +1, stem)
-        connection.execute(
-            "INSERT INTO records_fts(rowid, uri, body) VALUES (?, ?, ?)", (rowid, uri, body)
-        )
+            _unindex_record(connection, rowid, str(old[0]), stem)
+        _index_record(connection, rowid, uri, text, now, stem)
 
     def _scope_filter(
         self, scope_ref: str, actor_peer_id: str | None
@@ -534,24 +565,42 @@ class EmbeddedSqliteProvider:
         self, scope_ref: str, query: str, limit: int, actor_peer_id: str | None, timeout: float
     ) -> list[tuple[str, float, str]]:
         clause, params = self._scope_filter(scope_ref, actor_peer_id)
-        found: dict[str, tuple[str, float, str]] = {}
+        found: dict[str, Row] = {}
         with self._connect(timeout) as connection:
             self._ensure_schema(connection)
             stem = _stemmer() if self._stemmed(connection) else None
             matches, weights = _fts_queries(connection, query, stem)
+            stored = stem is not None and self._has_stems(connection)
             for match in matches:
-                for uri, rank, text in _ranked(connection, match, clause, params, limit):
-                    found.setdefault(str(uri), (str(uri), -float(rank), str(text)))
+                for uri, rank, text, stems in _ranked(
+                    connection, match, clause, params, limit, stems=stored
+                ):
+                    found.setdefault(str(uri), (str(uri), -float(rank), str(text), stems))
                 if len(found) >= limit:
                     break
         rows = list(found.values())[:limit]
-        return rows if stem is None else _relevant(rows, weights, stem)
+        if stem is None:
+            return [(uri, score, text) for uri, score, text, _stems in rows]
+        return _relevant(rows, weights, stem)
 
     def _stemmed(self, connection: sqlite3.Connection) -> bool:
         """Whether the index is the stemmed one (a store never goes back: once seen, kept)."""
         if not self._index_current:
             self._index_current = _index_mark(connection) == SEARCH_INDEX
         return self._index_current
+
+    def _has_stems(self, connection: sqlite3.Connection) -> bool:
+        """Whether the store keeps :data:`STEMS_TABLE` (a writer of this version made it;
+        a reader of an older store looks again each call, until one has)."""
+        if not self._stems_stored:
+            self._stems_stored = (
+                connection.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                    (STEMS_TABLE,),
+                ).fetchone()
+                is not None
+            )
+        return self._stems_stored
 
     def search(
         self,
@@ -609,8 +658,7 @@ class EmbeddedSqliteProvider:
                     "DELETE FROM records WHERE uri = ? RETURNING rowid, content", (uri,)
                 ).fetchone()
                 if row is not None:
-                    connection.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
-                    _count_terms(connection, _search_text(str(row[1])), -1, _stemmer())
+                    _unindex_record(connection, row[0], str(row[1]), _stemmer())
                 removed = row is not None
                 connection.execute("COMMIT")
             except BaseException:
@@ -629,7 +677,9 @@ def _ranked(
     clause: str,
     params: tuple[str, ...],
     limit: int,
-) -> list[tuple[Any, float, Any]]:
+    *,
+    stems: bool = False,
+) -> list[tuple[Any, float, Any, Stems]]:
     """The best ``limit`` matches in the scope, ordered by bm25 rank, then URI: what
     one statement joining every match to its record returns, read for less.
 
@@ -678,15 +728,24 @@ def _ranked(
     if not kept:
         return []
     marks = ",".join("?" * len(kept))
-    texts = dict(
-        connection.execute(
-            f"SELECT rowid, content FROM records WHERE rowid IN ({marks})",
-            [rowid for _uri, _rank, rowid in kept],
-        )
+    # With ``stems``, each record's stored stems come along, where they are the
+    # record's as it is now (the same ``updated_at``).
+    statement = (
+        "SELECT r.rowid, r.content, s.head, s.body FROM records r "
+        f"LEFT JOIN {STEMS_TABLE} s ON s.record = r.rowid AND s.updated_at = r.updated_at "
+        f"WHERE r.rowid IN ({marks})"
+        if stems
+        else f"SELECT rowid, content, NULL, NULL FROM records WHERE rowid IN ({marks})"
     )
+    texts = {
+        rowid: (content, None if head is None else (str(head), str(body)))
+        for rowid, content, head, body in connection.execute(
+            statement, [rowid for _uri, _rank, rowid in kept]
+        )
+    }
     # A record deleted since its chunk was read is not returned (each statement
     # reads its own snapshot), as one deleted before the search began is not.
-    return [(uri, rank, texts[rowid]) for uri, rank, rowid in kept if rowid in texts]
+    return [(uri, rank, *texts[rowid]) for uri, rank, rowid in kept if rowid in texts]
 
 
 def _rank_order(row: tuple[Any, float, Any]) -> tuple[float, Any]:
@@ -710,14 +769,10 @@ def _rebuild_index(connection: sqlite3.Connection) -> None:
     connection.execute(_SCHEMA[2])
     connection.execute("DELETE FROM term_docs")
     stem = _stemmer()
-    for rowid, uri, content in connection.execute(
-        "SELECT rowid, uri, content FROM records"
+    for rowid, uri, content, updated_at in connection.execute(
+        "SELECT rowid, uri, content, updated_at FROM records"
     ).fetchall():
-        body = _search_text(str(content))
-        connection.execute(
-            "INSERT INTO records_fts(rowid, uri, body) VALUES (?, ?, ?)", (rowid, uri, body)
-        )
-        _count_terms(connection, body, +1, stem)
+        _index_record(connection, rowid, uri, str(content), str(updated_at), stem)
     connection.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('search_index', ?)", (SEARCH_INDEX,)
     )

@@ -172,10 +172,13 @@ def held_stems(
     of the words that can stem to one of ``terms``.
 
     A porter stem keeps the start of its word (a changed ending at most), so only the
-    words that start like a query stem are stemmed, not whole records.
+    words that start like a query stem are stemmed, not whole records. The ending
+    may be two letters, and a three-letter stem's last letter may be one the word
+    does not have ("key" is "kei", "day" is "dai"), so a stem of three letters is
+    looked for by its first two.
     """
     parts = [_head_and_body(text) for text in texts]
-    starting = _starting(tuple(term[: max(len(term) - 2, min(len(term), 3))] for term in terms))
+    starting = _starting(tuple(term[: max(len(term) - 2, min(len(term), 2))] for term in terms))
     heads = [set(starting.findall(_fold(head))) for head, _body in parts]
     bodies = [set(starting.findall(_fold(body))) for _head, body in parts]
     wanted = sorted({word for words in (*heads, *bodies) for word in words})
