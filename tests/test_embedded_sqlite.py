@@ -331,7 +331,7 @@ def test_a_failed_rebuild_leaves_the_old_store_whole(tmp_path, monkeypatch):
     def broken(content):
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(embedded_sqlite, "_search_parts", broken)
+    monkeypatch.setattr(embedded_sqlite, "_head_and_body", broken)
     assert not EmbeddedSqliteProvider(path).preflight(timeout=5).ok
     monkeypatch.undo()
     assert "search_index" not in marks(path)

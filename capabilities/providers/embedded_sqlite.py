@@ -250,8 +250,14 @@ def _count_terms(connection: sqlite3.Connection, terms: list[str], delta: int) -
 def _index_record(
     connection: sqlite3.Connection, rowid: int, uri: str, content: str, now: str, stem: _Stems
 ) -> None:
-    """Index one record: its search row, its term counts and its stored stems."""
-    head, body = _search_parts(content)
+    """Index one record: its search row, its term counts and its stored stems.
+
+    The index sees the record's meaning, not its JSON boilerplate: indexing the
+    whole body would make every record match the ids and field names that every
+    record shares (peer, goal, schema names), so each query would rank the whole
+    store. Non-record text is indexed as it is, and is its own head.
+    """
+    head, body = _head_and_body(content)
     terms = stem.terms(body)
     _count_terms(connection, terms, +1)
     connection.execute(
@@ -265,7 +271,7 @@ def _index_record(
 
 def _unindex_record(connection: sqlite3.Connection, rowid: int, content: str, stem: _Stems) -> None:
     """Undo :func:`_index_record` for the record's ``content`` as it was indexed."""
-    _count_terms(connection, stem.terms(_search_parts(content)[1]), -1)
+    _count_terms(connection, stem.terms(_head_and_body(content)[1]), -1)
     connection.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
     connection.execute(f"DELETE FROM {STEMS_TABLE} WHERE record = ?", (rowid,))
 
@@ -273,17 +279,6 @@ def _unindex_record(connection: sqlite3.Connection, rowid: int, content: str, st
 def _summary(content: str) -> str:
     match = _SUMMARY.search(content)
     return match.group(1)[:200] if match else ""
-
-
-def _search_parts(content: str) -> tuple[str, str]:
-    """A record's head (summary, trigger) and what the full-text index sees: the
-    record's meaning, not its JSON boilerplate.
-
-    Indexing the whole JSON body would make every record match the ids and field
-    names that every record shares (peer, goal, schema names), so each query would
-    rank the whole store. Non-record text is indexed as it is, and is its own head.
-    """
-    return _head_and_body(content)
 
 
 class EmbeddedSqliteProvider:
