@@ -302,11 +302,11 @@ def settle(
         )
         if detached:
             assert spool is not None  # detached implies it
-            if _hand_off(pm, store, spool, tuple(reasons)):
+            if _hand_off(pm, store, spool, tuple(reasons), turn):
                 return None  # the child holds the entry's lock; this process lets go
             # No child could be started: settle here, under the same lock.
             _, receipt = _replay_entry(
-                pm, store, spool, event="post_settlement", reasons=tuple(reasons)
+                pm, store, spool, event="post_settlement", reasons=tuple(reasons), turn=turn
             )
             return receipt
         receipt = _deliver(pm, turn, store, spool, entry, appended=appended, notes=reasons)
@@ -353,9 +353,10 @@ def _hand_off(
     store: SidecarStore,
     spool: SidecarTransaction,
     reasons: tuple[tuple[str, str], ...],
+    turn: TurnContext,
 ) -> bool:
-    """Fork a child that settles the spooled entry, whose lock the caller holds;
-    ``True`` once it is forked.
+    """Fork a child that settles the spooled entry of ``turn``, whose lock the caller
+    holds; ``True`` once it is forked.
 
     The child inherits the lock: ``flock(2)`` belongs to the open file, which the
     child shares, so the lock stays held when the hook closes its own descriptor and
@@ -379,7 +380,7 @@ def _hand_off(
     except OSError:
         return False
     if pid == 0:  # pragma: no cover - runs in the forked child; tests watch its effects
-        _settle_in_child(pm, store, spool, reasons)
+        _settle_in_child(pm, store, spool, reasons, turn)
     _settlers.append(pid)
     return True
 
@@ -400,6 +401,7 @@ def _settle_in_child(
     store: SidecarStore,
     spool: SidecarTransaction,
     reasons: tuple[tuple[str, str], ...],
+    turn: TurnContext,
 ) -> None:  # pragma: no cover - runs in forked children only
     status = 0
     try:
@@ -414,7 +416,7 @@ def _settle_in_child(
             os.dup2(devnull, stream)
         _close_inherited(keep=spool.lock_fd)
         store.sweep_temps = True
-        _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons)
+        _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons, turn=turn)
     except BaseException:  # the queue marker stays: the next PreTurn carries it on
         status = 1
     finally:
@@ -604,14 +606,23 @@ def _replay_entry(
     *,
     event: str,
     reasons: tuple[tuple[str, str], ...] = (),
+    turn: TurnContext | None = None,
 ) -> tuple[str, dict[str, Any] | None]:
-    """Deliver one spooled entry whose lock the caller holds: (outcome, receipt)."""
+    """Deliver one spooled entry whose lock the caller holds: (outcome, receipt).
+
+    ``turn`` is the Turn the caller spooled, when it holds it (the Stop hook and its
+    detached child): it is used as it is when the entry still holds exactly that
+    Turn. Parsing it back (:func:`_spooled_turn`) imports and builds pydantic's
+    validator, about 130 ms of CPU in every settlement at the end of a Turn, while
+    the host goes on; a replaying worker reads entries it did not write, and pays.
+    """
     path = spool.path
     entry = spool.read()
     if entry is None or _settled(entry):
         _dequeue(store, path)
         return ("dropped" if entry is None else "settled"), None
-    turn = _spooled_turn(entry)
+    if turn is None or entry.get("turn") != turn.to_json():
+        turn = _spooled_turn(entry)
     if turn is None or _attempts(entry) >= MAX_SETTLEMENT_ATTEMPTS:
         reason = "settlement_attempts_exhausted" if turn else "settlement_spool_incomplete"
         entry.update(

@@ -265,3 +265,74 @@ def test_the_stop_hook_leaves_the_spools_sweep_to_its_settler(tmp_path, monkeypa
     wait_for(lambda: queue(registry) == [], "the settler did not settle the entry")
     assert not stale.exists(), "the settler swept it"
     os.waitpid(settlement._settlers[-1], 0)
+
+
+def _count_parses(monkeypatch, marker: Path) -> None:
+    """Make every parse of a spooled Turn leave ``marker`` (seen from a forked settler)."""
+    from hosts import settlement
+
+    real = settlement._spooled_turn
+
+    def spooled_turn(entry):
+        marker.touch()
+        return real(entry)
+
+    monkeypatch.setattr(settlement, "_spooled_turn", spooled_turn)
+
+
+def test_the_settler_takes_the_turn_it_spooled_without_parsing_it_again(tmp_path, monkeypatch):
+    """Parsing a spooled Turn back imports pydantic and builds its validator, about
+    130 ms of CPU at the end of every Turn, while the host goes on: the Stop's own
+    settler holds that Turn already, so it never parses it."""
+    from hosts import settlement
+    from turn_hooks import make_plugin_manager
+
+    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
+    monkeypatch.setattr(settlement, "_settlers", [])
+    parsed = tmp_path / "parsed"
+    _count_parses(monkeypatch, parsed)
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    (tmp_path / "gate").unlink()
+    turn = hook_turn(registry, tmp_path / "repo", turn_id="t1", host="codex_cli")
+    receipt = settlement.settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
+    )
+    assert receipt is None, "handed to a forked settler"
+    wait_for(lambda: queue(registry) == [], "the settler did not settle the entry")
+    os.waitpid(settlement._settlers[-1], 0)
+    assert journal_states(registry) == ["completed"]
+    assert len(stored_records(registry)) == 1
+    assert not parsed.exists(), "the settler parsed the Turn it was handed"
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monkeypatch, edited):
+    """Where no settler could be forked the hook settles its entry itself, under the
+    same lock, with the Turn it holds; an entry that holds another Turn by then (here
+    changed in place) is parsed, and its own Turn is the one delivered."""
+    from hosts import settlement
+    from turn_hooks import make_plugin_manager
+
+    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
+    parsed = tmp_path / "parsed"
+    _count_parses(monkeypatch, parsed)
+
+    def no_fork(pm, store, spool, reasons, turn):
+        if edited:
+            entry = spool.read()
+            entry["turn"]["prompt"] = "changed since"
+            spool.write(entry)
+        return False
+
+    monkeypatch.setattr(settlement, "_hand_off", no_fork)
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    (tmp_path / "gate").unlink()
+    turn = hook_turn(registry, tmp_path / "repo", turn_id="t1", host="codex_cli")
+    receipt = settlement.settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
+    )
+    assert receipt is not None and journal_states(registry) == ["completed"]
+    assert queue(registry) == []
+    assert parsed.exists() is edited
