@@ -3,10 +3,10 @@
 $DEMO_EVIDENCE names another evidence file.
 """
 
+import os
 import sys
-from pathlib import Path
 
 from conformance.validator import main
 
 if __name__ == "__main__":
-    sys.exit(main(Path(__file__).with_name("evidence.json")))
+    sys.exit(main(os.path.join(os.path.dirname(os.path.abspath(__file__)), "evidence.json")))
