@@ -267,10 +267,14 @@ def test_the_stop_hook_leaves_the_spools_sweep_to_its_settler(tmp_path, monkeypa
     os.waitpid(settlement._settlers[-1], 0)
 
 
-def _count_parses(monkeypatch, marker: Path) -> None:
-    """Make every parse of a spooled Turn leave ``marker`` (seen from a forked settler)."""
+def _settle_counting_parses(tmp_path, monkeypatch):
+    """Settle one Turn detached, every parse of a spooled Turn leaving a marker file
+    (seen from here even when a forked settler parses); (registry, receipt, marker)."""
     from hosts import settlement
+    from turn_hooks import make_plugin_manager
 
+    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
+    marker = tmp_path / "parsed"
     real = settlement._spooled_turn
 
     def spooled_turn(entry):
@@ -278,19 +282,6 @@ def _count_parses(monkeypatch, marker: Path) -> None:
         return real(entry)
 
     monkeypatch.setattr(settlement, "_spooled_turn", spooled_turn)
-
-
-def test_the_settler_takes_the_turn_it_spooled_without_parsing_it_again(tmp_path, monkeypatch):
-    """Parsing a spooled Turn back imports pydantic and builds its validator, about
-    130 ms of CPU at the end of every Turn, while the host goes on: the Stop's own
-    settler holds that Turn already, so it never parses it."""
-    from hosts import settlement
-    from turn_hooks import make_plugin_manager
-
-    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
-    monkeypatch.setattr(settlement, "_settlers", [])
-    parsed = tmp_path / "parsed"
-    _count_parses(monkeypatch, parsed)
     registry = bound_goal(tmp_path)
     validator = gated_validator(tmp_path)
     (tmp_path / "gate").unlink()
@@ -298,6 +289,17 @@ def test_the_settler_takes_the_turn_it_spooled_without_parsing_it_again(tmp_path
     receipt = settlement.settle(
         make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
     )
+    return registry, receipt, marker
+
+
+def test_the_settler_takes_the_turn_it_spooled_without_parsing_it_again(tmp_path, monkeypatch):
+    """Parsing a spooled Turn back imports pydantic and builds its validator, about
+    130 ms of CPU at the end of every Turn, while the host goes on: the Stop's own
+    settler holds that Turn already, so it never parses it."""
+    from hosts import settlement
+
+    monkeypatch.setattr(settlement, "_settlers", [])
+    registry, receipt, parsed = _settle_counting_parses(tmp_path, monkeypatch)
     assert receipt is None, "handed to a forked settler"
     wait_for(lambda: queue(registry) == [], "the settler did not settle the entry")
     os.waitpid(settlement._settlers[-1], 0)
@@ -312,11 +314,13 @@ def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monk
     same lock, with the Turn it holds; an entry that holds another Turn by then (here
     changed in place) is parsed, and its own Turn is the one delivered."""
     from hosts import settlement
-    from turn_hooks import make_plugin_manager
 
-    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
-    parsed = tmp_path / "parsed"
-    _count_parses(monkeypatch, parsed)
+    delivered = []
+    deliver = settlement._deliver
+
+    def recording_deliver(pm, turn, *args, **kwargs):
+        delivered.append(turn.prompt)
+        return deliver(pm, turn, *args, **kwargs)
 
     def no_fork(pm, store, spool, reasons, turn):
         if edited:
@@ -325,14 +329,11 @@ def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monk
             spool.write(entry)
         return False
 
+    monkeypatch.setattr(settlement, "_deliver", recording_deliver)
     monkeypatch.setattr(settlement, "_hand_off", no_fork)
-    registry = bound_goal(tmp_path)
-    validator = gated_validator(tmp_path)
-    (tmp_path / "gate").unlink()
-    turn = hook_turn(registry, tmp_path / "repo", turn_id="t1", host="codex_cli")
-    receipt = settlement.settle(
-        make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
-    )
+    registry, receipt, parsed = _settle_counting_parses(tmp_path, monkeypatch)
     assert receipt is not None and journal_states(registry) == ["completed"]
     assert queue(registry) == []
     assert parsed.exists() is edited
+    assert len(delivered) == 1
+    assert (delivered[0] == "changed since") is edited
