@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from corpus import seed
 from fixtures import f1
+from host_turns import stop_residents
 from turn_support import settled_spools
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
@@ -172,11 +172,7 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                     core[side].append(json.loads(done.stdout.splitlines()[-1]))
             print(f"pair {i + 1}/{pairs}", file=sys.stderr)
         for env in warm_envs.values():
-            for pid_file in Path(env["TURN_HOOKS_RESIDENT_DIR"]).glob("th-*.pid"):
-                try:
-                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
-                except (OSError, ValueError):
-                    pass
+            stop_residents(env["TURN_HOOKS_RESIDENT_DIR"])
         for side in trees:  # the last Stops' detached children, before cleanup
             settled_spools(root / side / "repo")
         for env in warm_envs.values():

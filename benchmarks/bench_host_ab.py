@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -92,6 +91,9 @@ def _run_in(tree: Path, bench: str, variant: str, resident_dir: str) -> dict[str
 
 def compare(bench: str, trees: dict[str, Path], rounds: int) -> None:
     """Run the rounds and print a Markdown table of both trees."""
+    # Here, not at the top: a ``--one`` run imports the tree's own benches and helpers.
+    from host_turns import stop_residents
+
     variants = VARIANTS[bench]
     residents = {name: tempfile.mkdtemp(prefix="thab-", dir="/tmp") for name in trees}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
@@ -105,11 +107,7 @@ def compare(bench: str, trees: dict[str, Path], rounds: int) -> None:
             print(f"round {index + 1} of {rounds} done", file=sys.stderr)
     finally:
         for directory in residents.values():
-            for pid_file in Path(directory).glob("th-*.pid"):
-                try:
-                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
-                except (OSError, ValueError):
-                    pass
+            stop_residents(directory)
             shutil.rmtree(directory, ignore_errors=True)
     base = runs[("", "without")]
     turn = statistics.median(run["elapsed"] for run in base)

@@ -27,6 +27,15 @@ TwoTurns = Callable[[Path, str, dict[str, str]], float]
 """``two_turns(scratch, variant, env)``: seconds per Turn of one learn-then-recall run."""
 
 
+def stop_residents(directory: str | Path) -> None:
+    """Stop every resident server a bench started in ``directory`` (its pid files name them)."""
+    for pid_file in Path(directory).glob("th-*.pid"):
+        try:
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        except (OSError, ValueError):  # gone already, or a pid file half written
+            pass
+
+
 def alternate(two_turns: TwoTurns, rounds: int, variants: dict[str, str] = VARIANTS) -> None:
     """Run every variant once a round, ``rounds`` times, then print the report."""
     times: dict[str, list[float]] = {variant: [] for variant in variants}
@@ -49,12 +58,7 @@ def alternate(two_turns: TwoTurns, rounds: int, variants: dict[str, str] = VARIA
                     file=sys.stderr,
                 )
         finally:
-            # The resident server the warm variant started; its pid file names it.
-            for pid_file in Path(run_dir).glob("th-*.pid"):
-                try:
-                    os.kill(int(pid_file.read_text()), signal.SIGTERM)
-                except (OSError, ValueError):
-                    pass
+            stop_residents(run_dir)  # the one the warm variant started
     base = statistics.median(times["without"])
     report: dict[str, object] = {"rounds": rounds}
     for variant, label in variants.items():
