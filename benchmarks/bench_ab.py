@@ -18,6 +18,9 @@ Measured per pair:
 - both again as ``install`` writes them (``python -S -c "<loader>"``, the Codex CLI
   adapter), warm: each side has its own resident server, and its own hook log,
   full (200 entries) as a user's is after a few dozen Turns;
+- the MCP tool server as ``install`` writes it, warm: a whole session of the
+  handshake a host makes before its first model request (``initialize``,
+  ``notifications/initialized``, ``tools/list``), then the end of its stdin;
 - recall and ingest + readback inside one process (``bench_core`` on 10,000 records),
   run once per side in the same alternation.
 """
@@ -43,6 +46,15 @@ from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 
 LOADER = 'import sys; sys.path[0] = "{root}"; from hosts._entry import run; run()'
 """``hosts._hook_line.loader`` for another tree (each side's own, not this one's)."""
+MCP_HANDSHAKE = "".join(
+    json.dumps(message) + "\n"
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    )
+)
+"""What Codex and Claude Code send an MCP server before a Turn's first model request."""
 
 CORE = """
 import json, sys
@@ -129,16 +141,20 @@ def main(before: Path, after: Path, pairs: int = 15) -> None:
                 json.dumps({"turn_id": f"n{i}", "last_assistant_message": "done"}),
             ),
             "PreTurn as installed, warm": lambda side, i: (
-                [*installed[side], "pre-turn", *binding[side]],
+                [*installed[side], "host", "codex-cli", "pre-turn", *binding[side]],
                 json.dumps({"turn_id": f"w{i}", "prompt": "module tests"}),
             ),
             "Stop as installed, warm, no reflection": lambda side, i: (
-                [*installed[side], "post-settlement", *binding[side]],
+                [*installed[side], "host", "codex-cli", "post-settlement", *binding[side]],
                 json.dumps({"turn_id": f"s{i}", "last_assistant_message": "done"}),
+            ),
+            "MCP session as installed, warm (handshake, then end)": lambda side, i: (
+                [*installed[side], "mcp", "serve", *binding[side]],
+                MCP_HANDSHAKE,
             ),
         }
         installed = {
-            side: [sys.executable, "-S", "-c", LOADER.format(root=tree), "host", "codex-cli"]
+            side: [sys.executable, "-S", "-c", LOADER.format(root=tree)]
             for side, tree in trees.items()
         }
         samples: dict[str, dict[str, list[float]]] = {

@@ -10,7 +10,10 @@ forked ahead of its call (a spare, waiting on a socket pair for the server to ha
 a client), so a call does not wait for the fork of a large process: about 6 ms on
 the machine of benchmarks/RESULTS.md. A spare ends when its server does. A child
 outlives neither the deadline (the server kills it, and its own alarm would too) nor
-its client (a client that goes away gets its child killed).
+its client (a client that goes away gets its child killed). The socket pair stays
+open while the child runs: a child whose call is a session (``mcp serve``, which
+lasts as long as its host keeps it) says so over it and is no call from then on, so
+the server forks the next spare, sets no deadline on it and may go idle under it.
 
 The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (600) without a call, on
 SIGTERM, and once the installed package changed under it (its key, or any module
@@ -187,8 +190,11 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
     poller = select.poll()
     poller.register(listener, select.POLLIN)
     poller.register(wake_read, select.POLLIN)
-    children: dict[int, tuple[float, socket.socket]] = {}
-    by_fd: dict[int, int] = {}
+    # A call's child: when its call started, its client and the server's end of its pair.
+    children: dict[int, tuple[float, socket.socket, socket.socket]] = {}
+    by_fd: dict[int, int] = {}  # a client's connection -> its child
+    by_pair: dict[int, int] = {}  # the server's end of a child's pair -> the child
+    sessions: set[int] = set()  # children that became sessions: no longer calls
     spare: list[tuple[int, socket.socket]] = []  # at most one: (pid, the server's end)
     last = time.monotonic()
     try:
@@ -198,7 +204,7 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                 spare.extend(_fork_spare(key, closing))
             now = time.monotonic()
             waits = [1.0, max(0.0, last + idle - now)]
-            waits += [max(0.0, started + deadline - now) for started, _ in children.values()]
+            waits += [max(0.0, started + deadline - now) for started, _, _ in children.values()]
             events = poller.poll(min(waits) * 1000 + 1)
             gone: list[int] = []
             for fd, _mask in events:
@@ -207,22 +213,27 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                         pass
                 elif fd in by_fd:  # the client hung up: its call ends with it
                     gone.append(by_fd[fd])
-            _reap(children, by_fd, poller, spare)
+                elif fd in by_pair:
+                    _heard(by_pair.pop(fd), children, by_fd, poller, sessions)
+            _reap(children, by_fd, by_pair, poller, spare, sessions)
             now = time.monotonic()
             for pid in gone:
                 _kill(pid)
-            for pid, (started, _) in list(children.items()):
+            for pid, (started, _, _) in list(children.items()):
                 if now - started > deadline:
                     _kill(pid)
             if any(fd == listener.fileno() for fd, _ in events):
                 closing = [listener.fileno(), wake_read, wake_write, lock]
-                closing += [conn.fileno() for _, conn in children.values()]
+                for _, conn, pair in children.values():
+                    closing += [conn.fileno(), pair.fileno()]
                 while (accepted := _accept(listener, key, closing, spare)) is not None:
-                    pid, conn = accepted
-                    children[pid] = (time.monotonic(), conn)
+                    pid, conn, pair = accepted
+                    children[pid] = (time.monotonic(), conn, pair)
                     by_fd[conn.fileno()] = pid
+                    by_pair[pair.fileno()] = pid
                     poller.register(conn, select.POLLRDHUP)
-                    closing.append(conn.fileno())
+                    poller.register(pair, select.POLLIN)
+                    closing += [conn.fileno(), pair.fileno()]
                     last = time.monotonic()
                 # Checked once the calls are handed over, off their path (about 2 ms):
                 # a reinstall changes the key, which each client checks on its own call,
@@ -256,28 +267,63 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _reap(
-    children: dict[int, tuple[float, socket.socket]],
+def _heard(
+    pid: int,
+    children: dict[int, tuple[float, socket.socket, socket.socket]],
     by_fd: dict[int, int],
     poller: Any,
-    spare: list[tuple[int, socket.socket]],
+    sessions: set[int],
 ) -> None:
-    while children or spare:
+    """Read what the child ``pid`` said on its pair: ``S``, its call became a session.
+
+    The server then lets the call go (the session watches its client itself, and has
+    no deadline) and only reaps the child when it ends. Anything else (the pair's end,
+    at the child's exit) leaves the call as it is, to be reaped.
+    """
+    _, conn, pair = children[pid]
+    poller.unregister(pair)
+    try:
+        said = pair.recv(1)
+    except OSError:
+        said = b""
+    pair.close()
+    if said != b"S":
+        return
+    del children[pid]
+    sessions.add(pid)
+    by_fd.pop(conn.fileno(), None)
+    poller.unregister(conn)
+    conn.close()  # the session holds its own copy: its client sees no end
+
+
+def _reap(
+    children: dict[int, tuple[float, socket.socket, socket.socket]],
+    by_fd: dict[int, int],
+    by_pair: dict[int, int],
+    poller: Any,
+    spare: list[tuple[int, socket.socket]],
+    sessions: set[int],
+) -> None:
+    while children or spare or sessions:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             pid = 0
         if pid == 0:
             return
+        sessions.discard(pid)
         for waiting in [item for item in spare if item[0] == pid]:  # a spare died idle
             spare.remove(waiting)
             waiting[1].close()
         entry = children.pop(pid, None)
         if entry is not None:
-            conn = entry[1]
+            _, conn, pair = entry
             by_fd.pop(conn.fileno(), None)
             poller.unregister(conn)
             conn.close()  # its client now sees the end of the call
+            if by_pair.pop(pair.fileno(), None) is not None:
+                poller.unregister(pair)
+            pair.close()
 
 
 def _fork_spare(key: bytes, closing: list[int]) -> list[tuple[int, socket.socket]]:
@@ -299,18 +345,42 @@ def _fork_spare(key: bytes, closing: list[int]) -> list[tuple[int, socket.socket
     return [(pid, server_end)]
 
 
-def _hand_to_spare(conn: socket.socket, spare: list[tuple[int, socket.socket]]) -> int | None:
-    """Give the client to the waiting spare; its pid, or ``None`` (no spare, or it died)."""
+def _hand_to_spare(
+    conn: socket.socket, spare: list[tuple[int, socket.socket]]
+) -> tuple[int, socket.socket] | None:
+    """Give the client to the waiting spare: its pid and the server's end of its pair,
+    or ``None`` (no spare, or it died)."""
     while spare:
         pid, end = spare.pop()
         try:
             socket.send_fds(end, [b"C"], [conn.fileno()])
-            return pid
+            return pid, end
         except OSError:
             _kill(pid)  # reaped with the others
-        finally:
             end.close()
     return None
+
+
+def _fork_child(
+    conn: socket.socket, key: bytes, closing: list[int]
+) -> tuple[int, socket.socket] | None:
+    """Fork a child for the client now (no spare waits): its pid and the server's end
+    of its pair, or ``None`` when it could not be forked (the client then runs cold)."""
+    try:
+        server_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        server_end.close()
+        child_end.close()
+        return None
+    if pid == 0:  # pragma: no cover - runs in the forked child only
+        server_end.close()
+        _child(conn, child_end, key, closing)
+    child_end.close()
+    return pid, server_end
 
 
 def _accept(
@@ -318,7 +388,7 @@ def _accept(
     key: bytes,
     closing: list[int],
     spare: list[tuple[int, socket.socket]],
-) -> tuple[int, socket.socket] | None:
+) -> tuple[int, socket.socket, socket.socket] | None:
     while True:
         try:
             conn, _ = listener.accept()
@@ -330,13 +400,11 @@ def _accept(
         if uid != os.getuid():
             conn.close()  # the directory is 0700; this is only the second lock
             continue
-        handed = _hand_to_spare(conn, spare)
-        if handed is not None:
-            return handed, conn
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the forked child only
-            _child(conn, key, closing)
-        return pid, conn
+        child = _hand_to_spare(conn, spare) or _fork_child(conn, key, closing)
+        if child is None:
+            conn.close()  # nothing has run: the client runs the call itself
+            continue
+        return child[0], conn, child[1]
 
 
 def _spare(end: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # pragma: no cover
@@ -349,10 +417,9 @@ def _spare(end: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # p
         _leave_server(closing)
         end.setblocking(True)
         _, fds, _, _ = socket.recv_fds(end, 1, 1)
-        end.close()
         if len(fds) != 1:
             os._exit(0)
-        status = _child_call(socket.socket(fileno=fds[0]), key)
+        status = _child_call(socket.socket(fileno=fds[0]), end, key)
     except BaseException:
         status = 1
     os._exit(status)
@@ -371,25 +438,32 @@ def _leave_server(closing: list[int]) -> None:  # pragma: no cover - in forked c
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _child(conn: socket.socket, key: bytes, closing: list[int]) -> NoReturn:  # pragma: no cover
+def _child(
+    conn: socket.socket, pair: socket.socket, key: bytes, closing: list[int]
+) -> NoReturn:  # pragma: no cover - in the child
     status = 0
     try:
         _leave_server(closing)
-        status = _child_call(conn, key)
+        status = _child_call(conn, pair, key)
     except BaseException:
         status = 1
     os._exit(status)
 
 
-def _child_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - in the child
-    """One call in a forked child, bounded by an alarm of its own."""
+def _child_call(
+    conn: socket.socket, pair: socket.socket, key: bytes
+) -> int:  # pragma: no cover - in the child
+    """One call in a forked child, bounded by an alarm of its own; ``pair`` is the
+    child's end of its socket pair with the server."""
     # The last bound on a call whose server and client are both gone.
     signal.alarm(int(_warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS)) + 5)
     conn.setblocking(True)
-    return _serve_call(conn, key)
+    return _serve_call(conn, pair, key)
 
 
-def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - in the child
+def _serve_call(
+    conn: socket.socket, pair: socket.socket, key: bytes
+) -> int:  # pragma: no cover - in the child
     conn.settimeout(2.0)
     data = b""
     while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
@@ -405,7 +479,7 @@ def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - i
     argv = [os.fsdecode(arg) for arg in fields[4 : 4 + argc]]
     environment = [entry.partition(b"=") for entry in fields[4 + argc :]]
     if _warm.session(argv[1:]):
-        _leave_for_session(conn)
+        _become_session(conn, pair)
     conn.sendall(b"A" + os.getpid().to_bytes(4, "big"))
     # The streams come with "G" only, so no descriptor of the client's waits in a
     # queue that a stuck server never reads (a host reading stdout would wait too).
@@ -433,18 +507,25 @@ def _serve_call(conn: socket.socket, key: bytes) -> int:  # pragma: no cover - i
     return status
 
 
-def _leave_for_session(conn: socket.socket) -> None:  # pragma: no cover - in the child
-    """Go on in a grandchild that the server does not track: a session (``mcp
-    serve``) lasts as long as its host keeps it, past any call's deadline.
+def _become_session(conn: socket.socket, pair: socket.socket) -> None:  # pragma: no cover
+    """Go on as a session (``mcp serve``): it lasts as long as its host keeps it, past
+    any call's deadline.
 
-    The child exits at once, so the server reaps it and stops watching the call; the
-    grandchild has no alarm (a fork does not inherit one) and is the pid the client
-    is told, so the host's signals reach it. It ends with its session (the host
-    closes its stdin), or as soon as its client is gone: a thread watches the
-    connection for the client's hang-up.
+    The child tells the server so over its pair, and the server stops treating it as
+    a call: no deadline kill, no hold on the next spare or on going idle. Its own
+    alarm is cancelled. It stays the process the client forwards the host's signals
+    to, with no second fork on the way (the host waits for this session's first
+    answer before its first model request, and a fork of the server's size costs
+    several milliseconds). It ends with its session (the host closes its stdin), or
+    as soon as its client is gone: a thread watches the connection for the client's
+    hang-up, which the server no longer does.
     """
-    if os.fork():
-        os._exit(0)
+    signal.alarm(0)
+    try:
+        pair.sendall(b"S")
+    except OSError:  # the server is gone: nothing watches this call any more
+        pass
+    pair.close()
     import threading
 
     def watch() -> None:

@@ -601,19 +601,28 @@ _prebuilt: dict[str, argparse.ArgumentParser] = {}
 """Parsers built ahead of a call (:func:`prebuild`), each taken by one call only."""
 
 
+_PREBUILT_CALLS = {
+    "host": ["host", "generic", "pre-turn", "--goal-id", "g", "--agent-id", "a"],
+    "mcp": ["mcp", "serve", "--goal-id", "g", "--agent-id", "a"],
+}
+"""The branches the resident server serves (hooks, and the MCP server a host waits
+for before its first model request), each with a command line it parses once."""
+
+
 def prebuild() -> None:
-    """Build the ``host`` branch ahead of the call that parses with it.
+    """Build the ``host`` and ``mcp`` branches ahead of the calls that parse with them.
 
     The resident server calls this before it forks: each forked child takes the
     parser once (a parser is built from this module's handlers, so one made ahead is
     the one the call would have made). A process that never called this builds its
     parser per call, as before.
     """
-    parser = build_parser(with_plugins=False, only="host")
-    # A parse compiles (and caches) the patterns argparse matches arguments with; a
-    # parse leaves the parser as it was.
-    parser.parse_args(["host", "generic", "pre-turn", "--goal-id", "g", "--agent-id", "a"])
-    _prebuilt["host"] = parser
+    for command, arguments in _PREBUILT_CALLS.items():
+        parser = build_parser(with_plugins=False, only=command)
+        # A parse compiles (and caches) the patterns argparse matches arguments with;
+        # a parse leaves the parser as it was.
+        parser.parse_args(arguments)
+        _prebuilt[command] = parser
 
 
 def _parser_for(arguments: list[str], first: str | None) -> argparse.ArgumentParser:

@@ -321,6 +321,14 @@ def test_a_prebuilt_parser_serves_one_call_only(monkeypatch, capsys):
     assert cli.main(bad) == 0 and built == []
     assert cli.main(bad) == 0 and built == [{"with_plugins": False, "only": "host"}]
     assert capsys.readouterr().out == "{}\n{}\n"
+    # The MCP server's branch too: parsed with the one made ahead, then made anew.
+    with pytest.raises(SystemExit):
+        cli.main(["mcp", "serve", "--help"])
+    assert len(built) == 1
+    with pytest.raises(SystemExit):
+        cli.main(["mcp", "serve", "--help"])
+    assert built[1:] == [{"with_plugins": False, "only": "mcp"}]
+    assert capsys.readouterr().out.count("--registry") >= 2
     # An option before the command word keeps the whole core tree: its help lists all.
     with pytest.raises(SystemExit):
         cli.main(["-h", "host"])

@@ -875,7 +875,9 @@ def test_a_warm_mcp_session_answers_exactly_as_a_cold_one_past_any_deadline(tmp_
     warm.stdin.write(MCP_LINES[0] + "\n")
     warm.stdin.flush()
     first = warm.stdout.readline()
-    time.sleep(3)  # three times the deadline of a call: a session is not killed
+    # Past the server's kill of a call (its deadline and 2 s) and the child's own
+    # alarm (the deadline and 5 s): a session is not killed.
+    time.sleep(6.5)
     rest = warm.communicate("\n".join(MCP_LINES[1:]) + "\n", timeout=60)
     assert (warm.returncode, first + rest[0], rest[1]) == (cold.returncode, *expected)
     assert "record_reflection" in rest[0]
@@ -917,6 +919,48 @@ def test_a_killed_mcp_client_ends_its_session(tmp_path, run_dir):
         assert servers(run_dir) == [server], "the server lives on"
     finally:
         os.close(write_end)
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["spare", "forked-while-a-call-runs"])
+def test_a_session_runs_in_the_child_that_took_it_and_holds_no_call_back(tmp_path, run_dir, busy):
+    """A session is served by the child that took it (the waiting spare, or the one
+    the server forks when a call holds the spare), with no second fork before its
+    first answer. It tells the server it is no call, so the server forks the next
+    spare while it runs."""
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    wait_for(lambda: len(children_of(server)) == 1, what="a spare child")
+    [spare] = children_of(server)
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
+    call = None
+    if busy:
+        extra = ("--validation-command-json", json.dumps(validator(marks, hold=True)))
+        payload = {"turn_id": "turn-1", "last_assistant_message": MESSAGE}
+        call = popen(registry, "post-settlement", payload, env, *extra)
+        wait_for(lambda: (marks / "running").exists(), what="the call to hold the spare")
+    warm = mcp_serve(registry, env)
+    try:
+        warm.stdin.write(MCP_LINES[0] + "\n")
+        warm.stdin.flush()
+        assert json.loads(warm.stdout.readline())["id"] == 1
+        pipe = os.readlink(f"/proc/{warm.pid}/fd/0")
+        [session] = [pid for pid in children_of(server) if _reads(pid, pipe)]
+        assert (session == spare) is not busy, "the spare, unless a call held it"
+        if call is not None:
+            (marks / "release").touch()
+            call.communicate(timeout=60)
+            assert call.returncode == 0
+        wait_for(
+            lambda: [pid for pid in children_of(server) if pid not in (spare, session)],
+            what="the next spare, forked while the session runs",
+        )
+        rest = warm.communicate("\n".join(MCP_LINES[1:]) + "\n", timeout=60)
+        assert warm.returncode == 0 and "record_reflection" in rest[0]
+    finally:
+        if warm.poll() is None:
+            warm.kill()
+            warm.communicate(timeout=60)
+    wait_for(lambda: not alive(session), what="the session to end with its stdin")
 
 
 def _reads(pid, pipe):
