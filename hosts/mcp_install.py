@@ -1,9 +1,11 @@
 """Wiring ``turn-hooks mcp serve`` into the hosts that run stdio MCP servers.
 
 ``install codex`` adds the table ``[mcp_servers.turn_hooks]`` to ``CODEX_HOME/config.toml``
-(``command``, ``args``, and ``default_tools_approval_mode = "approve"``: the server's
+(``command``, ``args``, ``default_tools_approval_mode = "approve"``: the server's
 tools only stage a value for the Turn's own settlement, and ``codex exec`` would
-otherwise cancel every call). ``install claude-code`` adds ``mcpServers.turn_hooks``
+otherwise cancel every call; and ``env_vars``, :data:`CODEX_FORWARDED`: Codex hands
+an MCP server only a few variables of its own environment, where it hands hooks all
+of them). ``install claude-code`` adds ``mcpServers.turn_hooks``
 to Claude Code's user-scope ``.claude.json`` and the permission rule ``mcp__turn_hooks``
 to its ``settings.json`` (``claude -p`` refuses an unlisted tool). Installing twice
 changes nothing; a newer install replaces the server of an older binding (one tool
@@ -30,6 +32,31 @@ SERVER = "turn_hooks"
 TABLE = f"[mcp_servers.{SERVER}]"
 CLAUDE_RULE = f"mcp__{SERVER}"
 """Claude Code's permission rule for every tool of our server."""
+CODEX_FORWARDED = (
+    "TURN_HOOKS_LOAD_PLUGINS",
+    "TURN_HOOKS_DISABLE_PLUGINS",
+    "TURN_HOOKS_PLUGINS",
+    "TURN_HOOKS_TRACE_PLUGINS",
+    "TURN_HOOKS_DEBUG",
+    "TURN_HOOKS_STATE_DIR",
+    "TURN_HOOKS_RESIDENT",
+    "TURN_HOOKS_RESIDENT_DIR",
+    "TURN_HOOKS_RESIDENT_IDLE_SECONDS",
+    "TURN_HOOKS_RESIDENT_DEADLINE_SECONDS",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+)
+"""The variables Codex passes on to our MCP server from its own environment, when set.
+
+Codex gives an MCP server its short default list (``HOME``, ``PATH``, ``LANG``...)
+and the ``env_vars`` named in its table; it gives hooks everything. Without these the
+server would offer the tool of a plugin the user's ``TURN_HOOKS_DISABLE_PLUGINS``
+blocks for the hooks, write its log where the hooks' log is not, and start a resident
+server of its own in another socket directory. The binding's variables
+(``TURN_HOOKS_GOAL``, ``_AGENT``, ``_REGISTRY``) stay out: the hooks are installed
+with theirs named, and the server names its own from the directory it serves.
+Claude Code hands its MCP servers its whole environment.
+"""
 
 
 def server_command(*, registry: str) -> tuple[str, list[str]]:
@@ -84,7 +111,12 @@ def codex_config(config: Path, *, server: tuple[str, list[str]] | None) -> bool:
     expected = None
     if server is not None:
         command, args = server
-        expected = {"command": command, "args": args, "default_tools_approval_mode": "approve"}
+        expected = {
+            "command": command,
+            "args": args,
+            "default_tools_approval_mode": "approve",
+            "env_vars": list(CODEX_FORWARDED),
+        }
         # JSON strings are TOML basic strings: the same quotes and escapes.
         lines = [f"{key} = {json.dumps(value)}" for key, value in expected.items()]
         text = text.rstrip("\n") + ("\n\n" if text.strip() else "") + TABLE + "\n"

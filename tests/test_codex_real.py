@@ -371,6 +371,28 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cod
         assert "mcp_servers" not in tomllib.loads((run.home / "config.toml").read_text())
 
 
+def test_the_mcp_server_honours_the_variables_the_hooks_honour(codex, tmp_path, monkeypatch):
+    """Codex hands an MCP server only a short list of its variables (hooks get all):
+    ``install`` names ours in the table's ``env_vars``, so a plugin the user blocks is
+    blocked for the server too, and the server writes its log where the hooks do."""
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        assert install_codex(run, codex)["ok"] is True
+        fake.reply("Nothing to record.", "Done.")
+        monkeypatch.setenv("TURN_HOOKS_DISABLE_PLUGINS", "reward_memory")
+        blocked = run.exec("fix the flaky parser test")
+        assert blocked.returncode == 0, blocked.stderr[-2000:]
+        offered = [t for t in fake.requests[0]["tools"] if t.get("name") == "mcp__turn_hooks"]
+        assert all(not t.get("tools") for t in offered), "a blocked plugin's tool is not offered"
+        monkeypatch.delenv("TURN_HOOKS_DISABLE_PLUGINS")
+        run.work = tmp_path / "outside"  # in no Goal's repository: the server logs why
+        run.work.mkdir()
+        assert run.exec("hello").returncode == 0
+    log = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json"
+    entries = json.loads(log.read_text())["entries"]
+    assert ("mcp", "goal_not_discovered") in {(e["host"], e["reason_code"]) for e in entries}
+
+
 def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):
     from hosts.app_server import AppServerObserver
 

@@ -32,6 +32,7 @@ def test_codex_gets_one_table_idempotently_and_loses_exactly_it(tmp_path):
         "command": sys.executable,
         "args": SERVER[1],
         "default_tools_approval_mode": "approve",
+        "env_vars": list(mcp_install.CODEX_FORWARDED),
     }
     assert tomllib.loads(config.read_text())["model"] == "fake-model"
     assert mcp_install.codex_config(config, server=SERVER) is False
@@ -41,6 +42,20 @@ def test_codex_gets_one_table_idempotently_and_loses_exactly_it(tmp_path):
     assert mcp_install.codex_config(config, server=None) is True
     assert config.read_text() == BASE
     assert mcp_install.codex_config(config, server=None) is False
+
+
+def test_the_table_an_earlier_version_wrote_is_replaced_with_the_variables(tmp_path):
+    """Earlier installs wrote no ``env_vars``: installing again adds them, once."""
+    config = tmp_path / "config.toml"
+    command, args = SERVER
+    earlier = f"{BASE}\n[mcp_servers.turn_hooks]\ncommand = {json.dumps(command)}\n"
+    earlier += f'args = {json.dumps(args)}\ndefault_tools_approval_mode = "approve"\n'
+    config.write_text(earlier)
+    assert mcp_install.codex_config(config, server=SERVER) is True
+    table = tomllib.loads(config.read_text())["mcp_servers"]["turn_hooks"]
+    assert table["env_vars"] == list(mcp_install.CODEX_FORWARDED)
+    assert "TURN_HOOKS_DISABLE_PLUGINS" in table["env_vars"]
+    assert config.read_text().count("[mcp_servers.turn_hooks]") == 1
 
 
 def test_a_table_after_ours_is_kept_and_a_missing_file_is_made(tmp_path):
