@@ -960,6 +960,9 @@ def test_a_session_runs_in_the_child_that_took_it_and_holds_no_call_back(tmp_pat
         if warm.poll() is None:
             warm.kill()
             warm.communicate(timeout=60)
+        if call is not None and call.poll() is None:  # a failure must not leave it holding
+            (marks / "release").touch()
+            call.communicate(timeout=60)
     wait_for(lambda: not alive(session), what="the session to end with its stdin")
 
 
