@@ -57,6 +57,19 @@ def _resolves(program: str) -> bool:
     return shutil.which(program) is not None
 
 
+def _channel(servers: object) -> bool:
+    """Whether a host's MCP servers hold ours and its command still runs: the program
+    exists and is executable, and the package its loader names is there (as for a
+    hook command)."""
+    server = servers.get(mcp_install.SERVER) if isinstance(servers, dict) else None
+    if not isinstance(server, dict):
+        return False
+    program, args = server.get("command"), server.get("args", [])
+    if not isinstance(program, str) or not isinstance(args, list):
+        return False
+    return _resolves(program) and package_present([program, *map(str, args)])
+
+
 def our_handler(command: object) -> dict[str, Any] | None:
     """What one hook command of ours runs (adapter, event, binding); ``None`` if not ours."""
     words = handler_words(command)
@@ -126,8 +139,7 @@ def codex_hooks(codex_home: Path) -> dict[str, Any]:
     view["untrusted_count"] = _untrusted(codex_home) if view["installed"] else 0
     if view["untrusted_count"] and reason is None:
         view["reason_code"] = "hook_untrusted"
-    servers = config.get("mcp_servers") if config is not None else None
-    view["tool_channel"] = isinstance(servers, dict) and mcp_install.SERVER in servers
+    view["tool_channel"] = _channel(config.get("mcp_servers") if config is not None else None)
     return view
 
 
@@ -178,8 +190,9 @@ def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
     view = _view(host, _handlers(document), reason)
     if host == "claude_code":  # the result tools' MCP server, in its .claude.json
         servers = _read_json(mcp_install.claude_json_path(settings.parent), "claude_json")[0]
-        servers = servers.get("mcpServers") if isinstance(servers, dict) else None
-        view["tool_channel"] = isinstance(servers, dict) and mcp_install.SERVER in servers
+        view["tool_channel"] = _channel(
+            servers.get("mcpServers") if isinstance(servers, dict) else None
+        )
     return view
 
 

@@ -77,7 +77,10 @@ def test_status_reads_what_install_wrote_per_host(capsys, tmp_path, monkeypatch)
     (claude / "settings.json").write_text(
         json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"command": command}]}]}})
     )
-    (tmp_path / "home" / ".claude.json").write_text('{"mcpServers": {"turn_hooks": {}}}')
+    server = {"command": sys.executable, "args": ["-m", "hosts._entry", "mcp", "serve"]}
+    (tmp_path / "home" / ".claude.json").write_text(
+        json.dumps({"mcpServers": {"turn_hooks": server}})
+    )
     gemini = tmp_path / "home" / ".gemini"
     gemini.mkdir()
     (gemini / "settings.json").write_text("not json")
@@ -109,6 +112,23 @@ def test_a_hook_whose_interpreter_is_gone_is_shown(tmp_path):
     assert view["installed"] and not view["all_commands_resolve"]
     assert {h["hook_event"] for h in view["handlers"]} == {"pre-turn", "post-settlement"}
     assert [h["validator_configured"] for h in view["handlers"]] == [False, True]
+
+
+def test_a_tool_server_whose_command_is_gone_is_no_tool_channel(tmp_path):
+    """Wired is not enough: a server whose interpreter or package is gone would fail
+    every session, so ``status`` does not count it."""
+    write_codex(tmp_path / "codex", goal="g")
+    assert status.codex_hooks(tmp_path / "codex")["tool_channel"] is True
+    config = tmp_path / "codex" / "config.toml"
+    config.write_text(
+        config.read_text().replace('command = "python"', 'command = "/nonexistent/python"')
+    )
+    assert status.codex_hooks(tmp_path / "codex")["tool_channel"] is False
+    loader = 'import sys; sys.path[0] = "/nonexistent"; from hosts._entry import run; run()'
+    server = {"command": sys.executable, "args": ["-S", "-c", loader, "mcp", "serve"]}
+    (tmp_path / ".claude.json").write_text(json.dumps({"mcpServers": {"turn_hooks": server}}))
+    (tmp_path / "settings.json").write_text("{}")
+    assert status.settings_hooks("claude_code", tmp_path / "settings.json")["tool_channel"] is False
 
 
 def test_host_views_without_files(tmp_path):
