@@ -279,6 +279,32 @@ def codex_trust_check(args: argparse.Namespace) -> dict[str, Any]:
     return doctor.row("trust", "codex", None, f"Codex trusts our {len(keys)} handlers{how}")
 
 
+def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Whether the host runs our MCP server (the ``record_reflection`` tool) with a
+    command that still runs. Without one the model hands its reflection over in the
+    answer's block, where the user sees it: a warning, not a failure."""
+    from hosts import doctor, status
+
+    state = status.tool_server(host, host_home(host, args))
+    if state == "runs":
+        return doctor.row("tool_channel", host, None, "the record_reflection tool server runs")
+    if state == "absent":
+        return doctor.row(
+            "tool_channel",
+            host,
+            "tool_channel_absent",
+            f"no record_reflection tool server: reflections come in the answer; run "
+            f"`turn-hooks install {host}` again",
+            warning=True,
+        )
+    return doctor.row(
+        "tool_channel",
+        host,
+        "tool_channel_unresolvable",
+        f"the tool server's interpreter or package is gone: run `turn-hooks install {host}` again",
+    )
+
+
 def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import doctor
 
@@ -301,6 +327,8 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
             checks += doctor.installed_checks(host, commands)
             if host == "codex":
                 checks.append(codex_trust_check(args))
+            if host in ("codex", "claude-code"):
+                checks.append(tool_channel_check(host, args))
     if not installed:  # nothing installed yet: what install would check
         checks += install_checks(args.host or "turn-hooks", args)[0]
     elif args.registry or args.goal_id or args.agent_id:

@@ -57,17 +57,27 @@ def _resolves(program: str) -> bool:
     return shutil.which(program) is not None
 
 
-def _channel(servers: object) -> bool:
-    """Whether a host's MCP servers hold ours and its command still runs: the program
-    exists and is executable, and the package its loader names is there (as for a
-    hook command)."""
+def _channel(servers: object) -> str:
+    """``absent``, ``unresolvable`` or ``runs``: whether a host's MCP servers hold ours,
+    and whether its command still runs (the program exists and is executable, and the
+    package its loader names is there, as for a hook command)."""
     server = servers.get(mcp_install.SERVER) if isinstance(servers, dict) else None
     if not isinstance(server, dict):
-        return False
+        return "absent"
     program, args = server.get("command"), server.get("args", [])
     if not isinstance(program, str) or not isinstance(args, list):
-        return False
-    return _resolves(program) and package_present([program, *map(str, args)])
+        return "unresolvable"
+    runs = _resolves(program) and package_present([program, *map(str, args)])
+    return "runs" if runs else "unresolvable"
+
+
+def tool_server(host: str, home: Path) -> str:
+    """Our MCP server in the host home (``codex`` or ``claude-code``): :func:`_channel`."""
+    if host == "codex":
+        config = _codex_config(home / "config.toml")
+        return _channel(config.get("mcp_servers") if config is not None else None)
+    servers = _read_json(mcp_install.claude_json_path(home), "claude_json")[0]
+    return _channel(servers.get("mcpServers") if isinstance(servers, dict) else None)
 
 
 def our_handler(command: object) -> dict[str, Any] | None:
@@ -139,7 +149,7 @@ def codex_hooks(codex_home: Path) -> dict[str, Any]:
     view["untrusted_count"] = _untrusted(codex_home) if view["installed"] else 0
     if view["untrusted_count"] and reason is None:
         view["reason_code"] = "hook_untrusted"
-    view["tool_channel"] = _channel(config.get("mcp_servers") if config is not None else None)
+    view["tool_channel"] = tool_server("codex", codex_home) == "runs"
     return view
 
 
@@ -189,10 +199,7 @@ def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
     document, reason = _read_json(settings, "settings_json")
     view = _view(host, _handlers(document), reason)
     if host == "claude_code":  # the result tools' MCP server, in its .claude.json
-        servers = _read_json(mcp_install.claude_json_path(settings.parent), "claude_json")[0]
-        view["tool_channel"] = _channel(
-            servers.get("mcpServers") if isinstance(servers, dict) else None
-        )
+        view["tool_channel"] = tool_server("claude-code", settings.parent) == "runs"
     return view
 
 

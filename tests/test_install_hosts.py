@@ -212,6 +212,27 @@ def test_doctor_fails_loudly_when_an_installed_hook_no_longer_resolves(repo, tmp
     assert str(tmp_path) not in json.dumps(doctor)
 
 
+def test_doctor_checks_the_tool_server_as_it_checks_the_hooks(repo, tmp_path):
+    """The record_reflection tool server runs, or is gone (a failure: every session
+    fails), or is not there (a warning: reflections come in the answer's block)."""
+    home = tmp_path / "claude"
+    assert turn_hooks(repo, "install", "claude-code", "--home", str(home), "--recall-only")[0] == 0
+
+    def tool_channel():
+        code, doctor = turn_hooks(repo, "doctor", "claude-code", "--home", str(home))
+        [found] = [c for c in doctor["checks"] if c["check"] == "tool_channel"]
+        assert str(tmp_path) not in json.dumps(doctor)
+        return code, (found["ok"], found["warning"], found["reason_code"])
+
+    assert tool_channel() == (0, (True, False, None))
+    servers = home / ".claude.json"
+    gone = str(tmp_path / "deleted-venv" / "bin" / "python")
+    servers.write_text(servers.read_text().replace(json.dumps(sys.executable), json.dumps(gone)))
+    assert tool_channel() == (2, (False, False, "tool_channel_unresolvable"))
+    servers.write_text("{}")
+    assert tool_channel() == (0, (True, True, "tool_channel_absent"))
+
+
 def test_doctor_checks_a_named_registry_and_an_unreadable_host_file(repo, tmp_path):
     home = tmp_path / "claude"
     assert turn_hooks(repo, "install", "claude-code", "--home", str(home), "--recall-only")[0] == 0
