@@ -293,7 +293,7 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
             "tool_channel",
             host,
             "tool_channel_absent",
-            f"no record_reflection tool server: reflections come in the answer; run "
+            "no record_reflection tool server: reflections come in the answer; run "
             f"`turn-hooks install {host}` again",
             warning=True,
         )
