@@ -34,6 +34,14 @@ def test_the_request_goes_in_as_compact_json_and_stdout_comes_back():
     )
 
 
+def test_a_request_larger_than_one_write_goes_in_whole():
+    # Several chunks: each write takes at most one, and the next goes when the
+    # command has read it (deterministic, where a command that exits early is not).
+    request = {"m": "x" * 300_000}
+    run = run_external(ECHO, request, timeout=20)
+    assert (run.reason, run.json()) == (None, request)
+
+
 def test_the_environment_keeps_python_from_writing_caches():
     script = "import os; print(os.environ.get('PYTHONDONTWRITEBYTECODE'))"
     assert run_external([PY, "-c", script], None, timeout=20).stdout == b"1\n"
