@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from hosts import staged
 from hosts.caps import render_cap
@@ -20,7 +20,6 @@ from hosts.render import render, without_refs
 from hosts.settlement import binding_store, settle, settlement_store, start_replay_worker
 from sidecars import path_token, read_stream
 from turn_hooks import (
-    HostProjection,
     SidecarError,
     TurnContext,
     call_pre_turn,
@@ -29,6 +28,9 @@ from turn_hooks import (
     project_contributions,
 )
 from turn_hooks.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from turn_hooks import HostProjection
 
 MAX_EVENT_CHARS = 4 * 1024 * 1024
 INJECTED_SCHEMA = "turn_hooks_injected_context_v1"

@@ -37,15 +37,17 @@ import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sidecars import SidecarStore
 from turn_hooks import (
-    PreTurnOutcome,
     SidecarError,
     SidecarLockTimeout,
     SidecarPermissionError,
 )
+
+if TYPE_CHECKING:
+    from turn_hooks import PreTurnOutcome
 
 LOG_SCHEMA = "turn_hooks_hook_log_v0"
 LOG_FILE = "hook-log.json"

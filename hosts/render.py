@@ -15,9 +15,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hosts.caps import DEFAULT_RENDER_CHARS
-from turn_hooks import HostProjection
+
+if TYPE_CHECKING:
+    from turn_hooks import HostProjection
 
 RENDER_LIMIT = DEFAULT_RENDER_CHARS
 """The bound when a caller names no host's (each host's is in :mod:`hosts.caps`)."""

@@ -55,13 +55,10 @@ from sidecars import (
 )
 from turn_hooks import (
     InvalidInputError,
-    Settlement,
-    SettlementEvidence,
     SidecarCorrupt,
     SidecarError,
     SidecarLockTimeout,
     TurnContext,
-    WritebackEvent,
     call_post_settlement,
     call_post_writeback,
     loads_bounded,
@@ -478,6 +475,9 @@ def _deliver(
             if spool is not None:
                 spool.write(entry)  # a kill from here on does not run the validator again
     notes.extend(validator_reasons(validation))
+    # Here, not at the top: every PreTurn imports this module, and none delivers.
+    from turn_hooks import Settlement, SettlementEvidence, WritebackEvent
+
     settlement = Settlement(
         host_result=host_result,
         evidence=SettlementEvidence(

@@ -624,15 +624,26 @@ def test_only_well_formed_spilled_entries_are_folded_in(tmp_path):
     assert sorted(p.name for p in (store.root / hook_log.SPILL_DIR).glob("*.json")) == ["2-2.json"]
 
 
-def test_a_pre_turn_imports_no_lock_library_and_no_process_machinery(tmp_path):
+WRITE_PATH = (
+    "capabilities.reward_memory.memory.ingest",
+    "capabilities.reward_memory.memory.verify",
+    "capabilities.reward_memory.turn.post_settlement",
+    "turn_hooks._settlement_documents",
+)
+"""What only a settlement uses: the ingest, its verification and the documents."""
+
+
+def test_a_pre_turn_imports_no_lock_library_no_process_machinery_and_no_write_path(tmp_path):
     # A PreTurn with an empty settlement queue starts no process and takes its locks
     # with flock(2): subprocess (with signal and selectors) and filelock would be
-    # import time on every Turn for nothing.
+    # import time on every Turn for nothing. With no pending journal it writes no
+    # memory either, so none of the write path is imported.
     registry = bound_goal(tmp_path / "goal")
+    names = ("subprocess", "filelock", "selectors", *WRITE_PATH)
     code = (
         "import sys; from hosts.cli import main; "
         "status = main(sys.argv[1:]); "
-        "print(sorted(m for m in ('subprocess', 'filelock', 'selectors') if m in sys.modules), "
+        f"print(sorted(m for m in {names!r} if m in sys.modules), "
         "file=sys.stderr); sys.exit(status)"
     )
     argv = ["host", "generic", "pre-turn", "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]

@@ -8,6 +8,8 @@ import pytest
 
 from turn_hooks import (
     HOSTS,
+    ContextItem,
+    ContextRegistration,
     InvalidInputError,
     Settlement,
     SettlementEvidence,
@@ -95,7 +97,7 @@ def test_to_json_is_exactly_asdict_with_new_containers():
     # the result must stay what asdict gives: equal, same types, nothing shared.
     from collections import namedtuple
 
-    from turn_hooks import ContextItem, Contribution, HookFailure, PreTurnOutcome
+    from turn_hooks import Contribution, HookFailure, PreTurnOutcome
 
     class Label(str):
         pass
@@ -145,3 +147,49 @@ def test_to_json_is_exactly_asdict_with_new_containers():
     ):
         assert copied == original and copied is not original
     assert document["contributions"][0]["context_items"] == [{"ref": "r", "text": "t"}]
+
+
+def _generated(model: type) -> type:
+    """The model as plain ``@dataclass`` would build it: the methods it generates."""
+    fields = [(f.name, f.type, f) for f in dataclasses.fields(model)]
+    namespace = {"__post_init__": model.__post_init__} if hasattr(model, "__post_init__") else {}
+    return dataclasses.make_dataclass(
+        model.__name__, fields, namespace=namespace, frozen=True, kw_only=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "values", "other"),
+    [
+        pytest.param(
+            ContextItem,
+            {"ref": "r", "text": "t"},
+            {"ref": "r", "text": "u"},
+            id="context-item",
+        ),
+        pytest.param(
+            ContextRegistration,
+            {"hook_id": "h", "capability_id": "c", "readback_slots": ("s",)},
+            {"hook_id": "h", "capability_id": "c"},
+            id="registration",
+        ),
+        pytest.param(TurnContext, TURN, {**TURN, "turn_key": "k"}, id="turn-context"),
+    ],
+)
+def test_equality_hash_and_repr_are_what_dataclass_generates(model, values, other):
+    # The models share one __eq__, __hash__ and __repr__ instead of compiling three
+    # per model at import (hook-path cost); they must behave as the generated ones.
+    reference = _generated(model)
+    first, second, third = model(**values), model(**values), model(**other)
+    assert first == second and first is not second
+    assert (first == third) is (reference(**values) == reference(**other)) is False
+    assert first.__eq__(reference(**values)) is NotImplemented
+    assert first != reference(**values)
+    assert repr(first) == repr(reference(**values))
+    try:
+        expected = hash(reference(**values))
+    except TypeError:  # a dict field: unhashable, as the generated __hash__ is
+        with pytest.raises(TypeError):
+            hash(first)
+    else:
+        assert hash(first) == expected == hash(second)

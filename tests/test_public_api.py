@@ -10,7 +10,10 @@ import turn_hooks
 
 
 def public_names(module):
-    return {name for name in vars(module) if not name.startswith("_")} - {"annotations", "Any"}
+    """What the module binds, and the models it builds on first use (turn_hooks.models)."""
+    lazy = set(module.models._LAZY) if module is turn_hooks else set()
+    bound = {name for name in vars(module) if not name.startswith("_")}
+    return (bound | lazy) - {"annotations", "Any", "TYPE_CHECKING"}
 
 
 def isort_style(name):
@@ -35,3 +38,31 @@ def test_version_is_served_lazily_from_the_distribution():
     assert turn_hooks.__version__ == "0.1.0"
     with pytest.raises(AttributeError):
         turn_hooks.no_such_name  # noqa: B018 - the attribute access is the test
+
+
+def test_each_boundary_s_models_are_built_on_first_use():
+    # A hook process that starts cold builds only the documents of the boundary it
+    # serves: a fresh interpreter shows which modules of models one name loads.
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, turn_hooks; "
+        "built = lambda: sorted(m for m in sys.modules if m.endswith('_documents')); "
+        "before = built(); turn_hooks.PreTurnOutcome; middle = built(); "
+        "from turn_hooks.models import Settlement; print(json.dumps([before, middle, built()]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    context, settlement = "turn_hooks._context_documents", "turn_hooks._settlement_documents"
+    assert json.loads(result.stdout) == [[], [context], [context, settlement]]
+
+
+@pytest.mark.parametrize("name", sorted(turn_hooks.models._LAZY))
+def test_a_lazily_built_model_is_one_class_wherever_it_is_named(name):
+    from turn_hooks import models
+
+    assert getattr(turn_hooks, name) is getattr(models, name)
+    assert name in dir(models) and getattr(models, name).__name__ == name
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        models.Nothing  # noqa: B018 - the attribute access is the test

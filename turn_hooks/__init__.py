@@ -7,8 +7,9 @@ except :func:`run_external`, the one way hosts and plugins run a validator.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from turn_hooks import models
 from turn_hooks._calling import (
     RETRYABLE_STATUSES,
     call_post_settlement,
@@ -56,22 +57,26 @@ from turn_hooks.hookspecs import hookimpl, hookspec
 from turn_hooks.models import (
     HOSTS,
     MAX_RESULT_BYTES,
-    ContextItem,
     ContextRegistration,
-    ContextResult,
-    Contribution,
     HookFailure,
-    HostProjection,
-    PostSettlementReceipt,
-    PreTurnOutcome,
-    Settlement,
-    SettlementEvidence,
     SettlementRegistration,
     TurnContext,
-    WritebackEvent,
-    WritebackOutcome,
     WritebackRegistration,
 )
+
+if TYPE_CHECKING:  # served by __getattr__ below, built on first use (turn_hooks.models)
+    from turn_hooks.models import (
+        ContextItem,
+        ContextResult,
+        Contribution,
+        HostProjection,
+        PostSettlementReceipt,
+        PreTurnOutcome,
+        Settlement,
+        SettlementEvidence,
+        WritebackEvent,
+        WritebackOutcome,
+    )
 
 __all__ = [
     "HOSTS",
@@ -135,6 +140,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    # A model of one boundary is built on its first use (see turn_hooks.models).
+    if name in models._LAZY:
+        model = globals()[name] = getattr(models, name)
+        return model
     # Served lazily: importlib.metadata is slow to import and the hook path rarely needs it.
     if name == "__version__":
         from importlib.metadata import version

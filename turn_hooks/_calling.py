@@ -23,29 +23,34 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from turn_hooks import _contribution as rules
+from turn_hooks import models
 from turn_hooks._names import ENV_HOOK_DEADLINE
 from turn_hooks.canonical import compact_json
 from turn_hooks.errors import PluginContractError, RegistrationError, TurnHooksError
 from turn_hooks.models import (
-    ContextItem,
     ContextRegistration,
-    Contribution,
     HookFailure,
-    HostProjection,
-    PostSettlementReceipt,
-    PreTurnOutcome,
-    Settlement,
     SettlementRegistration,
     TurnContext,
-    WritebackEvent,
-    WritebackOutcome,
     WritebackRegistration,
 )
+
+if TYPE_CHECKING:
+    from turn_hooks.models import (
+        ContextItem,
+        Contribution,
+        HostProjection,
+        PostSettlementReceipt,
+        PreTurnOutcome,
+        Settlement,
+        WritebackEvent,
+        WritebackOutcome,
+    )
 
 RETRYABLE_STATUSES = frozenset(
     {
@@ -189,7 +194,7 @@ def call_pre_turn(pm: pluggy.PluginManager, turn: TurnContext) -> PreTurnOutcome
             contributions.append(_contribution(registration, normal, digest))
     payload[CONTRIBUTIONS_KEY] = [item.to_json() for item in contributions]
     payload[FAILURES_KEY] = [failure.to_payload() for failure in failures]
-    return PreTurnOutcome(
+    return models.PreTurnOutcome(
         payload=payload, contributions=tuple(contributions), failures=tuple(failures)
     )
 
@@ -201,7 +206,7 @@ _CONTRIBUTED = ("context_fields", "instructions", "result_fields", "context_item
 def _contribution(
     registration: ContextRegistration, normal: Mapping[str, Any], digest: str
 ) -> Contribution:
-    return Contribution(
+    return models.Contribution(
         hook_id=registration.hook_id,
         capability_id=registration.capability_id,
         readback_slots=list(registration.readback_slots),
@@ -272,7 +277,7 @@ def project_contributions(payload: Mapping[str, Any]) -> HostProjection:
         instructions.extend(contribution.instructions)
         result_fields.update(contribution.result_fields)
         items.extend(contribution.context_items)
-    return HostProjection(
+    return models.HostProjection(
         context_fields=context_fields,
         capability_context_fields=list(context_fields),
         capability_instructions=instructions,
@@ -414,7 +419,7 @@ def _dispatch_post_settlement(
                 "external_writes_performed": None,
             }
     writes = [receipt.get("external_writes_performed") for receipt in results.values()]
-    return PostSettlementReceipt(
+    return models.PostSettlementReceipt(
         status=(
             "runtime_unavailable"
             if any(receipt.get("status") in RETRYABLE_STATUSES for receipt in results.values())
@@ -496,4 +501,4 @@ def call_post_writeback(
                     plugin=impl.plugin_name,
                 )
             )
-    return WritebackOutcome(observations=observations, failures=tuple(failures))
+    return models.WritebackOutcome(observations=observations, failures=tuple(failures))

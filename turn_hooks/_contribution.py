@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from turn_hooks import models
 from turn_hooks.canonical import compact_json, s1_js, sha256_hex
 from turn_hooks.errors import ContributionError, RegistrationError
-from turn_hooks.models import (
-    MAX_RESULT_BYTES,
-    ContextItem,
-    ContextRegistration,
-    ContextResult,
-    SettlementRegistration,
-)
+from turn_hooks.models import MAX_RESULT_BYTES, ContextRegistration, SettlementRegistration
+
+if TYPE_CHECKING:
+    from turn_hooks.models import ContextItem
 
 FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{2,95}")
 REGISTRATION_ID = re.compile(r"[a-z][a-z0-9_.:-]{2,95}")
@@ -192,7 +190,7 @@ def _result_field_descriptor(value: object) -> dict[str, Any]:
 def result_to_mapping(result: object) -> dict[str, Any]:
     """Accept a :class:`ContextResult` or a mapping with only the four result keys and,
     optionally, ``context_items``."""
-    if isinstance(result, ContextResult):
+    if isinstance(result, models.ContextResult):
         return result.to_json()
     if not isinstance(result, Mapping):
         raise _fail(
@@ -237,7 +235,7 @@ def _utf8(value: object) -> bool:
 
 
 def _context_item(value: object) -> ContextItem:
-    if isinstance(value, ContextItem):
+    if isinstance(value, models.ContextItem):
         ref, text = value.ref, value.text
     elif isinstance(value, Mapping) and set(value) == {"ref", "text"}:
         ref, text = value["ref"], value["text"]
@@ -247,7 +245,7 @@ def _context_item(value: object) -> ContextItem:
         raise _fail("context_item_ref_invalid", "an item ref must be a non-empty short string")
     if not _utf8(text):
         raise _fail("context_item_text_invalid", "an item text must be a UTF-8 string")
-    return ContextItem(ref=ref, text=text)
+    return models.ContextItem(ref=ref, text=text)
 
 
 def _context_items(value: object, budget: int) -> list[ContextItem]:

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from turn_hooks._names import NAME
-from turn_hooks.models import ContextResult, Settlement, TurnContext, WritebackEvent
 
 if TYPE_CHECKING:  # argparse is only needed by the CLI, not by the per-Turn hook path
     import argparse
+
+    from turn_hooks.models import ContextResult, Settlement, TurnContext, WritebackEvent
 
 hookspec = pluggy.HookspecMarker(NAME)
 hookimpl = pluggy.HookimplMarker(NAME)

@@ -10,14 +10,38 @@ the contract is enforced exactly as a ``BaseModel`` with
 
 Frozen means a plugin cannot rebind a field; the dispatcher additionally hands each
 plugin its own copy of the mutable payload, so one plugin never sees another's edits.
+
+The models are built lazily, a boundary at a time: a hook process starts cold on
+every Turn, and building a dataclass costs about a millisecond. This module builds
+the documents every boundary uses (the Turn, the registrations, a hook failure); the
+first use of a PreTurn document (:mod:`turn_hooks._context_documents`) or of a
+settlement or writeback one (:mod:`turn_hooks._settlement_documents`) builds its
+boundary's. Every model is still named here and in :mod:`turn_hooks`.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from turn_hooks._context_documents import (
+        ContextItem,
+        ContextResult,
+        Contribution,
+        HostProjection,
+        PreTurnOutcome,
+    )
+    from turn_hooks._settlement_documents import (
+        PostSettlementReceipt,
+        Settlement,
+        SettlementEvidence,
+        WritebackEvent,
+        WritebackOutcome,
+    )
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -52,10 +76,33 @@ def _plain(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _fields(document: Any) -> list[tuple[str, Any]]:
+    """Each field's name and value, in order (``document`` is a model instance)."""
+    return [(f.name, getattr(document, f.name)) for f in dataclasses.fields(document)]
+
+
 class _Document:
-    """Shared behaviour of every model: a JSON-ready dict of its fields."""
+    """Shared behaviour of every model: a JSON-ready dict of its fields, and the
+    ``__eq__``, ``__hash__`` and ``__repr__`` that ``@dataclass`` would generate.
+
+    Written once here instead of generated for each model: ``@dataclass`` compiles
+    every method it adds from source, and a hook process that starts cold pays for
+    each one at import (these three were a third of the models' import time).
+    """
 
     __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(value for _name, value in _fields(self)))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in _fields(self))
+        return f"{type(self).__qualname__}({shown})"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (nested models become dicts), exactly
@@ -64,7 +111,7 @@ class _Document:
         return fields
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False, eq=False)
 class TurnContext(_Document):
     """One host Turn as the hooks see it; taken once at Turn start."""
 
@@ -97,57 +144,7 @@ class TurnContext(_Document):
             object.__setattr__(self, "turn_key", self.host_turn_id)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ContextItem(_Document):
-    """One piece of text a plugin wants the model to see, opaque to every host.
-
-    Hosts render ``text`` verbatim, drop whole items from the end when the rendering
-    would exceed its bound, and do not render an item whose ``ref`` was already
-    delivered in the same host session. A plugin chooses refs that stay equal for
-    equal content (say, a memory's candidate ref), so that de-duplication works.
-    """
-
-    __pydantic_config__ = _STRICT
-
-    ref: str
-    """Non-empty and unique within its contribution; what hosts de-duplicate by."""
-    text: str
-
-    @property
-    def byte_size(self) -> int:
-        """UTF-8 length of ``text``: what the item costs against the budget."""
-        return len(self.text.encode("utf-8"))
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ContextResult(_Document):
-    """What a ``pre_turn`` implementation returns (turn-lifecycle.md §3)."""
-
-    __pydantic_config__ = _STRICT
-
-    readback: dict[str, Any] = field(default_factory=dict)
-    """Participation readback, keyed exactly by the registration's ``readback_slots``."""
-    context_fields: dict[str, Any] = field(default_factory=dict)
-    instructions: list[str] = field(default_factory=list)
-    result_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Each value is exactly ``{"type": "string", "maxLength": n}``."""
-    context_items: list[ContextItem] = field(default_factory=list)
-    """Text for the host to render after the instructions. Measured on its own (the
-    sum of the items' byte sizes), against the same registered budget as the rest."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The result: the four keys the budget is measured on, in that order, then
-        the context items."""
-        return {
-            "readback": self.readback,
-            "context_fields": self.context_fields,
-            "instructions": self.instructions,
-            "result_fields": self.result_fields,
-            "context_items": [item.to_json() for item in self.context_items],
-        }
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False, eq=False)
 class ContextRegistration(_Document):
     """Identity and budget of a ``pre_turn`` implementation, checked before the call."""
 
@@ -159,7 +156,7 @@ class ContextRegistration(_Document):
     max_result_bytes: int = MAX_RESULT_BYTES
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False, eq=False)
 class SettlementRegistration(_Document):
     """Identity of a ``post_settlement`` effect adapter, and the result fields it reads."""
 
@@ -183,7 +180,7 @@ class SettlementRegistration(_Document):
     field's value)."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False, eq=False)
 class WritebackRegistration(_Document):
     """Identity, filters and budgets of a ``post_writeback`` observer."""
 
@@ -201,67 +198,7 @@ class WritebackRegistration(_Document):
     max_result_bytes: int = 16384
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SettlementEvidence(_Document):
-    """``turn_post_settlement_evidence_v0``: what makes a settlement accountable."""
-
-    __pydantic_config__ = _STRICT
-
-    schema_version: Literal["turn_post_settlement_evidence_v0"] = "turn_post_settlement_evidence_v0"
-    task_validation: dict[str, Any] = field(default_factory=dict)
-    """The independent validator's result, with its attestation when it passed."""
-    writeback: dict[str, Any] = field(default_factory=dict)
-    """``{"ok": true, "appended": true}`` once the settlement spool entry was read back."""
-    quota_spend: dict[str, Any] | None = None
-    """A quota owner's spend readback; ``None`` for hosts without a quota owner."""
-    previous_post_settlement: dict[str, Any] | None = None
-    """The stored dispatcher receipt of an earlier attempt, for idempotent replay."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Settlement(_Document):
-    """A settled Turn: the host's result and the evidence that it settled."""
-
-    __pydantic_config__ = _STRICT
-
-    host_result: dict[str, Any] = field(default_factory=dict)
-    """The value of every result field the loaded plugins declared (``""`` when the
-    model gave none), keyed by field name."""
-    evidence: SettlementEvidence = field(default_factory=SettlementEvidence)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WritebackEvent(_Document):
-    """A committed settlement as ``post_writeback`` observers see it."""
-
-    __pydantic_config__ = _STRICT
-
-    event_kind: str = "turn_settled"
-    turn_key: str
-    host: Host
-    spool: dict[str, Any] = field(default_factory=dict)
-    """The committed settlement spool entry (hosts.md §1.4)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Contribution(_Document):
-    """A validated contribution as stored in ``turn_context_contributions``."""
-
-    __pydantic_config__ = _STRICT
-
-    hook_id: str
-    capability_id: str
-    readback_slots: list[str]
-    context_fields: dict[str, Any]
-    instructions: list[str]
-    result_fields: dict[str, dict[str, Any]]
-    basis_digest: str
-    context_items: list[ContextItem] = field(default_factory=list)
-    """Not part of ``basis_digest``: the items ride with their contribution and are
-    dropped whenever it is."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, repr=False, eq=False)
 class HookFailure(_Document):
     """One isolated hook failure: the Turn went on without that hook."""
 
@@ -278,53 +215,55 @@ class HookFailure(_Document):
         return {"hook_id": self.hook_id, "error_code": self.error_code}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PreTurnOutcome(_Document):
-    """The dispatcher's answer for one Turn: the merged payload and what was kept."""
+__all__ = [
+    "HOSTS",
+    "MAX_RESULT_BYTES",
+    "ContextItem",
+    "ContextRegistration",
+    "ContextResult",
+    "Contribution",
+    "HookFailure",
+    "Host",
+    "HostProjection",
+    "PostSettlementReceipt",
+    "PreTurnOutcome",
+    "Settlement",
+    "SettlementEvidence",
+    "SettlementRegistration",
+    "TurnContext",
+    "WritebackEvent",
+    "WritebackOutcome",
+    "WritebackRegistration",
+]
 
-    __pydantic_config__ = _STRICT
-
-    payload: dict[str, Any]
-    contributions: tuple[Contribution, ...] = ()
-    failures: tuple[HookFailure, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostProjection(_Document):
-    """Surviving contributions flattened for a host renderer (turn-lifecycle.md §3)."""
-
-    __pydantic_config__ = _STRICT
-
-    context_fields: dict[str, Any] = field(default_factory=dict)
-    capability_context_fields: list[str] = field(default_factory=list)
-    capability_instructions: list[str] = field(default_factory=list)
-    capability_result_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
-    context_items: list[ContextItem] = field(default_factory=list)
-    """The surviving contributions' items, in plugin-name order."""
-    dropped_hook_ids: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PostSettlementReceipt(_Document):
-    """The dispatcher's aggregated ``post_settlement`` receipt (turn-lifecycle.md §7.1)."""
-
-    __pydantic_config__ = _STRICT
-
-    status: str
-    """``runtime_unavailable`` if any result is retryable, else ``observed``."""
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    capability_ids: dict[str, str] = field(default_factory=dict)
-    fail_open: bool = True
-    external_writes_performed: bool | None = False
-    skipped_hook_ids: list[str] = field(default_factory=list)
-    """Hooks whose stored non-retryable result was replayed without a call."""
+_LAZY = {
+    **dict.fromkeys(
+        ("ContextItem", "ContextResult", "Contribution", "HostProjection", "PreTurnOutcome"),
+        "turn_hooks._context_documents",
+    ),
+    **dict.fromkeys(
+        (
+            "PostSettlementReceipt",
+            "Settlement",
+            "SettlementEvidence",
+            "WritebackEvent",
+            "WritebackOutcome",
+        ),
+        "turn_hooks._settlement_documents",
+    ),
+}
+"""Where each lazily built model is defined."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WritebackOutcome(_Document):
-    """What ``post_writeback`` observers said about one committed settlement."""
+def __getattr__(name: str) -> Any:
+    """Build a lazily built model's boundary on first use (PEP 562)."""
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    model = getattr(importlib.import_module(home), name)
+    globals()[name] = model
+    return model
 
-    __pydantic_config__ = _STRICT
 
-    observations: dict[str, dict[str, Any]] = field(default_factory=dict)
-    failures: tuple[HookFailure, ...] = ()
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

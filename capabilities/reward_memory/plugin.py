@@ -6,16 +6,17 @@ handlers that need it, so a Turn without a reward-memory binding pays almost not
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from turn_hooks import (
     ContextRegistration,
-    ContextResult,
-    Settlement,
     SettlementRegistration,
     TurnContext,
     hookimpl,
 )
+
+if TYPE_CHECKING:
+    from turn_hooks import ContextResult, Settlement
 
 SLOT = "reward_memory_recall"
 RESULT_FIELD = "reward_memory_reflection_json"

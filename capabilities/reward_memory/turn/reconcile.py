@@ -11,20 +11,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.values import now_timestamp
 from capabilities.reward_memory.turn.journal import pending_journals, unflag_unless_pending
-from capabilities.reward_memory.turn.legacy import terminalise_legacy
-from capabilities.reward_memory.turn.post_settlement import (
-    REFLECTION_REJECTED,
-    ProviderFor,
-    run_turn_ingest_fail_open,
-)
 from sidecars import SidecarStore
 from turn_hooks import SidecarError
+
+if TYPE_CHECKING:
+    from capabilities.reward_memory.turn.post_settlement import ProviderFor
 
 RECONCILIATION_SCHEMA = "turn_reward_memory_reconciliation_v0"
 MAX_RECONCILE = 3
@@ -140,6 +137,8 @@ def _end_if_hopeless(
     never a reason: the journal waits for it. The journal keeps the reflection and
     its attestation, with ``terminal_failure`` saying why.
     """
+    from capabilities.reward_memory.turn.post_settlement import REFLECTION_REJECTED
+
     rejected = result.get("status") == REFLECTION_REJECTED
 
     def end(document: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -186,6 +185,11 @@ def _replay(
     provider_for: ProviderFor,
     observed_at: str | None,
 ) -> dict[str, Any]:
+    # The write path is imported only here, for a pending journal: a PreTurn whose
+    # binding has none (nearly every Turn) loads no ingest code.
+    from capabilities.reward_memory.turn.legacy import terminalise_legacy
+    from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+
     reflection = document.get("reflection")
     if (
         isinstance(reflection, dict)
