@@ -6,6 +6,7 @@ field name, never the offending value, so an error can be printed publicly.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
@@ -85,8 +86,14 @@ def fail(field: str, message: str, reason_code: str = "invalid_request") -> NoRe
     raise RewardMemoryInputError(f"{field} {message}", reason_code=reason_code, field=field)
 
 
+@functools.lru_cache(maxsize=512)
 def is_public_safe(text: str) -> bool:
-    """False when ``text`` holds a local path or something shaped like a secret."""
+    """False when ``text`` holds a local path or something shaped like a secret.
+
+    Cached: one ingest checks the same texts two or three times (the event, then the
+    record each verification recall reads back), and the secret patterns cost tens
+    of microseconds per text.
+    """
     return not (_LOCAL_PATH.search(text) or _SECRET.search(text))
 
 
