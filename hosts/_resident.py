@@ -65,6 +65,7 @@ def warm_up() -> None:
     import hosts.generic
     import hosts.hook_log
     import hosts.settlement
+    import turn_hooks
     from turn_hooks import make_plugin_manager, prebuild_plugin_manager
 
     # Dependencies are imported lazily on the hook path (a lock, an HTTP client).
@@ -90,6 +91,9 @@ def warm_up() -> None:
                 __import__(info.name)
             except Exception:  # an optional module that cannot load is loaded cold
                 continue
+    # The models a call would build on its first use of one (turn_hooks.models).
+    for name in turn_hooks.__all__:
+        getattr(turn_hooks, name)
     hosts.cli.prebuild()
     prebuild_plugin_manager()
 
