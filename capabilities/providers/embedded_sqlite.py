@@ -733,12 +733,15 @@ def _ranked(
             )
         ]
         kept.sort(key=_rank_order)
+        # A row past the best ``limit`` never comes back: later chunks rank no better.
+        # Dropping it keeps each sort to one chunk's rows, where sorting all kept so far
+        # again for every chunk grew with the square of a tied query's matches.
+        del kept[limit:]
         following = start + chunk
         if following >= len(matches) or (
             len(kept) >= limit and kept[limit - 1][1] < matches[following][1]
         ):
             break
-    kept = kept[:limit]
     if not kept:
         return []
     marks = ",".join("?" * len(kept))
