@@ -15,7 +15,7 @@ open while the child runs: a child whose call is a session (``mcp serve``, which
 lasts as long as its host keeps it) says so over it and is no call from then on, so
 the server forks the next spare, sets no deadline on it and may go idle under it.
 
-The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (600) without a call, on
+The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (3600) without a call, on
 SIGTERM, and once the installed package changed under it (its key, or any module
 file it loaded: checked every second while idle and after each call it hands over);
 it removes its socket and pid file. A client of another key is refused by the child.
