@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_codex import installed  # noqa: E402
 from fixtures import f1  # noqa: E402
-from host_turns import alternate  # noqa: E402
+from host_turns import HOOK_TIMES, alternate, mark_timed, timed  # noqa: E402
 from test_claude_real import CLAUDE, ask, settings  # noqa: E402
 from turn_support import settled_spools  # noqa: E402
 
@@ -47,8 +47,10 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
     document: dict = {"hooks": {}}
     if variant != "without":
         document = settings(registry)
-        if variant == "warm":
+        if variant in ("warm", "timed"):  # timed: warm, each hook logging its time
             document = installed(document)
+        if variant == "timed":
+            document = timed(document, root / HOOK_TIMES)
     (root / "settings.json").write_text(json.dumps(document))
     saved = dict(os.environ)
     os.environ.update(env)  # ask() hands the host, and so its hooks, os.environ
@@ -56,6 +58,8 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
         with FakeMessages() as fake:
             fake.reply("Ready.", REFLECTED, "Module tests first.")
             assert ask(CLAUDE, root, fake, "look around first").returncode == 0  # untimed
+            if variant == "timed":
+                mark_timed(root / HOOK_TIMES)
             started = time.perf_counter()
             for prompt in ("fix the flaky parser test", "a change touches one module"):
                 result = ask(CLAUDE, root, fake, prompt)

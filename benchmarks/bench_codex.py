@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from host_turns import VARIANTS, alternate  # noqa: E402
+from host_turns import HOOK_TIMES, VARIANTS, alternate, mark_timed, timed  # noqa: E402
 from test_codex_real import CODEX, REFLECTED, CodexRun, install_codex  # noqa: E402
 from turn_support import settled_spools  # noqa: E402
 
@@ -59,12 +59,17 @@ def two_turns(root: Path, variant: str, env: dict[str, str]) -> float:
     try:
         with FakeResponses() as fake:
             run = CodexRun(root, fake, {"hooks": {}} if variant == "without" else None)
-            if variant == "warm":
-                (run.home / "hooks.json").write_text(json.dumps(installed(run.our_hooks())))
+            if variant in ("warm", "timed"):  # timed: warm, each hook logging its time
+                hooks = installed(run.our_hooks())
+                if variant == "timed":
+                    hooks = timed(hooks, root / HOOK_TIMES)
+                (run.home / "hooks.json").write_text(json.dumps(hooks))
             if variant == "installed":  # `turn-hooks install codex`: hooks, trust, MCP server
                 assert install_codex(run, CODEX)["ok"]
             fake.reply("Ready.", REFLECTED, "Module tests first.")
             assert run.exec("look around first").returncode == 0  # untimed: the store exists
+            if variant == "timed":
+                mark_timed(root / HOOK_TIMES)
             started = time.perf_counter()
             for prompt in ("fix the flaky parser test", "a change touches one module"):
                 result = run.exec(prompt)

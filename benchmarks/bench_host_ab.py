@@ -1,6 +1,6 @@
 """Two source trees inside the real Codex CLI or Claude Code, interleaved round by round.
 
-    python benchmarks/bench_host_ab.py codex|claude BEFORE_DIR [AFTER_DIR] [rounds]
+    python benchmarks/bench_host_ab.py codex|claude BEFORE_DIR [AFTER_DIR] [rounds] [--hook-times]
 
 Each directory is a checkout of turn-hooks (``git worktree add DIR COMMIT``; AFTER_DIR
 defaults to this one, rounds to 16). ``bench_codex.py`` and ``bench_claude.py`` time
@@ -15,8 +15,13 @@ Besides the seconds per Turn it reports the CPU the machine spent on one run (it
 busy time in ``/proc/stat``: the untimed first Turn and the two timed ones, the host
 and every process ours started, detached settlers included) over the run without
 hooks: the wall time hides work that a settler does while the host is idle, the CPU
-does not. The hosts come from ``TURN_HOOKS_CODEX_VENV`` and ``TURN_HOOKS_CLAUDE_DIR``
-(``make codex``, ``make claude``), as for the benches it drives.
+does not. With ``--hook-times`` each round also runs the warm hooks with every
+command timed by the host's own shell (``host_turns.timed``) and reports how long
+the host waited for our hook processes per timed Turn: the direct part of what the
+hooks add, without the spread of the host's own Turn (which the difference of two
+medians carries). Both trees need the ``timed`` variant for it. The hosts come
+from ``TURN_HOOKS_CODEX_VENV`` and ``TURN_HOOKS_CLAUDE_DIR`` (``make codex``, ``make
+claude``), as for the benches it drives.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ LABELS = {
     "without": "without our hooks",
     "warm": "as installed, warm (resident server)",
     "installed": "the home `install codex` leaves (warm hooks + MCP server)",
+    "timed": "as installed, warm, each hook timed by the host's shell",
 }
 
 
@@ -70,7 +76,12 @@ def one_run(bench: str, variant: str, resident_dir: str) -> dict[str, float]:
         started = busy_seconds()
         elapsed = two_turns(Path(scratch), variant, env)
         cpu = busy_seconds() - started
-    return {"elapsed": elapsed, "cpu": cpu}
+        run = {"elapsed": elapsed, "cpu": cpu}
+        if variant == "timed":
+            from host_turns import HOOK_TIMES, hook_seconds
+
+            run["hooks"] = hook_seconds(Path(scratch) / HOOK_TIMES) / 2  # two timed Turns
+    return run
 
 
 def _run_in(tree: Path, bench: str, variant: str, resident_dir: str) -> dict[str, float]:
@@ -89,12 +100,12 @@ def _run_in(tree: Path, bench: str, variant: str, resident_dir: str) -> dict[str
     return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def compare(bench: str, trees: dict[str, Path], rounds: int) -> None:
+def compare(bench: str, trees: dict[str, Path], rounds: int, hook_times: bool = False) -> None:
     """Run the rounds and print a Markdown table of both trees."""
     # Here, not at the top: a ``--one`` run imports the tree's own benches and helpers.
     from host_turns import stop_residents
 
-    variants = VARIANTS[bench]
+    variants = VARIANTS[bench] + (("timed",) if hook_times else ())
     residents = {name: tempfile.mkdtemp(prefix="thab-", dir="/tmp") for name in trees}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     try:
@@ -127,6 +138,17 @@ def compare(bench: str, trees: dict[str, Path], rounds: int) -> None:
         spent = [statistics.median(r["cpu"] for r in runs[(n, variant)]) - cpu for n in names]
         cells = [f"{value:.3f} s" for value in added] + [f"{value:.2f} s" for value in spent]
         print(f"| {LABELS[variant]} | " + " | ".join(cells) + " |")
+    if hook_times:
+        print()
+        print(
+            "| the host waited for our hook processes, per timed Turn | " + " | ".join(names) + " |"
+        )
+        print("|---|" + "---:|" * len(names))
+        cells = []
+        for name in names:
+            waits = sorted(r["hooks"] for r in runs[(name, "timed")])
+            cells.append(f"{statistics.median(waits):.3f} s ({waits[0]:.3f} to {waits[-1]:.3f})")
+        print("| median (least to most) | " + " | ".join(cells) + " |")
 
 
 def main(argv: list[str]) -> None:
@@ -135,12 +157,14 @@ def main(argv: list[str]) -> None:
         bench, variant, resident_dir = argv[1:4]
         print(json.dumps(one_run(bench, variant, resident_dir)))
         return
+    hook_times = "--hook-times" in argv
+    argv = [arg for arg in argv if arg != "--hook-times"]
     if len(argv) < 2 or argv[0] not in BENCHES:
         raise SystemExit(__doc__)
     before = Path(argv[1]).resolve()
     after = Path(argv[2]).resolve() if len(argv) > 2 else HERE.parent
     rounds = int(argv[3]) if len(argv) > 3 else 16
-    compare(argv[0], {"before": before, "after": after}, rounds)
+    compare(argv[0], {"before": before, "after": after}, rounds, hook_times)
 
 
 if __name__ == "__main__":

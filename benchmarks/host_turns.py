@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import statistics
 import sys
@@ -25,6 +26,49 @@ VARIANTS = {
 
 TwoTurns = Callable[[Path, str, dict[str, str]], float]
 """``two_turns(scratch, variant, env)``: seconds per Turn of one learn-then-recall run."""
+
+HOOK_TIMES = "hook-times.log"
+"""Where a ``timed`` run's hooks log their wall time, in the run's scratch directory."""
+TIMED_MARK = "timed"
+"""The line a ``timed`` run writes to its log before its timed Turns."""
+
+
+def timed(document: dict, log: Path) -> dict:
+    """A hooks document (``{"hooks": {event: [{"hooks": [handler, ...]}]}}``, as Codex
+    and Claude Code read it) whose every command logs its own wall time to ``log``.
+
+    ``date +%s%N`` runs before and after the command in the host's own shell (Claude
+    Code runs hooks with ``sh``, Codex with ``bash``), so each line is how long the
+    host waited for that hook, plus part of the two ``date`` processes' own start and
+    exit (``true`` timed the same way took 1.2-1.7 ms). The command's exit status is
+    kept.
+    """
+    wrapped = json.loads(json.dumps(document))
+    for event, groups in wrapped["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = (
+                    f"s=$(date +%s%N); {handler['command']}; r=$?; "
+                    f'echo "{event} $s $(date +%s%N)" >> {shlex.quote(str(log))}; exit $r'
+                )
+    return wrapped
+
+
+def mark_timed(log: Path) -> None:
+    """Mark the start of a ``timed`` run's timed Turns in its log."""
+    with log.open("a") as handle:
+        handle.write(TIMED_MARK + "\n")
+
+
+def hook_seconds(log: Path) -> float:
+    """The seconds all hooks logged after the mark took, together."""
+    lines = log.read_text().splitlines()
+    timed_lines = lines[lines.index(TIMED_MARK) + 1 :]
+    total_ns = 0
+    for line in timed_lines:
+        _event, start, end = line.split()
+        total_ns += int(end) - int(start)
+    return total_ns / 1e9
 
 
 def stop_residents(directory: str | Path) -> None:
