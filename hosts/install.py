@@ -307,7 +307,14 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import doctor
+    from turn_hooks.errors import InvalidInputError
 
+    if args.host == "dsh" and not args.patch_file:
+        # DSH keeps our hooks in the patch layer it was started with, not in a home.
+        raise InvalidInputError(
+            "doctor dsh needs --patch-file (the layer `install dsh` wrote)",
+            reason_code="dsh_patch_file_missing",
+        )
     hosts = [args.host] if args.host else ["codex", "claude-code", "gemini"]
     if args.patch_file and "dsh" not in hosts:
         hosts.append("dsh")

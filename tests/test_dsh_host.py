@@ -115,6 +115,11 @@ def test_install_dsh_writes_one_patch_layer_idempotently_and_uninstalls_it(tmp_p
 def test_install_dsh_refuses_bad_input_and_foreign_files(tmp_path):
     code, error = install(tmp_path)
     assert (code, error["reason_code"]) == (2, "dsh_patch_file_missing")
+    # doctor too: DSH's hooks live in the patch layer, so without one there is nothing
+    # to look at (an internal_error before).
+    result = run_cli("doctor", "dsh", stdin="")
+    error = json.loads(result.stdout)
+    assert (result.returncode, error["reason_code"]) == (2, "dsh_patch_file_missing")
     foreign = tmp_path / "mine.yml"
     foreign.write_text("- id: something-else\n")
     for extra in ((), ("--uninstall",)):
