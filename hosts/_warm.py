@@ -173,6 +173,17 @@ def seconds(variable: str, default: float) -> float:
     return value if 0 < value < 1e6 else default
 
 
+def runtime_path() -> str:
+    """The socket directory's path, as :func:`runtime_dir` names it; nothing is made."""
+    path = _getenv(DIR_VARIABLE)
+    if path:  # the server runs in "/": a relative directory would be another one there
+        return _abspath(path)
+    runtime = _getenv("XDG_RUNTIME_DIR")
+    if runtime.startswith("/"):
+        return _join(runtime, "turn-hooks")
+    return _join(_home(), ".cache", "turn-hooks", "run")
+
+
 def runtime_dir() -> str:
     """The socket directory: ``$TURN_HOOKS_RESIDENT_DIR``, else
     ``$XDG_RUNTIME_DIR/turn-hooks``, else ``~/.cache/turn-hooks/run``; created 0700.
@@ -180,21 +191,14 @@ def runtime_dir() -> str:
     Raises :class:`Unsafe` unless it is a real directory owned by this user that no
     one else can enter: a socket there can only be this user's.
     """
-    path = _getenv(DIR_VARIABLE)
-    if path:  # the server runs in "/": a relative directory would be another one there
-        path = _abspath(path)
-    else:
-        runtime = _getenv("XDG_RUNTIME_DIR")
-        if runtime.startswith("/"):
-            path = _join(runtime, "turn-hooks")
-        else:
-            cache = _join(_home(), ".cache")
-            path = _join(cache, "turn-hooks", "run")
-            for parent in (cache, _dirname(path)):
-                try:
-                    posix.mkdir(parent, 0o700)
-                except FileExistsError:
-                    pass
+    path = runtime_path()
+    if not _getenv(DIR_VARIABLE) and not _getenv("XDG_RUNTIME_DIR").startswith("/"):
+        cache = _dirname(_dirname(path))  # ~/.cache, then ~/.cache/turn-hooks
+        for parent in (cache, _dirname(path)):
+            try:
+                posix.mkdir(parent, 0o700)
+            except FileExistsError:
+                pass
     try:
         posix.mkdir(path, 0o700)
     except FileExistsError:

@@ -218,6 +218,7 @@ CORE_COMMANDS = frozenset(
         "settle",
         "log",
         "mcp",
+        "resident",
     }
 )
 HOST_NAMES = ("generic", "codex-cli", "dsh")
@@ -538,6 +539,46 @@ def _add_log(commands: Any) -> None:
     log.set_defaults(handler=_cmd_log)
 
 
+def _cmd_resident(args: argparse.Namespace) -> tuple[Any, str]:
+    from hosts import resident_control
+
+    if args.resident_command == "stop":
+        document = resident_control.stop()
+        if not document["stopped"]:
+            args.markdown_note = "No resident server was running: nothing to stop."
+        return document, "Resident hook servers stopped"
+    document = resident_control.status()
+    if not document["servers"]:
+        args.markdown_note = (
+            "No resident server is running: the next host hook starts one."
+            if document["enabled"]
+            else "The resident server is switched off (TURN_HOOKS_RESIDENT=0): hooks run cold."
+        )
+    return document, "Resident hook servers"
+
+
+def _add_resident(commands: Any) -> None:
+    resident = commands.add_parser(
+        "resident",
+        help="see or stop the resident hook servers that keep hooks warm",
+        description=(
+            "A resident hook server answers host hooks warm and exits after an hour "
+            "without a call (TURN_HOOKS_RESIDENT_IDLE_SECONDS). `status` lists this "
+            "user's servers; `stop` stops them (the next hook starts one again)."
+        ),
+    )
+    resident_commands = resident.add_subparsers(
+        dest="resident_command", required=True, parser_class=_Parser
+    )
+    for name, summary in (
+        ("status", "list this user's resident servers: pid, start time, this install or not"),
+        ("stop", "stop every resident server of this user: SIGTERM, then SIGKILL after 5 s"),
+    ):
+        sub = resident_commands.add_parser(name, help=summary)
+        _format_option(sub)
+        sub.set_defaults(handler=_cmd_resident)
+
+
 _CORE_BUILDERS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
     (("plugins",), _add_plugins),
     (("schema",), _add_schema),
@@ -548,6 +589,7 @@ _CORE_BUILDERS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
     (("install", "doctor"), _add_install),
     (("log",), _add_log),
     (("mcp",), _add_mcp),
+    (("resident",), _add_resident),
 )
 """The core commands in the order ``--help`` lists them (together, CORE_COMMANDS), each
 with the builder that adds its branch."""
