@@ -173,15 +173,21 @@ def seconds(variable: str, default: float) -> float:
     return value if 0 < value < 1e6 else default
 
 
-def runtime_path() -> str:
-    """The socket directory's path, as :func:`runtime_dir` names it; nothing is made."""
+def _runtime() -> tuple[str, list[str]]:
+    """The socket directory's path, and the parents :func:`runtime_dir` makes first."""
     path = _getenv(DIR_VARIABLE)
     if path:  # the server runs in "/": a relative directory would be another one there
-        return _abspath(path)
+        return _abspath(path), []
     runtime = _getenv("XDG_RUNTIME_DIR")
     if runtime.startswith("/"):
-        return _join(runtime, "turn-hooks")
-    return _join(_home(), ".cache", "turn-hooks", "run")
+        return _join(runtime, "turn-hooks"), []
+    cache = _join(_home(), ".cache")
+    return _join(cache, "turn-hooks", "run"), [cache, _join(cache, "turn-hooks")]
+
+
+def runtime_path() -> str:
+    """The socket directory's path, as :func:`runtime_dir` names it; nothing is made."""
+    return _runtime()[0]
 
 
 def runtime_dir() -> str:
@@ -191,14 +197,12 @@ def runtime_dir() -> str:
     Raises :class:`Unsafe` unless it is a real directory owned by this user that no
     one else can enter: a socket there can only be this user's.
     """
-    path = runtime_path()
-    if not _getenv(DIR_VARIABLE) and not _getenv("XDG_RUNTIME_DIR").startswith("/"):
-        cache = _dirname(_dirname(path))  # ~/.cache, then ~/.cache/turn-hooks
-        for parent in (cache, _dirname(path)):
-            try:
-                posix.mkdir(parent, 0o700)
-            except FileExistsError:
-                pass
+    path, parents = _runtime()
+    for parent in parents:
+        try:
+            posix.mkdir(parent, 0o700)
+        except FileExistsError:
+            pass
     try:
         posix.mkdir(path, 0o700)
     except FileExistsError:
@@ -408,15 +412,25 @@ def _stop_silent_server(pid_path: str) -> None:
     try:
         with open(pid_path, "rb") as handle:
             pid = int(handle.read(16))
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            ours = b"hosts._resident" in handle.read()
     except (OSError, ValueError):
         return
-    if ours:  # the pid file may be stale and the pid reused
+    if is_server(pid):  # the pid file may be stale and the pid reused
         try:
             posix.kill(pid, 9)
         except OSError:
             pass
+
+
+def is_server(pid: int) -> bool:
+    """Whether ``pid`` is a resident server of this user: a pid file may be stale, and
+    its pid reused by another process (another user's, even)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            command = handle.read()
+        owner = posix.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return False
+    return b"hosts._resident" in command and owner == posix.getuid()
 
 
 def _wait(sock: _socket.socket, child: int, *, session: bool = False) -> int:

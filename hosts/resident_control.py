@@ -39,18 +39,6 @@ def _directory() -> tuple[str, str]:
     return path, "private"
 
 
-def _ours(pid: int) -> bool:
-    """Whether ``pid`` is a resident server of this user (a pid file may be stale and
-    its pid reused by another process)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            command = handle.read()
-        owner = os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return False
-    return b"hosts._resident" in command and owner == os.getuid()
-
-
 def _servers(directory: str) -> list[dict[str, Any]]:
     current = _warm.paths(directory, _warm.package_key())[2]
     found = []
@@ -77,7 +65,7 @@ def _servers(directory: str) -> list[dict[str, Any]]:
             {
                 "name": name.removesuffix(".pid"),
                 "pid": pid,
-                "running": _ours(pid),
+                "running": _warm.is_server(pid),
                 "this_install": path == current,
                 "started_at": datetime.fromtimestamp(status.st_mtime, UTC).isoformat(
                     timespec="seconds"
@@ -88,7 +76,7 @@ def _servers(directory: str) -> list[dict[str, Any]]:
 
 
 def status() -> dict[str, Any]:
-    """The resident servers of this user and install (``resident status``)."""
+    """This user's resident servers, of every install (``resident status``)."""
     directory, state = _directory()
     servers = _servers(directory) if state == "private" else []
     return {
@@ -119,10 +107,10 @@ def stop(timeout: float = STOP_SECONDS) -> dict[str, Any]:
             continue
     deadline = time.monotonic() + timeout
     for server in running:
-        while _ours(server["pid"]) and time.monotonic() < deadline:
+        while _warm.is_server(server["pid"]) and time.monotonic() < deadline:
             time.sleep(0.05)
         killed = False
-        if _ours(server["pid"]):
+        if _warm.is_server(server["pid"]):
             try:
                 os.kill(server["pid"], signal.SIGKILL)
                 killed = True
