@@ -548,12 +548,17 @@ def _cmd_resident(args: argparse.Namespace) -> tuple[Any, str]:
             args.markdown_note = "No resident server was running: nothing to stop."
         return document, "Resident hook servers stopped"
     document = resident_control.status()
-    if not document["servers"]:
+    if not document["enabled"]:
         args.markdown_note = (
-            "No resident server is running: the next host hook starts one."
-            if document["enabled"]
-            else "The resident server is switched off (TURN_HOOKS_RESIDENT=0): hooks run cold."
+            "The resident server is switched off (TURN_HOOKS_RESIDENT=0): hooks run cold."
         )
+    elif document["socket_directory"] == "unsafe":
+        args.markdown_note = (
+            "The socket directory is open to others, not yours or unusable: hooks run cold "
+            "until it is a directory of yours with mode 0700 (chmod 700)."
+        )
+    elif not document["servers"]:
+        args.markdown_note = "No resident server is running: the next host hook starts one."
     return document, "Resident hook servers"
 
 

@@ -1023,6 +1023,14 @@ def test_resident_status_and_stop_leave_an_unsafe_or_absent_directory_alone(tmp_
         code, shown = resident_command(env, "stop")
         assert (code, shown["socket_directory"], shown["stopped"]) == (0, "unsafe", [])
         assert alive(server), "a server named only by an unsafe directory is not touched"
+        said = subprocess.run(
+            [SCRIPT, "resident", "status", "--format", "markdown"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert "hooks run cold until it is a directory of yours with mode 0700" in said.stdout
     finally:
         run_dir.chmod(0o700)
     absent = environment(tmp_path / "no-such-directory")
