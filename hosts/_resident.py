@@ -14,6 +14,10 @@ its client (a client that goes away gets its child killed). The socket pair stay
 open while the child runs: a child whose call is a session (``mcp serve``, which
 lasts as long as its host keeps it) says so over it and is no call from then on, so
 the server forks the next spare, sets no deadline on it and may go idle under it.
+A call that queued work for after its reply (:mod:`hosts.after_reply`: a Stop's
+settlement, the hook log) says ``D`` over it just before it reports its exit status,
+and is no call from then on either: its client's exit does not get it killed, and the
+work bounds itself as the forked settler of a cold Stop does.
 
 The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (3600) without a call, on
 SIGTERM, and once the installed package changed under it (its key, or any module
@@ -36,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from hosts import _warm
+from hosts import _warm, after_reply
 
 _PEERCRED = struct.Struct("3i")
 
@@ -219,10 +223,18 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                     gone.append(by_fd[fd])
                 elif fd in by_pair:
                     _heard(by_pair.pop(fd), children, by_fd, poller, sessions)
+            # A child reports "D" on its pair before its client can exit: a hang-up
+            # seen in the same poll as that report (or, in a poll that scanned the
+            # pair just before it came, without it) is not a reason to kill it.
+            for pid in gone:
+                entry = children.get(pid)
+                if entry is not None and by_pair.pop(entry[2].fileno(), None) is not None:
+                    _heard(pid, children, by_fd, poller, sessions)
             _reap(children, by_fd, by_pair, poller, spare, sessions)
             now = time.monotonic()
             for pid in gone:
-                _kill(pid)
+                if pid in children:
+                    _kill(pid)
             for pid, (started, _, _) in list(children.items()):
                 if now - started > deadline:
                     _kill(pid)
@@ -278,20 +290,23 @@ def _heard(
     poller: Any,
     sessions: set[int],
 ) -> None:
-    """Read what the child ``pid`` said on its pair: ``S``, its call became a session.
+    """Read what the child ``pid`` said on its pair: ``S``, its call became a session;
+    ``D``, it has replied and finishes its call's queued work (:mod:`hosts.after_reply`).
 
-    The server then lets the call go (the session watches its client itself, and has
-    no deadline) and only reaps the child when it ends. Anything else (the pair's end,
-    at the child's exit) leaves the call as it is, to be reaped.
+    The server then lets the call go (a session watches its client itself; the work
+    after a reply bounds itself; neither has the call's deadline) and only reaps the
+    child when it ends. Anything else (the pair's end, at the child's exit, or
+    nothing said yet) leaves the call as it is, to be reaped, or killed when its
+    client has gone.
     """
     _, conn, pair = children[pid]
     poller.unregister(pair)
     try:
-        said = pair.recv(1)
-    except OSError:
+        said = pair.recv(1, socket.MSG_DONTWAIT)
+    except OSError:  # nothing said (a client that hung up early), or a broken pair
         said = b""
     pair.close()
-    if said != b"S":
+    if said not in (b"S", b"D"):
         return
     del children[pid]
     sessions.add(pid)
@@ -484,6 +499,8 @@ def _serve_call(
     environment = [entry.partition(b"=") for entry in fields[4 + argc :]]
     if _warm.session(argv[1:]):
         _become_session(conn, pair)
+    else:
+        after_reply.accept()
     conn.sendall(b"A" + os.getpid().to_bytes(4, "big"))
     # The streams come with "G" only, so no descriptor of the client's waits in a
     # queue that a stuck server never reads (a host reading stdout would wait too).
@@ -507,8 +524,41 @@ def _serve_call(
     _fresh_stdio()
     conn.settimeout(None)
     status = _run(argv[1:])
+    if after_reply.pending():
+        _reply_then_finish(conn, pair, status)
+        return status
     conn.sendall(b"X" + status.to_bytes(4, "big", signed=True))
     return status
+
+
+def _reply_then_finish(
+    conn: socket.socket, pair: socket.socket, status: int
+) -> None:  # pragma: no cover - in the child
+    """Report ``status`` to the client, then run the call's queued work
+    (:mod:`hosts.after_reply`): the host goes on while this child finishes.
+
+    The server hears ``D`` first, so the client's exit right after the report is no
+    longer a reason to kill this child, and no call's deadline applies (the work
+    bounds itself: the validator's timeout, the providers' deadlines, the lock
+    timeouts, as in the forked settler it replaces). The standard streams go to
+    ``/dev/null`` before the report: the host may read the hook's output to its end.
+    """
+    signal.alarm(0)
+    try:
+        pair.sendall(b"D")
+    except OSError:  # the server is gone: nothing watches this call any more
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_NOCTTY)
+    for stream in (0, 1, 2):
+        os.dup2(devnull, stream)
+    os.close(devnull)
+    try:
+        conn.sendall(b"X" + status.to_bytes(4, "big", signed=True))
+    except OSError:  # the client is gone: the work is still this call's to finish
+        pass
+    conn.close()
+    pair.close()
+    after_reply.run()
 
 
 def _become_session(conn: socket.socket, pair: socket.socket) -> None:  # pragma: no cover

@@ -21,7 +21,10 @@ or 0777, from an explicit ``$TURN_HOOKS_STATE_DIR``): it is reported as
 any widened sidecar directory, and narrowing a directory the user chose is theirs to
 do (``chmod 700``); one this package creates is 0700 from the start. Other causes
 carry the sidecar's own reason code (``sidecar_not_regular`` for a FIFO in its
-place, ...) or ``hook_log_unavailable``.
+place, ...) or ``hook_log_unavailable``. A resident server's child appends its
+entries once its host has the answer (:mod:`hosts.after_reply`), when its stderr
+is gone to ``/dev/null``; one whose stderr is a terminal appends them at once, so
+the line still reaches the person who ran it.
 
 A busy log (many hooks at once) loses nothing: a hook that cannot take the log's lock
 in time writes its entries to a file of their own in ``hook-log.spill/``, which
@@ -30,6 +33,7 @@ needs no shared lock, and the next hook that holds the log folds them in.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -39,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hosts import after_reply
 from sidecars import SidecarStore
 from turn_hooks import (
     SidecarError,
@@ -108,7 +113,22 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     ]
     if not entries:
         return
+    # A resident child writes the log after the host has its answer; one whose
+    # stderr is a terminal (a person running the hook) writes it now, so a log that
+    # cannot be written is still said there before the prompt comes back.
+    if not _on_terminal() and after_reply.defer(functools.partial(_append, entries)):
+        return
+    _append(entries)
 
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+
+
+def _append(entries: list[dict[str, str]]) -> None:
     try:
         store = SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
         current = store.path(LOG_FILE)

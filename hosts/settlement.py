@@ -30,6 +30,7 @@ no usable registry or Goal a Stop hook writes nothing but its hook log line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -41,7 +42,7 @@ from typing import Any
 
 import pluggy
 
-from hosts import staged
+from hosts import after_reply, staged
 from hosts.hook_log import reasons_in, record
 from hosts.render import extract_results
 from sidecars import (
@@ -353,7 +354,9 @@ def _hand_off(
     turn: TurnContext,
 ) -> bool:
     """Fork a child that settles the spooled entry of ``turn``, whose lock the caller
-    holds; ``True`` once it is forked.
+    holds; ``True`` once it is forked, or once this process has queued the settlement
+    for after its reply (a resident server's child, :mod:`hosts.after_reply`: no fork
+    of that large a process on the Turn's path).
 
     The child inherits the lock: ``flock(2)`` belongs to the open file, which the
     child shares, so the lock stays held when the hook closes its own descriptor and
@@ -367,6 +370,12 @@ def _hand_off(
     streams are ``/dev/null``, so a host reading the hook's output to its end is not
     held up by it.
     """
+    if after_reply.accepting():  # this process settles it once its host has the answer
+        held = os.dup(spool.lock_fd)  # the lock stays held when the transaction ends
+        after_reply.defer(
+            functools.partial(_settle_after_reply, pm, store, spool.path, held, reasons, turn)
+        )
+        return True
     if not hasattr(os, "fork"):
         return False
     sys.stdout.flush()
@@ -418,6 +427,30 @@ def _settle_in_child(
         status = 1
     finally:
         os._exit(status)
+
+
+def _settle_after_reply(
+    pm: pluggy.PluginManager,
+    store: SidecarStore,
+    path: Path,
+    lock_fd: int,
+    reasons: tuple[tuple[str, str], ...],
+    turn: TurnContext,
+) -> None:  # pragma: no cover - runs in resident children, which end with os._exit
+    """Settle the spooled entry at ``path`` in this process, after the host has its
+    answer (:mod:`hosts.after_reply`).
+
+    ``lock_fd`` is a duplicate of the Stop hook's own lock descriptor, taken before
+    its transaction let go: ``flock(2)`` belongs to the open file, so the entry stayed
+    locked from the spool's readback to here, with no gap in which a PreTurn could
+    take it. A kill at any point leaves the queue marker, as for a forked child.
+    """
+    try:
+        store.sweep_temps = True
+        spool = SidecarTransaction(store, path, lock_fd)
+        _replay_entry(pm, store, spool, event="post_settlement", reasons=reasons, turn=turn)
+    finally:
+        os.close(lock_fd)
 
 
 def _attempts(entry: dict[str, Any]) -> int:

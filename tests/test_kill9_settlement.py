@@ -9,16 +9,22 @@ validator attested ends as exactly one record; no Turn ends with two.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
+import resident_support
 from fixtures import f1
+from resident_support import children_of, servers, stop, wait_for
 from turn_support import ROOT, bound_goal, hook_argv, reflection_message, resolution, start_hook
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
@@ -28,8 +34,11 @@ from turn_hooks import make_plugin_manager
 
 EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
 RUNS = 24
-MAX_DELAY = 0.9
-"""Seconds; longer than a whole Stop hook here, so kills land at every stage."""
+SPREAD = 1.3
+"""Kills are drawn over this many times one whole settlement of the same kind, timed
+on this machine first (a fixed bound of seconds landed almost every kill after the
+settlement on a fast machine, and left nothing to carry on): every stage is hit."""
+SCRIPT = shutil.which("turn-hooks", path=str(Path(sys.executable).parent))
 UNMEASURED = {key: value for key, value in os.environ.items() if key != "COVERAGE_PROCESS_CONFIG"}
 """The hook processes run unmeasured: the delays are drawn over an ordinary hook's
 run, and coverage's start-up in each child would move every kill before the spool."""
@@ -89,14 +98,76 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path, dialect):
     marks.mkdir()
     validator = marking_validator(marks)
     draw = random.Random(13)
+    argv = [*hook_argv(registry, validator=validator), "--dialect", dialect]
+    spread = SPREAD * whole_settlement(registry, argv, marks, env=UNMEASURED)
     for run in range(RUNS):
         event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": reflection_message()}
-        argv = [*hook_argv(registry, validator=validator), "--dialect", dialect]
         process = start_hook(argv, event, env=UNMEASURED)
-        time.sleep(draw.uniform(0, MAX_DELAY))
+        time.sleep(draw.uniform(0, spread))
         kill_all_with(str(registry))
         process.wait(timeout=30)
 
+    carry_on_and_check(registry, marks)
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_warm_stop_at_random_points_loses_and_doubles_nothing(tmp_path):
+    """A Codex Stop served by the resident server: its child answers the host, then
+    settles the Turn itself (hosts.after_reply). The kills (of that child and of the
+    hook client) land before the spool, before and after the reply, during the
+    validator and after the write."""
+    run_dir = Path(tempfile.mkdtemp(dir=resident_support.BASE))
+    env = dict(
+        UNMEASURED,
+        TURN_HOOKS_RESIDENT="1",
+        TURN_HOOKS_RESIDENT_DIR=str(run_dir),
+        TURN_HOOKS_RESIDENT_IDLE_SECONDS="120",
+    )
+    registry = bound_goal(tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    binding = ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
+    argv = [SCRIPT, "host", "codex-cli", "post-settlement", *binding]
+    argv += ["--validation-command-json", json.dumps(marking_validator(marks))]
+    draw = random.Random(17)
+    try:
+        start_hook([SCRIPT, "host", "codex-cli", "pre-turn", *binding], {}, env=env).wait(30)
+        wait_for(lambda: servers(run_dir), what="a server")
+        [server] = servers(run_dir)
+        spread = SPREAD * whole_settlement(registry, argv, marks, env=env)
+        for run in range(RUNS):
+            # The spare waiting now is the child that takes the next call.
+            wait_for(lambda: len(children_of(server)) == 1, what="one spare, no call")
+            [child] = children_of(server)
+            event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": reflection_message()}
+            process = start_hook(argv, event, env=env)
+            time.sleep(draw.uniform(0, spread))
+            for pid in (child, process.pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        assert servers(run_dir) == [server], "the kills cost the server nothing"
+    finally:
+        stop(servers(run_dir))
+    carry_on_and_check(registry, marks)
+
+
+def whole_settlement(registry, argv, marks, env):
+    """Seconds from a Stop hook's start to its settlement's end (a Turn of its own,
+    not killed: it is checked with the others)."""
+    store = settlement_store(str(registry), f1.GOAL)
+    started = time.monotonic()
+    start_hook(
+        argv, {"turn_id": "turn-timed", "last_assistant_message": reflection_message()}, env=env
+    ).wait(timeout=60)
+    wait_for(lambda: (marks / "attested-turn-timed").exists(), what="the validator", seconds=60)
+    wait_for(lambda: not queued(store, f1.GOAL, f1.AGENT), what="the settlement", seconds=60)
+    return time.monotonic() - started
+
+
+def carry_on_and_check(registry, marks):
+    """Work the queue and reconcile the journals as later Turns would; then every
+    spooled Turn the validator attested is exactly one record."""
     time.sleep(1)  # let validators orphaned by a kill finish their output
     store = settlement_store(str(registry), f1.GOAL)
     pm = make_plugin_manager()

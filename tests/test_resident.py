@@ -749,19 +749,19 @@ def test_an_interpreter_with_options_that_change_it_runs_cold(tmp_path, run_dir)
     assert list(run_dir.iterdir()) == [] and servers(run_dir) == []
 
 
-def test_a_warm_codex_stop_hands_its_settlement_to_a_detached_child(tmp_path, run_dir):
-    """The resident child forks the settling child in its turn: the hook's pipes are
-    closed when the call returns (``capture_output`` reads them to the end) although
-    the validator is still held at its gate, and the settlement then completes."""
-    from test_settlement_faults import gated_validator, journal_states, queue
+def test_a_warm_codex_stop_replies_first_then_settles_in_its_own_child(tmp_path, run_dir):
+    """The resident child answers the host, then settles the spooled Turn itself: the
+    hook's pipes are closed when the call returns (``capture_output`` reads them to
+    the end) although the validator is still held, the validator's parent is the
+    server's child (no settler forked from it, which would have passed to init), the
+    server does not kill it when its client exits, and the settlement completes."""
+    from test_settlement_faults import journal_states, queue
 
     env = environment(run_dir)
     server = started_server(tmp_path, run_dir, env)
-    registry = bound_goal(tmp_path / "goal")
-    gate_dir = tmp_path / "gate"
-    gate_dir.mkdir()
+    registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
     binding = ("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
-    validation = ("--validation-command-json", json.dumps(gated_validator(gate_dir)))
+    validation = ("--validation-command-json", json.dumps(validator(marks, hold=True)))
     stop_hook = subprocess.run(
         [SCRIPT, "host", "codex-cli", "post-settlement", *binding, *validation],
         input=json.dumps({"turn_id": "t1", "last_assistant_message": MESSAGE}),
@@ -771,13 +771,34 @@ def test_a_warm_codex_stop_hands_its_settlement_to_a_detached_child(tmp_path, ru
         cwd=registry.parent,
         timeout=120,
     )
-    assert (stop_hook.returncode, stop_hook.stdout) == (0, "{}\n")
-    wait_for(lambda: (gate_dir / "started").exists(), what="the validator")
+    assert (stop_hook.returncode, stop_hook.stdout, stop_hook.stderr) == (0, "{}\n", "")
+    wait_for((marks / "running").exists, what="the validator")
+    [(settler, parent, _)] = calls(marks)
+    assert parent == server, "the call's own child settles, after its reply"
     assert journal_states(registry) == [] and len(queue(registry)) == 1
-    (gate_dir / "gate").unlink()
-    wait_for(lambda: queue(registry) == [], what="the detached settlement")
+    time.sleep(0.2)  # the client has exited: a server that killed the child would have
+    assert alive(settler), "the server let the replied call finish its work"
+    (marks / "release").touch()
+    wait_for(lambda: queue(registry) == [], what="the settlement")
     assert journal_states(registry) == ["completed"]
+    wait_for(lambda: not alive(settler), what="the child to end with its work")
     assert servers(run_dir) == [server], "served warm"
+
+
+def test_a_warm_pre_turn_writes_its_hook_log_after_its_reply(tmp_path, run_dir):
+    """A warm PreTurn's hook log entries are written by the call's child once the host
+    has the answer: the same entries a cold call writes, in its own process."""
+    env = environment(run_dir)
+    started_server(tmp_path, run_dir, env)
+    payload = {"turn_id": "t1", "prompt": "module tests"}  # a Goal with nothing stored yet
+    before = len(log_reasons())
+    warm = hook(bound_goal(tmp_path / "warm"), "pre-turn", payload, env)
+    wait_for(lambda: len(log_reasons()) > before, what="the warm call's entries")
+    warm_logged = log_reasons()[before:]
+    cold = hook(bound_goal(tmp_path / "cold"), "pre-turn", payload, cold_env())
+    assert (warm.returncode, warm.stdout, warm.stderr) == (0, cold.stdout, cold.stderr)
+    assert warm_logged == log_reasons()[before + len(warm_logged) :]
+    assert warm_logged == ["provider_returned_no_items"]
 
 
 @pytest.mark.parametrize("root", ["/opt/with space", "/it's", '/say "hi"', "/naïve/路径", "/a\\b"])
