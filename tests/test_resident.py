@@ -771,14 +771,16 @@ def test_a_warm_codex_stop_replies_first_then_settles_in_its_own_child(tmp_path,
         cwd=registry.parent,
         timeout=120,
     )
-    assert (stop_hook.returncode, stop_hook.stdout, stop_hook.stderr) == (0, "{}\n", "")
-    wait_for((marks / "running").exists, what="the validator")
-    [(settler, parent, _)] = calls(marks)
-    assert parent == server, "the call's own child settles, after its reply"
-    assert journal_states(registry) == [] and len(queue(registry)) == 1
-    time.sleep(0.2)  # the client has exited: a server that killed the child would have
-    assert alive(settler), "the server let the replied call finish its work"
-    (marks / "release").touch()
+    try:
+        assert (stop_hook.returncode, stop_hook.stdout, stop_hook.stderr) == (0, "{}\n", "")
+        wait_for((marks / "running").exists, what="the validator")
+        [(settler, parent, _)] = calls(marks)
+        assert parent == server, "the call's own child settles, after its reply"
+        assert journal_states(registry) == [] and len(queue(registry)) == 1
+        time.sleep(0.2)  # the client has exited: a server that killed the child would have
+        assert alive(settler), "the server let the replied call finish its work"
+    finally:
+        (marks / "release").touch()  # a held validator never outlives the test
     wait_for(lambda: queue(registry) == [], what="the settlement")
     assert journal_states(registry) == ["completed"]
     wait_for(lambda: not alive(settler), what="the child to end with its work")
