@@ -50,10 +50,12 @@ def pending() -> bool:
 
 
 def run() -> None:
-    """Run the queued work in order, and anything it queues at once; never raises.
+    """Run the queued work in order; never raises.
 
-    One item failing does not cost the others: each owns its own recovery (a
-    settlement left unfinished keeps its queue marker, which the next PreTurn's
+    From here nothing more is queued: the reply has gone, so :func:`defer` returns
+    ``False`` and its caller does the work at once (a settlement's own hook log
+    entries). One item failing does not cost the others: each owns its own recovery
+    (a settlement left unfinished keeps its queue marker, which the next PreTurn's
     worker carries on).
     """
     global _queue
