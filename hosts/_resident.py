@@ -500,7 +500,7 @@ def _serve_call(
     if _warm.session(argv[1:]):
         _become_session(conn, pair)
     else:
-        after_reply.accept()
+        after_reply.accept(on_first=_shelter)
     conn.sendall(b"A" + os.getpid().to_bytes(4, "big"))
     # The streams come with "G" only, so no descriptor of the client's waits in a
     # queue that a stuck server never reads (a host reading stdout would wait too).
@@ -531,6 +531,16 @@ def _serve_call(
     return status
 
 
+def _shelter() -> None:  # pragma: no cover - in the child
+    """Ignore the host's stop signals once work waits for the reply, until the reply
+    is sent (:func:`_reply_then_finish`): a cold Stop's settler, in a session of its
+    own, is out of their reach too. The call itself ends within milliseconds of
+    that, its client's deadline still bounds it, and the client exits with the
+    call's status."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def _reply_then_finish(
     conn: socket.socket, pair: socket.socket, status: int
 ) -> None:  # pragma: no cover - in the child
@@ -558,6 +568,11 @@ def _reply_then_finish(
         pass
     conn.close()
     pair.close()
+    # No one forwards the host's signals any more; the validator and what it starts
+    # inherit the dispositions, so they get the defaults back (_shelter ignored them).
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     after_reply.run()
 
 

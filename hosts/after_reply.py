@@ -14,6 +14,12 @@ held up by it.
 Everywhere else (a cold hook process, a test, a host calling in process) nothing
 is queued: :func:`defer` returns ``False`` and the caller does the work at once, as
 it always did.
+
+The queue runs after the call's exit steps, as a cold process takes them before it
+exits (non-daemon threads joined, ``atexit`` handlers run): so the output a host
+sees is the whole of it. Work queued here may start threads and processes, but not
+a ``concurrent.futures`` pool (which refuses after those steps), and cannot count on
+a ``weakref.finalize`` running.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from collections.abc import Callable
 
 _queue: list[Callable[[], object]] | None = None
 """The work queued by this call, or ``None`` when this process cannot reply early."""
+_on_first: Callable[[], object] | None = None
+"""What :func:`accept` was told to do when the first work is queued."""
 
 
 def accepting() -> bool:
@@ -32,16 +40,21 @@ def accepting() -> bool:
 def defer(work: Callable[[], object]) -> bool:
     """Queue ``work`` to run once the host has the answer; ``False`` if this process
     cannot answer first (the caller then runs it now)."""
+    global _on_first
     if _queue is None:
         return False
     _queue.append(work)
+    if _on_first is not None:
+        first, _on_first = _on_first, None
+        first()
     return True
 
 
-def accept() -> None:
-    """Let this call queue work for after its reply (the resident child's call only)."""
-    global _queue
-    _queue = []
+def accept(on_first: Callable[[], object] | None = None) -> None:
+    """Let this call queue work for after its reply (the resident child's call only);
+    ``on_first`` runs when the first work is queued."""
+    global _queue, _on_first
+    _queue, _on_first = [], on_first
 
 
 def pending() -> bool:
@@ -58,8 +71,8 @@ def run() -> None:
     (a settlement left unfinished keeps its queue marker, which the next PreTurn's
     worker carries on).
     """
-    global _queue
-    work, _queue = _queue or [], None
+    global _queue, _on_first
+    work, _queue, _on_first = _queue or [], None, None
     for item in work:
         try:
             item()

@@ -23,8 +23,10 @@ do (``chmod 700``); one this package creates is 0700 from the start. Other cause
 carry the sidecar's own reason code (``sidecar_not_regular`` for a FIFO in its
 place, ...) or ``hook_log_unavailable``. A resident server's child appends its
 entries once its host has the answer (:mod:`hosts.after_reply`), when its stderr
-is gone to ``/dev/null``; one whose stderr is a terminal appends them at once, so
-the line still reaches the person who ran it.
+is gone to ``/dev/null``. It first checks that the log passes the checks a write
+makes (its directories, kinds and modes), and writes at once if not, or if its
+stderr is a terminal, so the line still reaches stderr as from a cold process;
+only a failure no check sees beforehand (a full disk) goes unsaid there.
 
 A busy log (many hooks at once) loses nothing: a hook that cannot take the log's lock
 in time writes its entries to a file of their own in ``hook-log.spill/``, which
@@ -113,12 +115,23 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     ]
     if not entries:
         return
-    # A resident child writes the log after the host has its answer; one whose
-    # stderr is a terminal (a person running the hook) writes it now, so a log that
-    # cannot be written is still said there before the prompt comes back.
-    if not _on_terminal() and after_reply.defer(functools.partial(_append, entries)):
+    # A resident child writes the log after the host has its answer, unless its stderr
+    # is a terminal (a person running the hook) or the log would be refused: then it
+    # writes now, so the line saying why reaches stderr as from a cold process.
+    later = after_reply.accepting() and not _on_terminal() and _writable()
+    if later and after_reply.defer(functools.partial(_append, entries)):
         return
     _append(entries)
+
+
+def _writable() -> bool:
+    """Whether the log passes, now, the checks its write makes before writing."""
+    try:
+        store = SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
+        store.check_writable(store.path(LOG_FILE))
+    except Exception:  # any refusal: the write now says which
+        return False
+    return True
 
 
 def _on_terminal() -> bool:

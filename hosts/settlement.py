@@ -371,7 +371,10 @@ def _hand_off(
     held up by it.
     """
     if after_reply.accepting():  # this process settles it once its host has the answer
-        held = os.dup(spool.lock_fd)  # the lock stays held when the transaction ends
+        try:
+            held = os.dup(spool.lock_fd)  # the lock stays held when the transaction ends
+        except OSError:  # no descriptor left: settle here, as when no fork could be made
+            return False
         after_reply.defer(
             functools.partial(_settle_after_reply, pm, store, spool.path, held, reasons, turn)
         )
@@ -436,7 +439,7 @@ def _settle_after_reply(
     lock_fd: int,
     reasons: tuple[tuple[str, str], ...],
     turn: TurnContext,
-) -> None:  # pragma: no cover - runs in resident children, which end with os._exit
+) -> None:
     """Settle the spooled entry at ``path`` in this process, after the host has its
     answer (:mod:`hosts.after_reply`).
 

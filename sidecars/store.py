@@ -189,6 +189,21 @@ class SidecarStore:
                 path=str(path),
             )
 
+    def check_writable(self, path: Path) -> None:
+        """Raise what taking the lock of ``path`` and reading it raise before anything
+        is written: a link or a widened directory on the way, a sidecar or lock that is
+        not a regular file, a sidecar more open than 0600 or not this user's. Nothing
+        is created or read: a check for a caller that wants to know before it writes
+        later (:mod:`hosts.hook_log`)."""
+        self._check_tree(path)
+        self._check_kind(path)
+        self._check_kind(lock_path(path))
+        try:
+            info = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        self._check_mode(info, path)
+
     @contextlib.contextmanager
     def lock(self, path: Path) -> Iterator[int]:
         """Hold ``<file>.lock`` exclusively, or raise SidecarLockTimeout; the block gets

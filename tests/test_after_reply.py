@@ -50,3 +50,17 @@ def test_work_deferred_while_the_queue_runs_is_the_callers_to_do_at_once():
     after_reply.defer(queues_more)
     after_reply.run()
     assert done == ["queued=False"]
+
+
+def test_the_first_work_queued_runs_the_callers_hook_once():
+    """The resident child shelters the call from the host's stop signals from then on."""
+    told: list[str] = []
+    after_reply.accept(on_first=lambda: told.append("first"))
+    assert told == [], "nothing queued yet"
+    after_reply.defer(lambda: None)
+    after_reply.defer(lambda: None)
+    assert told == ["first"]
+    after_reply.run()
+    after_reply.accept()
+    after_reply.defer(lambda: None)
+    assert told == ["first"], "a later call's queue does not run an earlier call's hook"

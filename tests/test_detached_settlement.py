@@ -337,3 +337,67 @@ def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monk
     assert parsed.exists() is edited
     assert len(delivered) == 1
     assert (delivered[0] == "changed since") is edited
+
+
+@pytest.fixture
+def replying(monkeypatch):
+    """This process as a resident server's child: it may answer before it settles."""
+    from hosts import after_reply, settlement
+
+    monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
+    after_reply.accept()
+    yield after_reply
+    after_reply._queue = None
+
+
+def test_a_stop_that_can_answer_first_settles_after_its_reply_holding_the_lock(tmp_path, replying):
+    """No fork: the Stop returns with its settlement queued (:mod:`hosts.after_reply`),
+    the entry's lock still held by the descriptor kept for it, and the queued work
+    settles the entry and lets the lock go."""
+    from hosts import settlement
+    from turn_hooks import make_plugin_manager
+
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    (tmp_path / "gate").unlink()
+    turn = hook_turn(registry, tmp_path / "repo", turn_id="t1", host="codex_cli")
+    settlers = list(settlement._settlers)
+    receipt = settlement.settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
+    )
+    assert receipt is None and replying.pending(), "queued, not settled"
+    assert settlement._settlers == settlers, "nothing was forked"
+    store = settlement_store(str(registry), f1.GOAL)
+    spooled = spool_path(store, turn)
+    with pytest.raises(SidecarLockTimeout):  # the transaction ended; its lock did not
+        with SidecarStore(store.root, lock_timeout=0).lock(spooled):
+            pass
+    assert journal_states(registry) == [] and len(queue(registry)) == 1
+    replying.run()
+    assert journal_states(registry) == ["completed"] and queue(registry) == []
+    with SidecarStore(store.root, lock_timeout=0).lock(spooled):
+        pass  # let go once settled
+
+
+def test_a_stop_with_no_descriptor_left_for_its_lock_settles_before_it_returns(
+    tmp_path, replying, monkeypatch
+):
+    """Out of descriptors, the lock cannot be kept for after the reply: the Stop settles
+    its entry itself, under the same lock, as when no settler could be forked."""
+    from hosts import settlement
+    from turn_hooks import make_plugin_manager
+
+    def no_descriptor(fd):
+        raise OSError(24, "Too many open files")
+
+    registry = bound_goal(tmp_path)
+    validator = gated_validator(tmp_path)
+    (tmp_path / "gate").unlink()
+    turn = hook_turn(registry, tmp_path / "repo", turn_id="t1", host="codex_cli")
+    monkeypatch.setattr(settlement.os, "dup", no_descriptor)
+    receipt = settlement.settle(
+        make_plugin_manager(), turn, final_message=message(), validation_argv=validator, detach=True
+    )
+    monkeypatch.undo()
+    assert receipt is not None and not replying.pending()
+    assert journal_states(registry) == ["completed"] and queue(registry) == []

@@ -803,6 +803,22 @@ def test_a_warm_pre_turn_writes_its_hook_log_after_its_reply(tmp_path, run_dir):
     assert warm_logged == ["provider_returned_no_items"]
 
 
+def test_a_warm_call_says_why_its_hook_log_is_not_written_as_a_cold_one_does(tmp_path, run_dir):
+    """A log the write would refuse (here a directory where its file belongs) is
+    written, and refused, before the reply: the line saying why reaches the host's
+    stderr from a warm call as from a cold one."""
+    env = environment(run_dir)
+    started_server(tmp_path, run_dir, env)
+    log = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json"
+    log.unlink(missing_ok=True)
+    log.mkdir(mode=0o700)
+    payload = {"turn_id": "t1", "prompt": "module tests"}
+    warm = hook(bound_goal(tmp_path / "warm"), "pre-turn", payload, env)
+    cold = hook(bound_goal(tmp_path / "cold"), "pre-turn", payload, cold_env())
+    assert "hook log not written (reason_code=sidecar_not_regular)" in cold.stderr
+    assert (warm.returncode, warm.stdout, warm.stderr) == (0, cold.stdout, cold.stderr)
+
+
 @pytest.mark.parametrize("root", ["/opt/with space", "/it's", '/say "hi"', "/naïve/路径", "/a\\b"])
 def test_the_loader_names_any_package_root_exactly(monkeypatch, root):
     """The loader's root is a Python string literal inside a shell word: whatever the

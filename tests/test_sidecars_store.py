@@ -698,3 +698,62 @@ def test_orphan_locks_are_dropped_unless_held(store):
     assert store.drop_orphan_locks("queue") == 1, "no longer held"
     assert store.drop_orphan_locks("absent") == 0
     assert store.drop_orphan_locks("queue", "live.json") == 0, "not a directory"
+
+
+def _widen_file(store, path):
+    store.write(path, {"a": 1})
+    os.chmod(path, 0o644)
+
+
+def _widen_directory(store, path):
+    store.write(path, {"a": 1})
+    os.chmod(path.parent, 0o755)
+
+
+def _private_dirs(store, path):
+    store.write(path.with_name("neighbour.json"), {"a": 1})  # the store's own 0700 tree
+
+
+def _fifo_for_file(store, path):
+    _private_dirs(store, path)
+    os.mkfifo(path, 0o600)
+
+
+def _fifo_for_lock(store, path):
+    _private_dirs(store, path)
+    os.mkfifo(sidecars.store.lock_path(path), 0o600)
+
+
+def _link_for_file(store, path):
+    _private_dirs(store, path)
+    path.symlink_to(path.with_name("neighbour.json"))
+
+
+@pytest.mark.parametrize(
+    ("plant", "reason"),
+    [
+        (_widen_file, "sidecar_permission_widened"),
+        (_widen_directory, "sidecar_permission_widened"),
+        (_fifo_for_file, "sidecar_not_regular"),
+        (_fifo_for_lock, "sidecar_not_regular"),
+        (_link_for_file, "sidecar_symlink"),
+    ],
+)
+def test_check_writable_refuses_what_a_locked_write_would_before_anything_is_made(
+    store, plant, reason
+):
+    path = store.path("dir", "doc.json")
+    plant(store, path)
+    before = sorted(os.listdir(path.parent))
+    with pytest.raises((SidecarPermissionError, SidecarCorrupt, SidecarPathError)) as info:
+        store.check_writable(path)
+    assert info.value.reason_code == reason
+    assert sorted(os.listdir(path.parent)) == before, "the check made nothing"
+
+
+def test_check_writable_passes_a_sound_or_missing_sidecar_and_creates_nothing(store):
+    missing = store.path("dir", "doc.json")
+    store.check_writable(missing)
+    assert not store.root.exists(), "nothing was made for the check"
+    store.write(missing, {"a": 1})
+    store.check_writable(missing)
