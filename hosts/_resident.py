@@ -452,7 +452,13 @@ def _leave_server(closing: list[int]) -> None:  # pragma: no cover - in forked c
             os.close(fd)
         except OSError:
             pass
-    for signum in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _default_stop_signals()
+
+
+def _default_stop_signals() -> None:  # pragma: no cover - in forked children
+    """SIGTERM, SIGHUP and SIGINT as a new interpreter has them."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -570,9 +576,7 @@ def _reply_then_finish(
     pair.close()
     # No one forwards the host's signals any more; the validator and what it starts
     # inherit the dispositions, so they get the defaults back (_shelter ignored them).
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _default_stop_signals()
     after_reply.run()
 
 

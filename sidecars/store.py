@@ -189,15 +189,20 @@ class SidecarStore:
                 path=str(path),
             )
 
+    def _check_path(self, path: Path) -> None:
+        # What refuses a sidecar before its lock is opened: the tree, then the
+        # sidecar's and its lock's kinds.
+        self._check_tree(path)
+        self._check_kind(path)
+        self._check_kind(lock_path(path))
+
     def check_writable(self, path: Path) -> None:
         """Raise what taking the lock of ``path`` and reading it raise before anything
         is written: a link or a widened directory on the way, a sidecar or lock that is
         not a regular file, a sidecar more open than 0600 or not this user's. Nothing
         is created or read: a check for a caller that wants to know before it writes
         later (:mod:`hosts.hook_log`)."""
-        self._check_tree(path)
-        self._check_kind(path)
-        self._check_kind(lock_path(path))
+        self._check_path(path)
         try:
             info = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -208,12 +213,9 @@ class SidecarStore:
     def lock(self, path: Path) -> Iterator[int]:
         """Hold ``<file>.lock`` exclusively, or raise SidecarLockTimeout; the block gets
         the lock's descriptor (a forked child that keeps it holds the lock on)."""
-        self._check_tree(path)
-        target = lock_path(path)
-        self._check_kind(path)
-        self._check_kind(target)
+        self._check_path(path)
         self._ensure_dirs(path.parent)
-        fd = _acquire(target, self.lock_timeout, sidecar=path)
+        fd = _acquire(lock_path(path), self.lock_timeout, sidecar=path)
         try:
             yield fd
         finally:
