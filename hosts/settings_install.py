@@ -115,7 +115,15 @@ def refuse_link(path: Path, reason_prefix: str, name: str) -> None:
     """A host file that is a symlink is refused (``<prefix>_symlink``), never
     written through nor replaced by a file: the Files rule allows no links, and a
     dotfiles link silently turned into a copy would surprise either way."""
-    if path.is_symlink():
+    try:
+        link = path.is_symlink()
+    except OSError as exc:  # a name too long for the file system: nothing there to use
+        raise InvalidInputError(
+            f"{name} cannot be reached ({exc.strerror}): point "
+            "--home/--codex-home/--patch-file at a real directory",
+            reason_code=f"{reason_prefix}_unreachable",
+        ) from exc
+    if link:
         raise InvalidInputError(
             f"{name} is a symbolic link: replace the link with a file, or point "
             "--home/--codex-home/--patch-file at the real one",

@@ -195,6 +195,11 @@ FRAGMENTS = [
     '"x"',
     json.dumps("x" * 5000),
     '{"unknown_key": 1}',
+    # Mixed-type and object lists, where a homogeneous list or a scalar is expected
+    # (issue 37: values used as keys or sorted before their type was checked).
+    '["b", "a", 1]',
+    '[{"k": 1}, {"k": 2}]',
+    "1.5",
 ]
 HOLE = "@@fuzz-hole@@"
 

@@ -651,3 +651,33 @@ def test_a_sidecar_root_the_system_refuses_is_a_typed_error(tmp_path, capsys):
     error = json.loads(capsys.readouterr().out)
     assert (error["error"], error["reason_code"]) == ("InvalidInputError", "sidecar_root_invalid")
     assert not any(tmp_path.iterdir()), "nothing was written"
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        pytest.param(("doctor", "codex", "--codex-home"), "hooks_json_unreachable", id="doctor"),
+        pytest.param(
+            ("install", "codex", "--uninstall", "--codex-home"),
+            "hooks_json_unreachable",
+            id="codex",
+        ),
+        pytest.param(
+            ("install", "claude-code", "--uninstall", "--home"),
+            "settings_json_unreachable",
+            id="claude-code",
+        ),
+    ],
+)
+def test_a_host_home_whose_name_is_too_long_is_a_typed_error(
+    capsys, monkeypatch, tmp_path, argv, reason
+):
+    # ENAMETOOLONG is not one of the errors pathlib's is_symlink() answers False for.
+    registry = bound_goal(tmp_path / "goal")
+    scratch = tmp_path / "cwd"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
+    binding = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)
+    code, error = main(capsys, monkeypatch, *argv, "9" * 5000, *binding)
+    assert (code, error["reason_code"]) == (2, reason)
+    assert list(scratch.iterdir()) == []

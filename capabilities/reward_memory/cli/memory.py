@@ -73,7 +73,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
         )
     config = resolution.config
     event = v.mapping(route["event"], "input.event")
-    surface = config["surfaces"].get(event.get("surface_id"))
+    surface = v.lookup(config["surfaces"], event.get("surface_id"))
     if surface is None:
         v.fail("input.event.surface_id", "is not a configured surface", "surface_not_configured")
     if route.get("adapter") not in (None, surface["adapter"]):

@@ -202,6 +202,12 @@ def enum(value: object, allowed: tuple[str, ...], field: str) -> str:
     return value
 
 
+def lookup(table: dict[str, Any], key: object) -> Any:
+    """``table[key]`` for a string key, else ``None``: a key from input may be any JSON
+    value, and an object or a list is no name of anything (nor hashable)."""
+    return table.get(key) if isinstance(key, str) else None
+
+
 def mapping(value: object, field: str) -> dict[str, Any]:
     """A JSON object."""
     if not isinstance(value, dict):

@@ -34,6 +34,7 @@ def _control(document: object) -> dict[str, Any]:
         v.fail("input", "must be a ready operator-control result", "retirement_control_invalid")
     receipt = v.mapping(control.get("receipt"), "input.receipt")
     decision = v.mapping(control.get("decision"), "input.decision")
+    v.mapping(decision.get("record"), "input.decision.record")
     if receipt.get("effective_action") != "retire" or decision.get("status") != "retired":
         v.fail("input.receipt", "is not a retirement", "retirement_control_invalid")
     return control
@@ -54,7 +55,7 @@ def retire(
         v.fail(
             "binding", f"is not available ({resolution.status['status']})", "binding_unavailable"
         )
-    entry = config["corpora"].get(receipt.get("corpus_id"))
+    entry = v.lookup(config["corpora"], receipt.get("corpus_id"))
     if entry is None:
         v.fail("input.receipt.corpus_id", "is not a corpus of this binding", "corpus_not_declared")
     corpus = entry["corpus"]

@@ -76,7 +76,10 @@ def review_candidate(candidate_or_review: object, review: object) -> dict[str, A
     effective = requested
     if not guard_passed and requested in {"accept", "edit"}:
         effective = "no_write"
-    supersedes = list(lifecycle.get("supersedes_refs") or [])
+    raw_supersedes = lifecycle.get("supersedes_refs") or []
+    if not isinstance(raw_supersedes, (list, str, dict)):  # list() of these is LoopX's reading
+        v.fail("record.lifecycle.supersedes_refs", "must be a list")
+    supersedes = list(raw_supersedes)
     if effective != requested:
         pass  # a blocked accept or edit records the decision and leaves the record as it was
     elif effective == "accept":

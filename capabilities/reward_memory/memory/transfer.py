@@ -113,7 +113,8 @@ def _guard(record: dict[str, Any], entry: dict[str, Any], field: str) -> None:
     lifecycle = v.mapping(record.get("lifecycle"), f"{field}.lifecycle")
     v.enum(lifecycle.get("state"), _STATES, f"{field}.lifecycle.state")
     scope = v.mapping(record.get("scope"), f"{field}.scope")
-    v.listing(scope.get("surface_ids"), f"{field}.scope.surface_ids", 1, 1)
+    for surface in v.listing(scope.get("surface_ids"), f"{field}.scope.surface_ids", 1, 1):
+        v.token(surface, f"{field}.scope.surface_ids")  # a name, before the guard sets it
     source = v.mapping(record.get("source"), f"{field}.source")
     for key in ("source_kind", "actor_role"):
         v.token(source.get(key), f"{field}.source.{key}")

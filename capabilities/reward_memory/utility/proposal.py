@@ -105,6 +105,13 @@ def _exact(
     return value
 
 
+def _sorted_texts(value: object) -> object:
+    """``value`` sorted when it is a list of strings; otherwise as it came."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return sorted(value)
+    return value
+
+
 def receipt_text(receipt: dict[str, Any], key: str) -> str:
     """A receipt's text field as upstream reads it: a number is its ``str()`` text.
 
@@ -260,12 +267,10 @@ def build_observation(
         "attribution_level": offer["attribution_level"],
         "evidence_basis": offer["evidence_basis"],
         "confidence": offer["confidence"],
-        "reason_codes": sorted(offer["reason_codes"])
-        if isinstance(offer["reason_codes"], list)
-        else offer["reason_codes"],
-        "evidence_refs": sorted(offer["evidence_refs"])
-        if isinstance(offer["evidence_refs"], list)
-        else offer["evidence_refs"],
+        # Sorted only when sortable: anything else is refused by the observation's own
+        # checks below, with their reason code, rather than by a TypeError here.
+        "reason_codes": _sorted_texts(offer["reason_codes"]),
+        "evidence_refs": _sorted_texts(offer["evidence_refs"]),
         "evaluator_ref": offer["evaluator_ref"],
         "evaluation_version": offer["evaluation_version"],
         "created_at": created_at,
