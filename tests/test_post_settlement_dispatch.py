@@ -243,7 +243,12 @@ def test_a_final_previous_result_is_replayed_without_a_call(pm, turn):
     }
     receipt = call_post_settlement(pm, turn, settled(previous))
     assert len(calls) == 1, "only the retryable hook is called again"
-    assert receipt["results"]["a.ingest"] == {"status": "activated", "n": 1}
+    assert receipt["results"]["a.ingest"] == {
+        "status": "activated",
+        "n": 1,
+        "deduplicated": True,  # this delivery wrote nothing (issue 37)
+        "external_writes_performed": False,
+    }
     assert receipt["skipped_hook_ids"] == ["a.ingest"]
     assert receipt["status"] == "observed"
 
@@ -281,8 +286,35 @@ def test_a_final_stored_receipt_skips_the_whole_dispatch(pm, turn):
     calls = []
     pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
     stored = {"status": "observed", "results": {}, "capability_ids": {}}
-    assert call_post_settlement(pm, turn, settled(stored)) == stored
+    assert call_post_settlement(pm, turn, settled(stored)) == {
+        **stored,
+        "external_writes_performed": False,
+        "skipped_hook_ids": [],
+    }
     assert calls == []
+
+
+def test_a_delivery_after_a_final_one_says_it_wrote_nothing(pm, turn):
+    """Issue 37: of concurrent deliveries of one Turn, only the first reports its write."""
+    calls = []
+    pm.register(effect_plugin("a.ingest", {"status": "activated"}, calls), name="a")
+    first = {
+        "status": "observed",
+        "results": {"a.ingest": {"status": "activated", "deduplicated": False, "n": 1}},
+        "capability_ids": {"a.ingest": "cap"},
+        "external_writes_performed": True,
+        "skipped_hook_ids": [],
+    }
+    receipt = call_post_settlement(pm, turn, settled(first))
+    assert calls == []
+    assert receipt["results"]["a.ingest"] == {
+        "status": "activated",
+        "deduplicated": True,
+        "n": 1,
+        "external_writes_performed": False,
+    }
+    assert receipt["external_writes_performed"] is False
+    assert receipt["skipped_hook_ids"] == ["a.ingest"]
 
 
 def test_an_observed_receipt_with_an_open_journal_is_dispatched_again(pm, turn):

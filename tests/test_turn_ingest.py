@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -388,3 +389,44 @@ def test_two_processes_reconciling_one_journal_write_at_most_once(goal, tmp_path
     [path] = journal_files(goal)
     journal = json.loads(path.read_text())
     assert (journal["status"], journal["attempt_count"]) == ("completed", 2)
+
+
+@pytest.mark.slow
+def test_concurrent_deliveries_of_one_turn_report_one_write(tmp_path):
+    """Issue 37: eight Stop hooks deliver one Turn at once. One record is stored; one
+    receipt reports the activation, and the seven others that they wrote nothing."""
+    from turn_support import ROOT, hook_argv, reflection_message
+
+    registry = bound_goal(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    env = {**os.environ, "TURN_HOOKS_STATE_DIR": str(state)}
+    event = {
+        "turn_id": "t1",
+        "cwd": str(tmp_path / "repo"),
+        "last_assistant_message": reflection_message(),
+    }
+    hooks = [
+        subprocess.Popen(
+            hook_argv(registry),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        for _ in range(8)
+    ]
+    receipts = []
+    for hook in hooks:
+        out, _ = hook.communicate(json.dumps(event), timeout=120)
+        receipts.append(json.loads(out)["results"]["reward-memory.outcome-ingest"])
+    assert [r["status"] for r in receipts] == ["activated"] * 8
+    assert sorted(r["deduplicated"] for r in receipts) == [False] + [True] * 7
+    assert sum(r["external_writes_performed"] for r in receipts) == 1
+    import sqlite3
+
+    with contextlib.closing(
+        sqlite3.connect(tmp_path / "repo/.local/turn-hooks/memory.sqlite3")
+    ) as db:
+        assert db.execute("SELECT count(*) FROM records").fetchone() == (1,)

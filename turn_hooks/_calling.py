@@ -346,6 +346,17 @@ def _result_is_final(result: Mapping[str, Any]) -> bool:
     )
 
 
+def replayed(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A final result of an earlier delivery, as this delivery reports it.
+
+    No plugin was called, so nothing was written this time: the result says so
+    (``deduplicated: true``, ``external_writes_performed: false``), and only the first
+    of several deliveries of one Turn (concurrent Stop hooks, a replay) reports the
+    write it made.
+    """
+    return {**result, "deduplicated": True, "external_writes_performed": False}
+
+
 def settlement_is_taken(receipt: Mapping[str, Any] | None) -> bool:
     """True when every plugin durably took a stored ``post_settlement`` receipt.
 
@@ -397,7 +408,7 @@ def _dispatch_post_settlement(
             hook_id = registration.hook_id
             capability_ids[hook_id] = registration.capability_id
             if _is_final(previous, hook_id, registration.capability_id):
-                results[hook_id] = dict(previous["results"][hook_id])
+                results[hook_id] = replayed(previous["results"][hook_id])
                 skipped.append(hook_id)
                 continue
             rules.validate_settlement_registration(registration)
@@ -454,7 +465,13 @@ def call_post_settlement(
     """
     previous = settlement.evidence.previous_post_settlement
     if isinstance(previous, Mapping) and settlement_is_final(previous):
-        return dict(previous)
+        results = previous["results"]
+        return {
+            **previous,
+            "results": {hook_id: replayed(result) for hook_id, result in results.items()},
+            "external_writes_performed": False,
+            "skipped_hook_ids": list(results),
+        }
     try:
         return _dispatch_post_settlement(pm, turn, settlement).to_json()
     except Exception:  # the Turn is already settled; a broken dispatcher must not undo it
