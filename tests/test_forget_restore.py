@@ -250,6 +250,15 @@ def stop_hook(registry, turn_id):
     return json.loads(result.stdout)["results"]["reward-memory.outcome-ingest"]
 
 
+def recalled(registry, turn_id):
+    """Whether a real PreTurn hook delivers a memory to the Turn."""
+    event = {"turn_id": turn_id, "prompt": QUERY + ": which tests first?"}
+    event["cwd"] = str(registry.parent / "repo")
+    result = run_process(hook_argv(registry, "pre-turn"), json.dumps(event))
+    assert result.returncode == 0
+    return "[memory 1]" in json.loads(result.stdout).get("additional_context", "")
+
+
 def logged():
     path = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / "hook-log.json"
     entries = json.loads(path.read_text())["entries"] if path.exists() else []
@@ -281,8 +290,11 @@ def test_a_later_turn_does_not_learn_a_forgotten_lesson_and_the_log_says_why(tmp
     settle = [sys.executable, "-m", "hosts.cli", "settle", "--pending", *args]
     assert json.loads(run_process(settle).stdout)["settled_count"] == 0
 
+    assert not recalled(registry, "t2-recall"), "forgotten: not recalled"
+
     code, restored = cli_json("memory", "restore", row["memory_ref"], *args)
     assert (code, restored["status"]) == (0, "restored")
+    assert recalled(registry, "t3-recall"), "restored: recalled again"
     assert stop_hook(registry, "t3")["status"] == "activated"
     _code, learned = cli_json("memory", "list", *args)
     assert learned["active_count"] == 2, "after restore, a Turn learns the lesson again"
