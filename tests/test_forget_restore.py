@@ -298,3 +298,30 @@ def test_a_later_turn_does_not_learn_a_forgotten_lesson_and_the_log_says_why(tmp
     assert stop_hook(registry, "t3")["status"] == "activated"
     _code, learned = cli_json("memory", "list", *args)
     assert learned["active_count"] == 2, "after restore, a Turn learns the lesson again"
+
+
+def test_a_retirement_by_review_is_not_the_owner_forgetting(capsys, tmp_path):
+    from capabilities.providers.factory import build_provider
+    from capabilities.reward_memory.binding.registry import load_registry, resolve
+    from capabilities.reward_memory.curation.retirement import retired_form
+    from capabilities.reward_memory.memory.inventory import all_records
+
+    args = bound(tmp_path, "reviewed", "embedded_sqlite")
+    ref = learn(capsys, tmp_path, "reviewed", args)["provider_ref"]
+    resolution = resolve(load_registry(args[1]), "reviewed", f1.AGENT)
+
+    def provider_for(binding):
+        return build_provider(binding, repo=resolution.repo)
+
+    [stored] = all_records(resolution, provider_for)
+    retired = retired_form(stored.record, "reviewed_retirement", "control:operator-1")
+    provider_for(stored.binding).write(
+        stored.uri, retired, actor_peer_id=stored.binding["actor_peer_id"], timeout=5
+    )
+    code, error = call(capsys, "memory", "restore", ref, *args)
+    assert (code, error["reason_code"]) == (2, "memory_not_forgotten")
+    assert "retired by review" in error["message"]
+    code, forgotten = call(capsys, "memory", "forget", ref, *args)
+    assert (code, forgotten["records"][0]["lesson_mark"]) == (0, "not_applicable")
+    code, learned = ingest(capsys, tmp_path, args, later_turn("reviewed"))
+    assert (code, learned["status"]) == (0, "activated"), "the operator retired a record only"

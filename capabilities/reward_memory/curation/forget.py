@@ -126,12 +126,13 @@ def _lesson_mark(
     it again is how such a lesson gets its mark. A record retired by review is the
     operator's decision, not the owner's, and gets none.
     """
+    reviewed = row["reason_code"] == "already_retired" and not is_owner_forgotten(stored.record)
+    if not record_lesson(stored.record) or reviewed:
+        return "not_applicable"
     if not execute:
-        return "planned" if record_lesson(stored.record) else "not_applicable"
-    if row["status"] != "retired" or (
-        row["reason_code"] == "already_retired" and not is_owner_forgotten(stored.record)
-    ):
-        return "not_applicable" if row["status"] == "retired" else "not_written"
+        return "planned"
+    if row["status"] != "retired":
+        return "not_written"
     if row["reason_code"] == "already_retired":
         experience = stored.record.get("experience")
         try:
