@@ -146,3 +146,11 @@ def test_doctor_with_nothing_installed_still_checks_a_validator_it_is_given(proj
 )
 def test_only_bare_hook_tables_go(text, kept):
     assert "".join(_without_bare_tables(text.splitlines(keepends=True))) == kept
+
+
+def test_dsh_uninstall_says_it_removed_the_layer_it_wrote(project, tmp_path):
+    place = ["--patch-file", str(tmp_path / "layer.json")]
+    assert turn_hooks(project, "install", "dsh", *place, "--recall-only")[0] == 0
+    code, removed = turn_hooks(project, "install", "dsh", "--uninstall", *place)
+    assert (code, removed["files_removed"]) == (0, ["layer.json"])
+    assert not (tmp_path / "layer.json").exists()
