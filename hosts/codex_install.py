@@ -6,7 +6,9 @@ itself records it: `hooks/list` reports each handler's current hash, and
 Installing twice changes nothing, and a reinstall replaces our handlers where they
 are (Codex keys trust by position). `--uninstall` removes exactly our handlers (of
 the Goal named, or of every Goal) and the trust entries Codex kept for them, by
-editing config.toml (:mod:`hosts.codex_trust`): no codex binary is needed for it.
+editing config.toml (:mod:`hosts.codex_trust`): no codex binary is needed for it. What
+it empties goes too: the ``[hooks.state]`` table, and a hooks.json or config.toml
+left with nothing in it.
 """
 
 from __future__ import annotations
@@ -305,12 +307,17 @@ def uninstall(*, codex_home: Path, goal_id: str | None) -> dict[str, Any]:
     )
     # config.toml first: an entry form it does not know refuses with nothing written.
     forgotten = codex_trust.follow(codex_home, before, document) if changed else 0
-    if changed:
+    files_removed = []
+    if changed and not any(document.get("hooks") or {}) and set(document) <= {"hooks"}:
+        path.unlink()  # only our handlers were in it: ours to take away again
+        files_removed.append(path.name)
+    elif changed:
         _write(path, document)
     # The tool channel is one per Codex home: it goes with the last handler of ours.
-    unserved = not our_commands(document) and mcp_install.codex_config(
-        codex_home / "config.toml", server=None
-    )
+    config = codex_home / "config.toml"
+    unserved = not our_commands(document) and mcp_install.codex_config(config, server=None)
+    if not os.path.lexists(config) and (forgotten or unserved):
+        files_removed.append(config.name)
     return {
         "ok": True,
         "schema_version": "turn_hooks_install_v0",
@@ -319,7 +326,10 @@ def uninstall(*, codex_home: Path, goal_id: str | None) -> dict[str, Any]:
         "changed": changed or forgotten > 0 or unserved,
         "events": [],
         "goals_removed": goals,
+        "handlers_removed": len(our_commands(before)) - len(our_commands(document)),
         "trust_entries_removed": forgotten,
+        "files_removed": files_removed,
+        "mcp_removed": {"server": mcp_install.SERVER if unserved else None},
     }
 
 

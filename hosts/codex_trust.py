@@ -127,14 +127,19 @@ def follow(codex_home: Path, before: dict[str, Any], after: dict[str, Any]) -> i
                 line = f"[hooks.state.{json.dumps(renames[table])}]\n"
         if not dropping:
             lines.append(line)
+    if not expected:
+        # Codex wrote the bare [hooks.state] header (and maybe [hooks]) for our entries:
+        # emptied by us, they are ours to take away, with the blank lines they brought.
+        lines = _without_bare_tables(lines)
     edited = "".join(lines)
     try:
         check = tomllib.loads(edited)
     except tomllib.TOMLDecodeError:
         check = {}
-    rest = {**check, "hooks": {**check.get("hooks", {}), "state": None}}
+    hooks = check.get("hooks", {})
+    rest = {**check, "hooks": {**hooks, "state": None}}
     whole = tomllib.loads(text)
-    if check.get("hooks", {}).get("state") != expected or rest != {
+    if hooks.get("state", {}) != expected or rest != {
         **whole,
         "hooks": {**whole["hooks"], "state": None},
     }:
@@ -143,11 +148,44 @@ def follow(codex_home: Path, before: dict[str, Any], after: dict[str, Any]) -> i
             "edit the entries of turn-hooks' handlers out by hand",
             reason_code="config_toml_unrecognised",
         )
+    if not edited.strip():
+        path.unlink()  # it held only our trust entries: the file is ours to take away
+        return len(drops)
     temp = path.with_name(path.name + ".turn-hooks.tmp")
     temp.write_text(edited, encoding="utf-8")
     os.chmod(temp, os.stat(path).st_mode & 0o7777)
     os.replace(temp, path)
     return len(drops)
+
+
+_BARE = re.compile(r"^\[\s*hooks(\s*\.\s*state)?\s*\]\s*$")
+
+
+def _without_bare_tables(lines: list[str]) -> list[str]:
+    """``lines`` without a ``[hooks.state]`` or ``[hooks]`` header that holds no key.
+
+    A header is bare when only blank lines follow it up to the next header or the
+    end; it goes with those blank lines, and so does a blank line before it that
+    would otherwise end the file. A header holding a key, or a comment, is the
+    user's and stays.
+    """
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        end = index + 1
+        while end < len(lines) and not lines[end].strip():
+            end += 1
+        at_header = end == len(lines) or lines[end].lstrip().startswith("[")
+        if _BARE.match(line.strip()) and at_header:
+            index = end
+            if index == len(lines):
+                while kept and not kept[-1].strip():
+                    kept.pop()
+            continue
+        kept.append(line)
+        index += 1
+    return kept
 
 
 def trust_statuses(codex_home: Path, codex: str | None, cwd: Path) -> dict[str, str]:

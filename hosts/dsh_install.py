@@ -100,6 +100,7 @@ def install(
         if changed:
             patch_file.unlink()
         report["goals_removed"] = [served] if changed else []
+        report["files_removed"] = [patch_file.name] if changed else []
     else:
         text = json.dumps(patch_layer(goal_id=str(goal_id), **binding), indent=2) + "\n"
         changed = current != text.encode("utf-8")

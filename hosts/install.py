@@ -336,13 +336,34 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
                 checks.append(codex_trust_check(args))
             if host in ("codex", "claude-code"):
                 checks.append(tool_channel_check(host, args))
-    if not installed:  # nothing installed yet: what install would check
-        checks += install_checks(args.host or "turn-hooks", args)[0]
+    if not installed:  # nothing installed (yet, or any more): what install would check
+        subject = args.host or "turn-hooks"
+        checks += [
+            _nothing_installed(subject) if check["reason_code"] == "validator_missing" else check
+            for check in install_checks(subject, args)[0]
+        ]
     elif args.registry or args.goal_id or args.agent_id:
         # A binding named on the command line is checked as named: an unusable
         # --registry is its typed error (exit 2), never silently passed over.
         checks.insert(0, install_checks(args.host or "turn-hooks", args)[0][0])
-    return doctor.report(checks, installed=installed), "turn-hooks doctor"
+    extra = {} if installed else {"status": "nothing_installed"}
+    return doctor.report(checks, installed=installed, **extra), "turn-hooks doctor"
+
+
+def _nothing_installed(subject: str) -> dict[str, Any]:
+    """The validator row when no hook is installed and none was named: no hook can
+    fail to learn, so a missing validator is install's refusal, not doctor's failure
+    (after ``install --uninstall``, doctor says so and exits 0)."""
+    from hosts import doctor
+
+    host = subject if subject in INSTALL_HOSTS else "HOST"
+    return doctor.row(
+        "installed",
+        subject,
+        None,
+        f"nothing installed; `turn-hooks install {host} --validate-with 'make test'` "
+        "installs the hooks (`doctor --validate-with ...` checks that validator first)",
+    )
 
 
 def add_commands(commands: argparse._SubParsersAction[Any]) -> None:

@@ -9,7 +9,8 @@ of them). ``install claude-code`` adds ``mcpServers.turn_hooks``
 to Claude Code's user-scope ``.claude.json`` and the permission rule ``mcp__turn_hooks``
 to its ``settings.json`` (``claude -p`` refuses an unlisted tool). Installing twice
 changes nothing; a newer install replaces the server of an older binding (one tool
-channel per host home). ``--uninstall`` removes exactly these and nothing else.
+channel per host home). ``--uninstall`` removes exactly these and nothing else, and a
+file it leaves empty (one install created for them) goes too.
 
 Codex's config.toml is edited as text, our table only, and the result is read back
 with :mod:`tomllib` before it replaces the file: a file we could not edit exactly is a
@@ -132,7 +133,10 @@ def codex_config(config: Path, *, server: tuple[str, list[str]] | None) -> bool:
         )
     if text == before:
         return False
-    _replace(config, text)
+    if server is None and not text.strip():
+        config.unlink()  # only our table was left: the file is ours to take away again
+    else:
+        _replace(config, text)
     return True
 
 
@@ -174,7 +178,9 @@ def claude_code(
     if not servers and (removed or "mcpServers" not in before):
         document.pop("mcpServers")  # an empty object we leave behind is ours to take away
     changed = document != before
-    if changed:
+    if changed and server is None and not document:
+        path.unlink()  # nothing but our server was in it: ours to take away again
+    elif changed:
         _replace(path, json.dumps(document, indent=2) + "\n")
     return _with_rule(settings, installing=server is not None), changed
 

@@ -7,7 +7,9 @@ absolute interpreter that ran ``install``. Our handlers are recognised by their
 command (``python -S .../hosts/_entry.py host generic ... --dialect <name>``); everything else in
 the file is kept as it was. Installing twice changes nothing; uninstalling removes
 the handlers of ours of the Goal named (of every Goal with ``--all``) and nothing
-else, so it needs nothing but the runtime's home.
+else, so it needs nothing but the runtime's home; a ``hooks`` object it empties goes,
+and so does a file left holding nothing (install created it), and the receipt says
+what was removed, the tool server's wiring included.
 """
 
 from __future__ import annotations
@@ -205,12 +207,18 @@ def uninstall(name: str, *, home: Path, goal_id: str | None) -> dict[str, Any]:
         # The tool channel is one per host home: it goes with the last handler of ours.
         document, unserved = mcp_install.claude_code(home, document, server=None)
     changed = document != before
-    if changed:
+    files_removed = []
+    if changed and not document:
+        path.unlink()  # nothing but ours was in it: the file is ours to take away again
+        files_removed.append(path.name)
+    elif changed:
         _write(path, document)
+    if unserved and not mcp_install.claude_json_path(home).exists():
+        files_removed.append(mcp_install.claude_json_path(home).name)
     goals = {_goal_of(c) for c in our_commands(spec, before)} - {
         _goal_of(c) for c in our_commands(spec, document)
     }
-    return {
+    report = {
         "ok": True,
         "schema_version": "turn_hooks_install_v0",
         "host": spec.host,
@@ -218,7 +226,22 @@ def uninstall(name: str, *, home: Path, goal_id: str | None) -> dict[str, Any]:
         "changed": changed or unserved,
         "events": [],
         "goals_removed": sorted(goals),
+        "handlers_removed": len(our_commands(spec, before)) - len(our_commands(spec, document)),
+        "files_removed": files_removed,
     }
+    if spec.tool_channel:
+        report["mcp_removed"] = {
+            "server": mcp_install.SERVER if unserved else None,
+            "permission_rule": _rule(before) and not _rule(document),
+        }
+    return report
+
+
+def _rule(settings: dict[str, Any]) -> bool:
+    """Whether ``settings`` allows our tool server (:data:`mcp_install.CLAUDE_RULE`)."""
+    permissions = settings.get("permissions")
+    allow = permissions.get("allow") if isinstance(permissions, dict) else None
+    return isinstance(allow, list) and mcp_install.CLAUDE_RULE in allow
 
 
 def _write(path: Path, document: dict[str, Any]) -> None:

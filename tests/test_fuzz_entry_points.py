@@ -69,6 +69,7 @@ WRITERS = {
     "reward-memory reconcile": "retries pending journals",
     "reward-memory retire": "--execute replaces the record",
     "memory forget": "retires the named records with exact readback",
+    "memory restore": "writes the forgotten records back with exact readback",
     "memory import": "writes the checked records",
     "memory export": "--output writes the JSON Lines file",
     "conformance run": "runs the scenarios in a temporary workspace",

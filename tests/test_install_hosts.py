@@ -198,7 +198,7 @@ def test_gemini_and_dsh_install_the_same_way(repo, tmp_path):
         assert (code, kept["changed"], kept["goals_removed"]) == (0, False, []), kept
         code, removed = turn_hooks(repo, "install", host, "--uninstall", *place)
         assert (code, removed["goals_removed"]) == (0, ["shop-api"]), removed
-    assert json.loads((home / "settings.json").read_text()) == {} and not patch.exists()
+    assert not (home / "settings.json").exists() and not patch.exists()
 
 
 def test_doctor_fails_loudly_when_an_installed_hook_no_longer_resolves(repo, tmp_path):
@@ -446,7 +446,7 @@ def test_two_bindings_in_one_codex_home_stay_trusted_through_reinstall_and_unins
         ["billing"],
         2,
     ), removed
-    assert json.loads((home / "hooks.json").read_text()) == {"hooks": {}}
+    assert not (home / "hooks.json").exists(), "it held only our handlers: it goes"
     assert trust_state(home) == {}
 
 

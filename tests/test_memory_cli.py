@@ -360,7 +360,9 @@ def test_errors_and_lists_honour_markdown(capsys, tmp_path):
     assert capsys.readouterr().out.startswith("## Error\n")
 
 
-@pytest.mark.parametrize("command", ["list", "show", "search", "forget", "export", "import"])
+@pytest.mark.parametrize(
+    "command", ["list", "show", "search", "forget", "restore", "export", "import"]
+)
 def test_every_memory_command_has_help(command, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["memory", command, "--help"])

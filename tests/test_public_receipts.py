@@ -96,6 +96,10 @@ def commands(goal):
         ["memory", "forget", _candidate_ref(), *binding, "--dry-run"],
         ["memory", "forget", _candidate_ref(), *binding],
         ["memory", "forget", "provider-000000", *binding],
+        # After the forget: restored, so a later Turn may learn the lesson again.
+        ["memory", "restore", _candidate_ref(), *binding, "--dry-run"],
+        ["memory", "restore", _candidate_ref(), *binding],
+        ["memory", "restore", "provider-000000", *binding],
         ["status", *binding],
         ["log"],
     ]

@@ -327,6 +327,9 @@ CRASH = textwrap.dedent(
         def preflight(self, *, timeout):
             os.kill(os.getpid(), signal.SIGKILL)  # between the journal and the provider
 
+        def read_exact(self, uri, **options):  # the first call: is the lesson forgotten?
+            os.kill(os.getpid(), signal.SIGKILL)
+
     run_turn_ingest(resolution(Path(sys.argv[1])), turn_key="turn-0001",
                     host_result={"reward_memory_reflection_json": RAW}, evidence=evidence(),
                     provider_for=lambda binding: Crash(), observed_at="2026-08-15T00:00:00+00:00")

@@ -33,7 +33,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     ``validate`` and their sub-commands."""
     turn.add_codex_app(commands)
     everyday = commands.add_parser(
-        "memory", help="see, search, forget, export and import what was learned"
+        "memory", help="see, search, forget, restore, export and import what was learned"
     )
     views = everyday.add_subparsers(dest="memory_command", required=True)
     memory_views.add_views(views)

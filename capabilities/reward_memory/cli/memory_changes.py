@@ -1,7 +1,7 @@
-"""``turn-hooks memory forget|import``: the two ``memory`` commands that write.
+"""``turn-hooks memory forget|restore|import``: the ``memory`` commands that write.
 
-Both check everything first (every ref, every line) and write nothing on bad input;
-both have a ``--dry-run`` that plans without a write. Their receipts are public:
+Each checks everything first (every ref, every line) and writes nothing on bad
+input; each has a ``--dry-run`` that plans without a write. Their receipts are public:
 refs and counts, never a record's text.
 """
 
@@ -24,18 +24,29 @@ def _provider_for(resolution: Any, *, dry_run: bool) -> Any:
     return lambda binding: build_provider(binding, repo=resolution.repo, dry_run=dry_run)
 
 
-def memory_forget(args: argparse.Namespace) -> Result:
-    """``memory forget REF...``: the owner's retirement with exact readback, one step."""
-    from capabilities.reward_memory.curation.forget import forget
+def _by_ref(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """Run :mod:`~capabilities.reward_memory.curation.forget`'s ``name`` on the REFs."""
+    from capabilities.reward_memory.curation import forget
 
     resolution = resolve_binding(args)
-    receipt = forget(
+    change = getattr(forget, name)
+    receipt: dict[str, Any] = change(
         resolution,
         list(args.refs),
         provider_for=_provider_for(resolution, dry_run=args.dry_run),
         execute=not args.dry_run,
     )
-    return receipt, "Memory forget"
+    return receipt
+
+
+def memory_forget(args: argparse.Namespace) -> Result:
+    """``memory forget REF...``: the owner's retirement with exact readback, one step."""
+    return _by_ref(args, "forget"), "Memory forget"
+
+
+def memory_restore(args: argparse.Namespace) -> Result:
+    """``memory restore REF...``: forgotten memories back, with exact readback."""
+    return _by_ref(args, "restore"), "Memory restore"
 
 
 def _progress(done: int, total: int) -> None:
@@ -74,27 +85,60 @@ def memory_import(args: argparse.Namespace) -> Result:
     return receipt, "Memory import"
 
 
+def _ref_command(
+    sub: argparse._SubParsersAction[Any],
+    name: str,
+    *,
+    help: str,
+    description: str,
+    dry_run: str,
+    handler: Any,
+) -> None:
+    """One ``memory`` command that takes REFs, the binding options and ``--dry-run``."""
+    parser = sub.add_parser(name, help=help, description=description)
+    parser.add_argument("refs", nargs="+", metavar="REF", help="memory_ref (or unique prefix)")
+    add_binding_arguments(parser)
+    parser.add_argument("--dry-run", action="store_true", help=dry_run)
+    parser.set_defaults(handler=handler)
+
+
 def add_changes(sub: argparse._SubParsersAction[Any]) -> None:
-    """``memory forget`` and ``memory import``."""
-    forget = sub.add_parser(
+    """``memory forget``, ``memory restore`` and ``memory import``."""
+    _ref_command(
+        sub,
         "forget",
         help="retire memories now, with exact readback (the owner's retirement)",
         description="Each REF (a memory_ref from `memory list`, or a unique prefix) is read "
         "exactly, replaced by the same record marked retired and read back. Recall stops "
-        "returning it; `memory list` still shows it as retired. Every REF is resolved "
-        "before anything is written.",
+        "returning it; `memory list` still shows it as retired. Its lesson is remembered "
+        "as forgotten, so a later Turn that draws the same lesson does not learn it again "
+        "(the hook log says experience_forgotten). Every REF is resolved before anything "
+        "is written; `memory restore` undoes it.",
+        dry_run="say what would be retired",
+        handler=memory_forget,
     )
-    forget.add_argument("refs", nargs="+", metavar="REF", help="memory_ref (or unique prefix)")
-    add_binding_arguments(forget)
-    forget.add_argument("--dry-run", action="store_true", help="say what would be retired")
-    forget.set_defaults(handler=memory_forget)
+    _ref_command(
+        sub,
+        "restore",
+        help="bring forgotten memories back, with exact readback (undoes `forget`)",
+        description="Each REF (a memory_ref of a forgotten memory, from `memory list --state "
+        "retired`, or a unique prefix) is written back as the active record it was, read "
+        "back exactly, and its lesson is no longer remembered as forgotten: recall returns "
+        "it again and a Turn may learn that lesson again. A REF that names nothing "
+        "(memory_ref_unknown) or a memory that is not forgotten (memory_not_forgotten: "
+        "active, or retired by review) exits 2 and nothing is written.",
+        dry_run="say what would be restored",
+        handler=memory_restore,
+    )
     importer = sub.add_parser(
         "import",
         help="write exported records into this binding, through ingest's guards",
         description="Reads JSON Lines written by `memory export` (from either provider). "
         "Every line is checked first (record contract, standing policy, experience "
         "quality, activation identity); one bad line writes nothing. A record already "
-        "stored is left as it is; a different record at its address is a conflict.",
+        "stored is left as it is; a different record at its address is a conflict, except "
+        "the same record as `memory forget` left it: importing an export taken before the "
+        "forget restores it.",
     )
     importer.add_argument("input", help="the JSON Lines file, or - for stdin")
     add_binding_arguments(importer)

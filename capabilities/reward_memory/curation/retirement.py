@@ -22,6 +22,7 @@ from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import record_body, short_digest, target_uri
 from capabilities.reward_memory.curation.operator import SCHEMA as CONTROL_SCHEMA
+from capabilities.reward_memory.memory.verify import write_exactly
 from turn_hooks import ProviderError
 
 SCHEMA = "reward_memory_retirement_receipt_v0"
@@ -136,21 +137,12 @@ def write_retired(
     Returns the receipt fields the write decides: ``status`` (``retired``,
     ``readback_unverified`` or ``unavailable``), ``reason_code`` and the write flags.
     """
-    try:
-        provider.write(target, expected, actor_peer_id=peer, timeout=timeout)
-        readback = provider.read_exact(target, actor_peer_id=peer, timeout=timeout)
-    except ProviderError as exc:
-        return {
-            "status": "unavailable",
-            "reason_code": exc.reason_code,
-            "provider_write_performed": True,
-            v.EXTERNAL_WRITES: True,
-        }
-    verified = readback is not None and stored_form(readback) == expected
-    return {
-        "status": "retired" if verified else "readback_unverified",
-        "reason_code": None if verified else "retirement_readback_mismatch",
-        "exact_readback_verified": verified,
-        "provider_write_performed": True,
-        v.EXTERNAL_WRITES: True,
-    }
+    return write_exactly(
+        provider,
+        target,
+        expected,
+        peer=peer,
+        timeout=timeout,
+        done="retired",
+        mismatch="retirement_readback_mismatch",
+    )

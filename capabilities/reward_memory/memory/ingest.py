@@ -33,7 +33,9 @@ from capabilities.reward_memory.contract.values import (
     RAW_CONTENT,
     timestamp,
 )
+from capabilities.reward_memory.memory.forgotten import FORGOTTEN_REASON, is_forgotten
 from capabilities.reward_memory.memory.verify import verify_write
+from turn_hooks import ProviderError
 
 if TYPE_CHECKING:
     from capabilities.reward_memory.contract.documents import IngestReceipt
@@ -175,18 +177,22 @@ def ingest_candidate(
     record = build_active_record(candidate, corpus, review, observed_at)
     target = target_uri(provider_binding["scope_ref"], policy_id, candidate["candidate_ref"])
     body = record_body(record)
-    receipt["activation_ref"] = record["activation_ref"]
-    receipt["provider_ref"] = provider_ref(
-        provider_binding["provider_id"], provider_binding["namespace"], target
-    )
-    receipt["next_recall"] = {
-        "corpus_id": corpus["corpus_id"],
-        "surface_ids": candidate["scope"]["surface_ids"],
-        "mode": "function_boundary",
-        "automatic_recall": automatic_recall,
-    }
-    # The write, its readback and the destination recall on one connection.
+    # The forgotten-lesson check, the write, its readback and the destination recall
+    # on one connection.
     with held(provider):
+        refused = _forgotten(receipt, candidate, provider, provider_binding, execute)
+        if refused is not None:
+            return refused
+        receipt["activation_ref"] = record["activation_ref"]
+        receipt["provider_ref"] = provider_ref(
+            provider_binding["provider_id"], provider_binding["namespace"], target
+        )
+        receipt["next_recall"] = {
+            "corpus_id": corpus["corpus_id"],
+            "surface_ids": candidate["scope"]["surface_ids"],
+            "mode": "function_boundary",
+            "automatic_recall": automatic_recall,
+        }
         return _sync_and_verify(
             receipt,
             record,
@@ -199,6 +205,41 @@ def ingest_candidate(
             execute,
             observed_at,
         )
+
+
+def _forgotten(
+    receipt: IngestReceipt,
+    candidate: dict[str, Any],
+    provider: Provider,
+    provider_binding: dict[str, Any],
+    execute: bool,
+) -> IngestReceipt | None:
+    """The refusal of a lesson its owner forgot (:mod:`.forgotten`), else ``None``.
+
+    Final, like a guard refusal: the same lesson is refused however often it is
+    retried, until ``memory restore`` clears the mark. A mark that cannot be read
+    leaves the answer to the sync when the provider is down (its preflight names
+    why, as it always did); a provider that is up but could not say is retried
+    later, never written to meanwhile. A dry run writes nothing either way.
+    """
+    experience = candidate.get("experience")
+    if not isinstance(experience, dict):
+        return None
+    try:
+        forgotten = is_forgotten(provider, provider_binding, experience)
+    except ProviderError:
+        timeout = float(provider_binding["timeout_seconds"])
+        if not execute or not provider.preflight(timeout=timeout).ok:
+            return None
+        receipt["status"] = "provider_unavailable"
+        receipt["reason_codes"] = ["forgotten_check_unavailable"]
+        return receipt
+    if not forgotten:
+        return None
+    receipt["guard"] = {**receipt["guard"], "passed": False, "reason_codes": [FORGOTTEN_REASON]}
+    receipt["status"] = "guard_blocked"
+    receipt["reason_codes"] = [FORGOTTEN_REASON]
+    return receipt
 
 
 def _sync_and_verify(

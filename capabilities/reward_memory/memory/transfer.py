@@ -8,13 +8,17 @@ experience-quality check and the activation and candidate identities, which must
 recompute from the record's own fields (so an edited summary is refused). The
 record is written at the address its corpus and candidate determine on the
 destination binding, through :func:`sync`, which never overwrites a different
-record and counts a write only after exact readback.
+record and counts a write only after exact readback. The one exception is the undo
+of a forget: a record the store holds as its owner forgot it, imported active from
+an export taken before, is restored (:func:`forgotten.restore`), and a record
+imported as forgotten keeps its lesson forgotten in the destination store.
 
 Every line is checked before the first write: one bad line writes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +37,8 @@ from capabilities.reward_memory.contract.identities import (
     record_body,
     target_uri,
 )
+from capabilities.reward_memory.memory import forgotten
+from capabilities.reward_memory.memory.forgotten import is_owner_forgotten
 from capabilities.reward_memory.memory.ingest import standing_policy_reasons
 from capabilities.reward_memory.memory.inventory import (
     RECORD_SCHEMA,
@@ -179,16 +185,69 @@ def _planned(
     if status != "preflight_ready":  # the dry run's sync could not reach the target
         return "unavailable"
     try:
-        current = provider.read_exact(
-            target,
-            actor_peer_id=binding.get("actor_peer_id"),
-            timeout=float(binding["timeout_seconds"]),
-        )
+        current = provider.read_exact(target, **forgotten.call_options(binding))
     except ProviderError:
         return "unavailable"
     if current is None:
         return "planned"
-    return "unchanged" if stored_form(current) == stored_form(record_body(record)) else "conflict"
+    if stored_form(current) == stored_form(record_body(record)):
+        return "unchanged"
+    return "would_restore" if _forgotten_form_of(current, record) is not None else "conflict"
+
+
+def _forgotten_form_of(current: str, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored record, when it is ``record`` as its owner forgot it (else ``None``).
+
+    The one overwrite an import makes: an export holds the record active, the store
+    holds the same record retired by ``memory forget``, so importing the export is the
+    undo of that forget (:func:`forgotten.restore`). Any other difference (a retirement
+    by review, another record) stays a revision conflict, and an import never retires
+    what the store holds active: forgetting is ``memory forget``'s.
+    """
+    try:
+        stored = json.loads(current)
+    except ValueError:
+        return None
+    if (
+        isinstance(stored, dict)
+        and is_owner_forgotten(stored)
+        and record_body(forgotten.restored_form(stored)) == record_body(record)
+    ):
+        return stored
+    return None
+
+
+def _carry_mark(
+    provider: Provider, binding: dict[str, Any], record: dict[str, Any], memory_ref: str
+) -> bool:
+    """A record its owner forgot, imported: its lesson stays forgotten here too."""
+    if not is_owner_forgotten(record):
+        return True
+    return forgotten.mark(provider, binding, record, memory_ref) in {"marked", "not_applicable"}
+
+
+def _restore(
+    provider: Provider,
+    binding: dict[str, Any],
+    record: dict[str, Any],
+    target: str,
+    reasons: set[str],
+) -> str:
+    """A conflict at ``target``: the undo of a forget, or a conflict left as it is."""
+    try:
+        current = provider.read_exact(target, **forgotten.call_options(binding))
+    except ProviderError:
+        reasons.add("provider_sync_reconciliation_unavailable")
+        return "unavailable"
+    stored = None if current is None else _forgotten_form_of(current, record)
+    if stored is None:
+        reasons.add("provider_sync_revision_conflict")
+        return "conflict"
+    restored = forgotten.restore(provider, binding, target, stored)
+    if restored["status"] != "restored":
+        reasons.add(str(restored["reason_code"]))
+        return "unavailable"
+    return "restored"
 
 
 def import_records(
@@ -202,7 +261,18 @@ def import_records(
 ) -> dict[str, Any]:
     """Write each checked record (``execute``) or plan it; the receipt counts each outcome."""
     config = bound_config(resolution)
-    counts = {"imported": 0, "unchanged": 0, "planned": 0, "conflict": 0, "unavailable": 0}
+    counts = dict.fromkeys(
+        (
+            "imported",
+            "restored",
+            "unchanged",
+            "planned",
+            "would_restore",
+            "conflict",
+            "unavailable",
+        ),
+        0,
+    )
     refs: list[str] = []
     reasons: set[str] = set()
     for done, (record, corpus_id) in enumerate(parsed, 1):
@@ -230,6 +300,11 @@ def import_records(
                 reasons.add("provider_sync_revision_conflict")
         elif result.status == "completed" and target in result.result_refs:
             outcome = "imported" if result.write_count else "unchanged"
+            if outcome == "imported" and not _carry_mark(provider, binding, record, refs[-1]):
+                outcome = "unavailable"
+                reasons.add("forgotten_mark_unavailable")
+        elif result.reason_code == "provider_sync_revision_conflict":
+            outcome = _restore(provider, binding, record, target, reasons)
         else:
             outcome = "unavailable" if result.status == "unavailable" else "conflict"
             reasons.add(result.reason_code or "provider_sync_unverified")
@@ -240,8 +315,10 @@ def import_records(
     # The status follows the counts: nothing to write is "unchanged", not "imported".
     if failed:
         status = "incomplete"
-    elif counts["imported" if execute else "planned"]:
-        status = "imported" if execute else "planned"
+    elif not execute:
+        status = "planned" if counts["planned"] + counts["would_restore"] else "unchanged"
+    elif counts["imported"] or counts["restored"]:
+        status = "imported" if counts["imported"] else "restored"
     else:
         status = "unchanged"
     return {
@@ -253,6 +330,6 @@ def import_records(
         **{f"{name}_count": count for name, count in counts.items()},
         "memory_refs": refs,
         "reason_codes": sorted(reasons),
-        v.EXTERNAL_WRITES: counts["imported"] > 0,
+        v.EXTERNAL_WRITES: counts["imported"] + counts["restored"] > 0,
         v.RAW_CONTENT: False,
     }

@@ -178,3 +178,43 @@ def _exact_at_target(
     except ProviderError:  # unreachable or refused: not verified, so retried later
         return False
     return text is not None and content_digest(text) == expected_digest
+
+
+def write_exactly(
+    provider: Provider,
+    uri: str,
+    expected: str,
+    *,
+    peer: str | None,
+    timeout: float,
+    done: str,
+    mismatch: str,
+) -> dict[str, Any]:
+    """Replace the document at ``uri`` with ``expected`` and read it back exactly.
+
+    Returns the receipt fields the write decides: ``status`` (``done``,
+    ``readback_unverified`` or ``unavailable``), ``reason_code`` (``mismatch`` when
+    the readback differs) and the write flags. Retirement and restore both use it.
+    """
+    from capabilities.providers.sync import stored_form
+    from capabilities.reward_memory.contract.values import EXTERNAL_WRITES
+
+    try:
+        provider.write(uri, expected, actor_peer_id=peer, timeout=timeout)
+        readback = provider.read_exact(uri, actor_peer_id=peer, timeout=timeout)
+    except ProviderError as exc:
+        return {
+            "status": "unavailable",
+            "reason_code": exc.reason_code,
+            "exact_readback_verified": False,
+            "provider_write_performed": True,
+            EXTERNAL_WRITES: True,
+        }
+    verified = readback is not None and stored_form(readback) == expected
+    return {
+        "status": done if verified else "readback_unverified",
+        "reason_code": None if verified else mismatch,
+        "exact_readback_verified": verified,
+        "provider_write_performed": True,
+        EXTERNAL_WRITES: True,
+    }
