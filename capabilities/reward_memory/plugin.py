@@ -164,6 +164,19 @@ class RewardMemoryPlugin:
         )
 
     @hookimpl
+    def read_result(self, field: str, value: str) -> dict[str, Any] | None:
+        """The reflection as the model wrote it, read into its canonical text before the
+        host spools it and the validator attests it (contract/reader.py)."""
+        if field != RESULT_FIELD:
+            return None
+        from capabilities.reward_memory.contract.reader import read_reflection
+
+        reading = read_reflection(value)
+        if reading.refusal is not None:
+            return {"refusal": reading.refusal.to_json()}
+        return None if reading.value == value else {"value": reading.value}
+
+    @hookimpl
     def register_commands(self, commands: Any) -> None:
         """Add ``turn-hooks reward-memory ...``."""
         from capabilities.reward_memory.cli import register
