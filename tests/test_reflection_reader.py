@@ -386,3 +386,27 @@ def test_the_codex_app_stages_the_canonical_reflection(capsys, tmp_path):
     assert json.loads(Path(sidecar).read_text())["reflection_digest"] == F1_DIGEST
     code, refused = app(capsys, registry, "refresh-state", reflection="no JSON here")
     assert code == 2 and refused["reason_code"] == "reflection_invalid"
+
+
+def test_the_instructions_state_every_rule_the_reader_enforces_and_are_shorter():
+    from capabilities.reward_memory.contract.experience import CONFIDENCES, SOURCE_KINDS
+    from capabilities.reward_memory.contract.reader import MAX_CANONICAL_CHARS, MAX_REFS
+    from capabilities.reward_memory.turn.pre_turn import REFLECTION_INSTRUCTION as text
+
+    assert len(text) < 1149, "shorter than the instructions before issue 36 (1,149 characters)"
+    for word in (*SOURCE_KINDS, *CONFIDENCES):
+        assert word in text
+    for rule in (
+        f"1 to {MAX_REFS} refs",
+        "1 to 5 items each",
+        "at most 500 characters",
+        f"at most {MAX_CANONICAL_CHARS}",
+        "one JSON object and nothing else",
+        "no secrets, no absolute or home paths",
+    ):
+        assert rule in text, rule
+    for key in ("trigger", "action", "validation", "stop_condition", "limitations"):
+        assert key in text
+    # What the reader supplies itself, the model is not asked for.
+    assert "schema_version" not in text and "surface_id" not in text
+    assert "without whitespace" not in text and "opaque" not in text
