@@ -410,3 +410,25 @@ def test_the_instructions_state_every_rule_the_reader_enforces_and_are_shorter()
     # What the reader supplies itself, the model is not asked for.
     assert "schema_version" not in text and "surface_id" not in text
     assert "without whitespace" not in text and "opaque" not in text
+
+
+def test_a_tool_call_without_the_supplied_keys_is_staged_read_and_learned(tmp_path):
+    from test_mcp_server import call, serve_process
+    from turn_support import hook_argv, journals_after_settlement, run_process
+
+    registry = bound_goal(tmp_path)
+    arguments = changed(
+        schema_version=...,
+        status=...,
+        surface_id=...,
+        experience__schema_version=...,
+        experience__evidence_refs=...,
+    )
+    meta = {"x-codex-turn-metadata": {"session_id": "s1", "turn_id": "t1"}}
+    [reply] = serve_process(registry, call(arguments, meta))
+    assert reply["result"]["isError"] is False, "the tool asks for what the model must give"
+    event = {"turn_id": "t1", "session_id": "s1", "last_assistant_message": "Fixed."}
+    assert run_process(hook_argv(registry), json.dumps(event)).returncode == 0
+    [journal] = journals_after_settlement(registry.parent / "repo")
+    assert journal["public_receipt"]["status"] == "activated"
+    assert journal["reflection_validation"]["reflection_digest"] == F1_DIGEST

@@ -26,11 +26,11 @@ _ITEMS = {"type": "array", "minItems": 1, "maxItems": 5, "items": _TEXT}
 _REFS = {"type": "string", "minLength": 1, "maxLength": 180}
 
 
-def _closed(**properties: Any) -> dict[str, Any]:
+def _closed(*, optional: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
-        "required": list(properties),
+        "required": [key for key in properties if key not in optional],
         "additionalProperties": False,
     }
 
@@ -43,7 +43,10 @@ REFLECTION_TOOL = {
         "Call it only when independent evidence from this Turn showed a reusable way of "
         "working; it is settled, validated and learned when the Turn ends."
     ),
+    # The reader (contract/reader.py) fills the constants and the experience's refs when
+    # they are left out, as the instructions now let the model do: optional here too.
     "input_schema": _closed(
+        optional=("schema_version", "status", "surface_id"),
         schema_version={"type": "string", "const": "turn_reward_memory_reflection_v1"},
         status={"type": "string", "enum": ["eligible"]},
         surface_id={"type": "string", "minLength": 1, "maxLength": 160},
@@ -53,6 +56,7 @@ REFLECTION_TOOL = {
         confidence={"type": "string", "enum": ["low", "medium", "high"]},
         evidence_refs={"type": "array", "minItems": 1, "maxItems": 5, "items": _REFS},
         experience=_closed(
+            optional=("schema_version", "evidence_refs"),
             schema_version={"type": "string", "const": "procedural_experience_contract_v0"},
             applicability=_ITEMS,
             observed_outcome=_TEXT,
