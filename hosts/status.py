@@ -10,7 +10,8 @@ cannot be read is a reason code in the view, never an error.
 
 The views are public: goal and agent ids, event names, counts and reason codes; a
 repository is named by its directory's name alone. Commands, paths and file
-contents stay out of them.
+contents stay out of them. A refused result adds its ``detail``, the field and the
+rule it broke in the plugin's words (never the value): local views, not receipts.
 """
 
 from __future__ import annotations

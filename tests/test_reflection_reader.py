@@ -432,3 +432,20 @@ def test_a_tool_call_without_the_supplied_keys_is_staged_read_and_learned(tmp_pa
     [journal] = journals_after_settlement(registry.parent / "repo")
     assert journal["public_receipt"]["status"] == "activated"
     assert journal["reflection_validation"]["reflection_digest"] == F1_DIGEST
+
+
+def test_the_hook_log_keeps_only_a_well_formed_detail(tmp_path):
+    from hosts import hook_log
+
+    hook_log.record_refusals(
+        "generic",
+        [
+            {"reason_code": "reflection_invalid", "detail": "status: must be eligible"},
+            {"reason_code": "reflection_invalid", "detail": "not\none line"},
+            {"reason_code": "result_reader_failed"},
+        ],
+    )
+    entries = hook_log_entries()
+    assert [entry.get("detail") for entry in entries] == ["status: must be eligible", None, None]
+    assert all(hook_log._well_formed(entry) for entry in entries)
+    assert not hook_log._well_formed({**entries[0], "detail": "caf\u00e9"})
