@@ -441,6 +441,16 @@ LEARNED: list[tuple[str, str]] = [
         ),
     ),
     (
+        "camelCase keys",
+        DONE
+        + block(
+            pretty(variant(LOCKFILE))
+            .replace('"future_behavior"', '"futureBehavior"')
+            .replace('"stop_condition"', '"stopCondition"')
+            .replace('"evidence_refs"', '"evidenceRefs"')
+        ),
+    ),
+    (
         "blank lines around the JSON",
         DONE + block("\n\n\n" + compact(MIGRATION) + "\n\n\n"),
     ),

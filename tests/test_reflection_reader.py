@@ -86,6 +86,9 @@ def test_the_canonical_reflection_is_byte_compatible_and_keeps_f1_s_digest():
         json.dumps(changed(evidence_refs=["evidence:ci-run-17", "evidence:ci-run-17"])).replace(
             '"confidence"', '"Confidence"'
         ),
+        RAW.replace('"future_behavior"', '"futureBehavior"').replace(
+            '"stop_condition"', '"Stop-Condition"'
+        ),
     ],
 )
 def test_presentation_is_read_into_the_canonical_reflection(text):

@@ -11,7 +11,8 @@ Tolerant about presentation, strict about substance. Normalised, never refused:
 
 * a code fence (```` ```json ```` or plain) inside the block, whitespace around the
   JSON, CRLF, tabs and other control characters inside its strings, a byte order mark;
-* the case and spacing of keys and of enum values (``"Medium"`` is ``medium``);
+* the case and spacing of keys (``Evidence-Refs``, ``evidenceRefs``) and of enum
+  values (``"Medium"`` is ``medium``);
 * a single string where a list is expected (applicability, limitations, refs);
 * ``experience.evidence_refs`` left out: it can only equal the top-level refs;
 * constants the model cannot usefully get wrong, when left out: ``schema_version``
@@ -79,6 +80,8 @@ _REF_CHARS = 180
 
 _FENCE_OPEN = re.compile(r"\A```[A-Za-z0-9_+-]*[ \t]*\r?\n?")
 _FENCE_CLOSE = re.compile(r"\r?\n?[ \t]*```\Z")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+"""Where a camelCase key (``evidenceRefs``) has a word break."""
 _HOME_PATH = re.compile(r"(?<![\w/.~-])~/|\$\{?HOME\b")
 
 _BEHAVIOUR_ORDER = ("trigger", "action", "validation", "stop_condition")
@@ -227,7 +230,7 @@ def _keys(value: object, field: str, known: frozenset[str]) -> dict[str, Any]:
         _refuse(field, "must be a JSON object")
     folded: dict[str, Any] = {}
     for key, item in value.items():
-        name = "_".join(key.strip().lower().replace("-", " ").split())
+        name = "_".join(_CAMEL.sub(" ", key).strip().lower().replace("-", " ").split())
         if name not in known:
             continue  # outside the contract: not learned either way (module docstring)
         if name in folded:
