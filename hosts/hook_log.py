@@ -3,7 +3,10 @@
 A hook always exits 0 and prints nothing useful when it fails, so this log is the only
 trace a person can follow. An entry names the host, the hook event, where the reason
 came from (the adapter, or the plugin result's key) and a reason code. It never holds
-prompt or message text, paths or exception messages: only codes this package minted.
+prompt or message text, paths or exception messages: only codes this package minted,
+and, for a result value a plugin's reader refused (:func:`record_refusals`), a
+``detail`` naming the field and the rule (``experience.future_behavior.action: must
+be text of at most 500 characters``), in the plugin's words, never the value's.
 
 The log keeps the latest ``KEEP_ENTRIES`` entries, under ``$TURN_HOOKS_STATE_DIR`` or
 the XDG state directory, in sidecars (0600, locked, atomically replaced): the newest
@@ -100,16 +103,21 @@ _HOST_NAMES = {"codex_cli": "codex-cli", "codex_app": "codex-app", "claude_code"
 so one host has one spelling in the log whichever part of a hook logged the entry."""
 
 
-def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
-    """Append one entry per ``(source, reason_code)``; logging never breaks a hook."""
+def record(
+    host: str, event: str, reasons: Iterable[tuple[str, str]], *, detail: str | None = None
+) -> None:
+    """Append one entry per ``(source, reason_code)``; logging never breaks a hook.
+
+    ``detail`` (a refusal's field and rule, :func:`record_refusals`) goes with each."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    entries = [
+    entries: list[dict[str, str]] = [
         {
             "observed_at": now,
             "host": _safe(_HOST_NAMES.get(host, host)),
             "event": _safe(event),
             "source": _safe(source),
             "reason_code": _safe(code),
+            **({"detail": detail} if detail else {}),
         }
         for source, code in reasons
     ]
@@ -122,6 +130,19 @@ def record(host: str, event: str, reasons: Iterable[tuple[str, str]]) -> None:
     if later and after_reply.defer(functools.partial(_append, entries)):
         return
     _append(entries)
+
+
+_DETAIL = re.compile(r"[ -~]{1,400}")
+"""A refusal's detail: the field path and the rule (``turn_hooks.read_results``)."""
+
+
+def record_refusals(host: str, notes: Iterable[Mapping[str, str]]) -> None:
+    """Append one ``read_result`` entry per note of :func:`turn_hooks.read_results`:
+    its reason code and, for a refusal, its ``detail``."""
+    for note in notes:
+        detail = note.get("detail")
+        extra = {"detail": detail} if isinstance(detail, str) and _DETAIL.fullmatch(detail) else {}
+        record(host, "read_result", [("reader", str(note.get("reason_code")))], **extra)
 
 
 def _writable() -> bool:
@@ -216,11 +237,13 @@ def _spilled(store: SidecarStore, folded: list[Path]) -> list[Any]:
 
 def _well_formed(entry: Any) -> bool:
     fields = ("observed_at", "host", "event", "source", "reason_code")
+    detail = entry.get("detail") if isinstance(entry, dict) else None
     return (
         isinstance(entry, dict)
-        and sorted(entry) == sorted(fields)
+        and sorted(set(entry) - {"detail"}) == sorted(fields)
         and all(isinstance(entry[key], str) and len(entry[key]) <= 80 for key in fields)
         and all(_CODE.fullmatch(entry[key]) for key in fields[1:])
+        and (detail is None or (isinstance(detail, str) and bool(_DETAIL.fullmatch(detail))))
     )
 
 

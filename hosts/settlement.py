@@ -43,7 +43,7 @@ from typing import Any
 import pluggy
 
 from hosts import after_reply, staged
-from hosts.hook_log import reasons_in, record
+from hosts.hook_log import reasons_in, record, record_refusals
 from hosts.render import extract_results
 from sidecars import (
     SidecarStore,
@@ -63,6 +63,7 @@ from turn_hooks import (
     call_post_settlement,
     call_post_writeback,
     loads_bounded,
+    read_results,
     run_external,
     settlement_is_taken,
     settlement_result_fields,
@@ -241,8 +242,12 @@ def settle(
         tooled = {}
         reasons.append(("adapter", "staged_result_unreadable"))
     host_result.update(tooled)
+    # Read before anything is kept: the spool, the validator and the plugin all see the
+    # canonical value, so the validator attests what is learned (read_result hook).
+    host_result, notes = read_results(pm, host_result)
+    record_refusals(turn.host, notes)
     path = spool_path(store, turn)
-    entry = {
+    entry: dict[str, Any] = {
         "schema_version": SPOOL_SCHEMA,
         "host": turn.host,
         "turn_key": turn.turn_key,
@@ -257,6 +262,9 @@ def settle(
         "validation_declaration": _declaration(validation_argv, validation_timeout),
         "settlement_attempt_count": 1,
     }
+    refusals = [note for note in notes if "detail" in note]
+    if refusals:  # private, for `turn-hooks status`: which field broke which rule
+        entry["result_refusals"] = refusals
     queued_entry = True
     _check_spoolable(entry)
     try:

@@ -10,7 +10,8 @@ cannot be read is a reason code in the view, never an error.
 
 The views are public: goal and agent ids, event names, counts and reason codes; a
 repository is named by its directory's name alone. Commands, paths and file
-contents stay out of them.
+contents stay out of them. A refused result adds its ``detail``, the field and the
+rule it broke in the plugin's words (never the value): local views, not receipts.
 """
 
 from __future__ import annotations
@@ -275,7 +276,9 @@ def hook_log(limit: int) -> dict[str, Any]:
     # The log appends in order (pages, the current page, then the spilled entries, the
     # newest): newest first is reversed.
     fields = ("observed_at", "host", "event", "source", "reason_code")
-    entries = [{k: e.get(k) for k in fields} for e in reversed(entries) if isinstance(e, dict)]
+    entries = [
+        {k: e.get(k) for k in fields} | _detail(e) for e in reversed(entries) if isinstance(e, dict)
+    ]
     counts = Counter(str(e.get("reason_code")) for e in entries)
     return {
         "ok": True,
@@ -286,6 +289,12 @@ def hook_log(limit: int) -> dict[str, Any]:
         "reason_counts": dict(counts.most_common()),
         "entries": entries[:limit],
     }
+
+
+def _detail(entry: dict[str, Any]) -> dict[str, str]:
+    """A refused result's field and rule (``hook_log.record_refusals``), when the entry has one."""
+    detail = entry.get("detail")
+    return {"detail": detail} if isinstance(detail, str) else {}
 
 
 def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, Any]:
@@ -320,6 +329,12 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
         "turn_key": entry.get("turn_key"),
         "validator_status": validation.get("status"),
         "validator_reason_code": validation.get("reason_code"),
+        # Why the model's result was refused, field and rule (private: a local view).
+        "result_refusals": [
+            {"reason_code": note.get("reason_code"), "detail": note.get("detail")}
+            for note in entry.get("result_refusals") or []
+            if isinstance(note, dict)
+        ],
         "results": {
             str(name): result.get("status")
             for name, result in (results or {}).items()

@@ -104,11 +104,12 @@ def test_the_reflection_example_is_one_the_contract_accepts_and_the_model_is_ask
     import json
 
     from capabilities.reward_memory.contract.experience import parse_reflection
+    from capabilities.reward_memory.contract.reader import read_reflection
     from capabilities.reward_memory.turn.pre_turn import REFLECTION_INSTRUCTION
 
     section = _section("The reflection a learning Turn ends with")
     [example] = re.findall(r"```json\n(.*?)```", section, re.DOTALL)
-    parsed = parse_reflection(example)
+    parsed = parse_reflection(read_reflection(example).value)
     assert parsed.kind == "eligible", "the README's example is learnable as written"
     document = json.loads(example)
     for key in [*document, *document["experience"], *document["experience"]["future_behavior"]]:

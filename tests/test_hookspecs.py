@@ -18,7 +18,13 @@ def spec_names():
 
 def test_every_hookspec_has_a_test():
     module = sys.modules[__name__]
-    assert spec_names() == ["post_settlement", "post_writeback", "pre_turn", "register_commands"]
+    assert spec_names() == [
+        "post_settlement",
+        "post_writeback",
+        "pre_turn",
+        "read_result",
+        "register_commands",
+    ]
     for name in spec_names():
         assert hasattr(module, f"test_hook_{name}"), f"write test_hook_{name}"
 
@@ -75,3 +81,11 @@ def test_hook_register_commands(pm):
     assert args.handler(args) == ({"ok": True}, "t")
     assert documented("register_commands") is False, "it takes no turn; its docs name commands"
     assert ":param commands:" in inspect.getdoc(hookspecs.register_commands)
+
+
+def test_hook_read_result():
+    assert list(inspect.signature(hookspecs.read_result).parameters) == ["field", "value"]
+    assert spec_options("read_result")["firstresult"] is False
+    doc = inspect.getdoc(hookspecs.read_result)
+    assert documented("read_result") is False, "it takes no turn; its docs name the field"
+    assert all(part in doc for part in (":param field:", "**Must not**", "**Use in hosts**"))

@@ -18,6 +18,7 @@ from fixtures.second_capability import FIELD, HOOK_ID, INSTRUCTION, ITEM, SPEC, 
 from test_host_generic import VALIDATOR, hook_log_entries, run_cli
 from turn_support import RAW, bound_goal, settled_spools
 
+from capabilities.reward_memory.contract.reader import read_reflection
 from hosts.render import block_request
 
 TESTS = Path(__file__).parent
@@ -109,7 +110,9 @@ def test_a_second_capability_settles_through_every_host_beside_reward_memory(tmp
 
     run_hook(host, "post-settlement", end_event(host, 1, "s1", final_message()), registry)
     entry = spooled(registry)
-    assert entry["host_result"] == {FIELD: "sunny", "reward_memory_reflection_json": RAW}
+    # Reward memory's reader keeps its field in canonical form; the other field as given.
+    canonical = read_reflection(RAW).value
+    assert entry["host_result"] == {FIELD: "sunny", "reward_memory_reflection_json": canonical}
     results = entry["post_settlement"]["results"]
     assert results[HOOK_ID]["answer_sha256"] == digest("sunny")
     assert results[HOOK_ID]["fields_received"] == sorted([FIELD, "reward_memory_reflection_json"])

@@ -20,9 +20,10 @@ import contextvars
 import copy
 import dataclasses
 import os
+import re
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -287,6 +288,20 @@ def project_contributions(payload: Mapping[str, Any]) -> HostProjection:
     )
 
 
+def _declarations(
+    pm: pluggy.PluginManager,
+) -> Iterator[tuple[pluggy.HookImpl, SettlementRegistration, dict[str, str]]]:
+    """Each ``post_settlement`` implementation with a valid registration, in plugin-name
+    order: the implementation, its registration and its declared fields with prefixes."""
+    for impl in _ordered_impls(pm.hook.post_settlement):
+        try:
+            registration = _registration(impl, "post_settlement", SettlementRegistration)
+            declared = rules.validate_settlement_registration(registration)
+        except TurnHooksError:
+            continue
+        yield impl, registration, declared
+
+
 def settlement_result_fields(pm: pluggy.PluginManager) -> dict[str, str]:
     """Every result field a loaded ``post_settlement`` hook reads, with the prefix of
     its block fault codes (``SettlementRegistration.result_fault_prefixes``).
@@ -296,12 +311,7 @@ def settlement_result_fields(pm: pluggy.PluginManager) -> dict[str, str]:
     nothing here: the dispatcher records its failure when it calls it.
     """
     fields: dict[str, str] = {}
-    for impl in _ordered_impls(pm.hook.post_settlement):
-        try:
-            registration = _registration(impl, "post_settlement", SettlementRegistration)
-            declared = rules.validate_settlement_registration(registration)
-        except TurnHooksError:
-            continue
+    for _impl, _registered, declared in _declarations(pm):
         for name, prefix in declared.items():
             fields.setdefault(name, prefix)
     return fields
@@ -315,15 +325,103 @@ def settlement_result_tools(pm: pluggy.PluginManager) -> dict[str, dict[str, Any
     :func:`settlement_result_fields`: the first keeps it.
     """
     tools: dict[str, dict[str, Any]] = {}
-    for impl in _ordered_impls(pm.hook.post_settlement):
-        try:
-            registration = _registration(impl, "post_settlement", SettlementRegistration)
-            rules.validate_settlement_registration(registration)
-        except TurnHooksError:
-            continue
+    for _impl, registration, _declared in _declarations(pm):
         for name, tool in registration.result_tools.items():
             tools.setdefault(tool["name"], {**tool, "field": name})
     return tools
+
+
+MAX_READ_VALUE_CHARS = models.MAX_RESULT_BYTES
+"""The longest canonical value a result reader may hand back."""
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_FIELD_PATH = re.compile(r"[A-Za-z0-9_.\[\]]{1,160}")
+_RULE = re.compile(r"[ -~]{1,240}")
+"""A refusal's parts reach the local hook log: short, printable ASCII, code-shaped."""
+
+
+def _readers(pm: pluggy.PluginManager) -> dict[str, pluggy.HookImpl]:
+    """The ``read_result`` implementation of each declared field: the first plugin (in
+    plugin-name order) whose valid registration declares it, if it reads results."""
+    readers: dict[str, pluggy.HookImpl] = {}
+    claimed: set[str] = set()
+    reading = {impl.plugin_name: impl for impl in pm.hook.read_result.get_hookimpls()}
+    for impl, _, declared in _declarations(pm):
+        for name in declared:
+            if name not in claimed and impl.plugin_name in reading:
+                readers[name] = reading[impl.plugin_name]
+            claimed.add(name)
+    return readers
+
+
+def _refusal(answer: Mapping[str, Any]) -> dict[str, str]:
+    refusal = answer["refusal"]
+    if not isinstance(refusal, Mapping):
+        raise PluginContractError(
+            "a refusal must be an object", reason_code="result_reader_invalid"
+        )
+    patterns = {"reason_code": _CODE, "field": _FIELD_PATH, "rule": _RULE}
+    parts: dict[str, str] = {}
+    for key, pattern in patterns.items():
+        part = refusal.get(key)
+        if not isinstance(part, str) or not pattern.fullmatch(part):
+            raise PluginContractError(
+                "a refusal needs a reason code, a field path and a rule",
+                reason_code="result_reader_invalid",
+            )
+        parts[key] = part
+    return parts
+
+
+def read_results(
+    pm: pluggy.PluginManager, host_result: Mapping[str, str]
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The host result as its plugins read it, and what they refused or failed at.
+
+    Every non-empty value of a field a plugin reads (``read_result``) is replaced by
+    the canonical value the plugin hands back; a refused value, or one whose reader
+    failed, stays as given. Each refusal or failure is one note
+    ``{field, hook_id, reason_code[, detail]}``, ``detail`` being ``"<path>: <rule>"``
+    for a refusal. A failing reader is isolated: reading is presentation, and a failing
+    reader costs nothing but its own normalisation.
+    """
+    values = dict(host_result)
+    notes: list[dict[str, str]] = []
+    for name, impl in _readers(pm).items():
+        value = values.get(name)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        note = {"field": name, "hook_id": impl.plugin_name}
+        try:
+            answer = _call(pm, "read_result", impl, field=name, value=value)
+            if answer is None:
+                continue
+            if not isinstance(answer, Mapping) or len(answer) != 1:
+                raise PluginContractError("invalid answer", reason_code="result_reader_invalid")
+            if "refusal" in answer:
+                refusal = _refusal(answer)
+                notes.append(
+                    {
+                        **note,
+                        "reason_code": refusal["reason_code"],
+                        "detail": f"{refusal['field']}: {refusal['rule']}",
+                    }
+                )
+                continue
+            read = answer.get("value")
+            if not isinstance(read, str) or len(read) > MAX_READ_VALUE_CHARS:
+                raise PluginContractError("invalid value", reason_code="result_reader_invalid")
+            values[name] = read
+        except Exception as exc:  # the value stays as the model gave it
+            code = _reason_code(exc)
+            notes.append(
+                {
+                    **note,
+                    "reason_code": code
+                    if code == "result_reader_invalid"
+                    else "result_reader_failed",
+                }
+            )
+    return values, notes
 
 
 def _is_final(previous: Mapping[str, Any], hook_id: str, capability_id: str) -> bool:

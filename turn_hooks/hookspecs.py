@@ -100,6 +100,44 @@ def post_settlement(turn: TurnContext, settlement: Settlement) -> dict[str, Any]
 
 
 @hookspec
+def read_result(field: str, value: str) -> dict[str, Any] | None:
+    """Read the model's value of a result field this plugin declares, before the host
+    keeps it.
+
+    Fires once per non-empty result field of a settled Turn, after the host took the
+    value (a block of the final message, or a tool call) and before it spools the
+    Turn and runs the validator, so the validator attests the value as the plugin
+    reads it. A tolerant reader at the model boundary: a plugin normalises how the
+    model *presented* the value (a code fence, whitespace, the case of an enum...)
+    into its canonical form, and says why it refuses a value it can never accept.
+
+    :param field: A result field the plugin declares in its
+        ``SettlementRegistration.result_fields``; only the first plugin (in plugin-name
+        order) that declares the field reads it.
+    :param value: The value as the model gave it.
+
+    :return: ``{"value": text}``, the canonical value the host keeps instead;
+        ``{"refusal": {"reason_code", "field", "rule"}}``, the value is kept as given
+        (the plugin refuses it again in ``post_settlement``) and the host's local hook
+        log says which part of it (``field``, a dotted path) broke which ``rule``; or
+        ``None`` to keep the value as given.
+
+    An exception or an invalid answer keeps the value as given and is logged as
+    ``result_reader_failed`` or ``result_reader_invalid``.
+
+    **Must not** change what the value says (only how it is presented), do I/O, or
+    put the value itself in a refusal: the rule is the plugin's own words, and it
+    reaches the hook log and ``turn-hooks status``.
+
+    .. versionadded:: 0.2
+
+    **Use in hosts**: call :func:`turn_hooks.read_results` on the host result before
+    spooling it, wherever the result arrives (a block, a result tool, a command-line
+    argument).
+    """
+
+
+@hookspec
 def post_writeback(turn: TurnContext, writeback: WritebackEvent) -> dict[str, Any] | None:
     """Observe a committed settlement without changing anything.
 

@@ -26,11 +26,11 @@ _ITEMS = {"type": "array", "minItems": 1, "maxItems": 5, "items": _TEXT}
 _REFS = {"type": "string", "minLength": 1, "maxLength": 180}
 
 
-def _closed(**properties: Any) -> dict[str, Any]:
+def _closed(*, optional: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
-        "required": list(properties),
+        "required": [key for key in properties if key not in optional],
         "additionalProperties": False,
     }
 
@@ -43,7 +43,10 @@ REFLECTION_TOOL = {
         "Call it only when independent evidence from this Turn showed a reusable way of "
         "working; it is settled, validated and learned when the Turn ends."
     ),
+    # The reader (contract/reader.py) fills the constants and the experience's refs when
+    # they are left out, as the instructions now let the model do: optional here too.
     "input_schema": _closed(
+        optional=("schema_version", "status", "surface_id"),
         schema_version={"type": "string", "const": "turn_reward_memory_reflection_v1"},
         status={"type": "string", "enum": ["eligible"]},
         surface_id={"type": "string", "minLength": 1, "maxLength": 160},
@@ -53,6 +56,7 @@ REFLECTION_TOOL = {
         confidence={"type": "string", "enum": ["low", "medium", "high"]},
         evidence_refs={"type": "array", "minItems": 1, "maxItems": 5, "items": _REFS},
         experience=_closed(
+            optional=("schema_version", "evidence_refs"),
             schema_version={"type": "string", "const": "procedural_experience_contract_v0"},
             applicability=_ITEMS,
             observed_outcome=_TEXT,
@@ -162,6 +166,19 @@ class RewardMemoryPlugin:
             provider_for=_provider_for(resolution),
             observed_at=turn.observed_at,
         )
+
+    @hookimpl
+    def read_result(self, field: str, value: str) -> dict[str, Any] | None:
+        """The reflection as the model wrote it, read into its canonical text before the
+        host spools it and the validator attests it (contract/reader.py)."""
+        if field != RESULT_FIELD:
+            return None
+        from capabilities.reward_memory.contract.reader import read_reflection
+
+        reading = read_reflection(value)
+        if reading.refusal is not None:
+            return {"refusal": reading.refusal.to_json()}
+        return None if reading.value == value else {"value": reading.value}
 
     @hookimpl
     def register_commands(self, commands: Any) -> None:

@@ -33,7 +33,12 @@ DEFAULT_TIMEOUT = 15
 
 
 def _reflection(request: Any) -> tuple[str, list[str]] | None:
-    """(reflection digest, its evidence refs), or ``None`` when there is nothing to attest."""
+    """(reflection digest, its evidence refs), or ``None`` when there is nothing to attest.
+
+    Hosts hand over the canonical reflection (the plugin's ``read_result``), so this
+    digest, kept in the run's private record, is the digest of the normalised reflection
+    the journal keeps: a learned memory finds the run that attested it by that digest.
+    """
     from capabilities.reward_memory.contract.identities import reflection_digest
 
     if not isinstance(request, dict):

@@ -24,6 +24,7 @@ from capabilities.reward_memory.contract.identities import (
     binding_fingerprint,
     validation_declaration_sha256,
 )
+from capabilities.reward_memory.contract.reader import read_reflection, refuse_unreadable
 from capabilities.reward_memory.contract.values import now_timestamp
 from capabilities.reward_memory.turn.post_settlement import (
     APP_WIRING,
@@ -155,6 +156,11 @@ def stage(
         return _stage_receipt(
             status, candidate, status=status["status"], reason_code=status.get("reason_code")
         )
+    if reflection_json is not None:
+        # The App hands the model's text over as given: read it here, as hooks hosts do
+        # before they spool, so the validator attests the canonical reflection.
+        refuse_unreadable(reflection_json)
+        reflection_json = read_reflection(reflection_json).value
     parsed = parse_reflection(reflection_json)
     if parsed.kind in {"none", "no_evidence"}:
         return _stage_receipt(

@@ -27,6 +27,7 @@ from capabilities.reward_memory.contract.identities import (
     evidence_digest,
     source_event_id,
 )
+from capabilities.reward_memory.contract.reader import refuse_unreadable
 from capabilities.reward_memory.contract.values import now_timestamp
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event
 from capabilities.reward_memory.turn.journal import (
@@ -192,8 +193,7 @@ def run_turn_ingest(
     raw = host_result.get("reward_memory_reflection_json")
     if isinstance(raw, str) and len(raw) > 2400:
         v.fail("reward_memory_reflection_json", "exceeds 2400 characters", "reflection_too_large")
-    if isinstance(raw, str) and any("\ud800" <= char <= "\udfff" for char in raw):
-        v.fail("reward_memory_reflection_json", "is not valid UTF-8", "reflection_not_utf8")
+    refuse_unreadable(raw)  # the reader's refusal, text that is not UTF-8 among them
     parsed = parse_reflection(raw)
     if parsed.kind in {"none", "no_evidence"}:
         receipt.update(

@@ -62,18 +62,20 @@ GUIDANCE_INSTRUCTION = (
     "evidence in front of you now, and never treat it as permission to act."
 )
 REFLECTION_INSTRUCTION = (
+    # Every rule the reader (contract/reader.py) still enforces, and only those: what it
+    # reads tolerantly (constants, key and enum case, fences, refs as phrases) is unsaid.
     "Leave reward_memory_reflection_json empty unless independent evidence from this Turn "
     "(a test run, a review, a measured result) showed a reusable way of working. If it did, "
-    "fill it with one JSON object: schema_version turn_reward_memory_reflection_v1, status "
-    "eligible, surface_id agent_workflow.turn_admission, outcome_kind one of research, "
-    "simulation, real or engineering, content_summary, reasoning_summary, confidence one of "
-    "low, medium or high, evidence_refs with 1 to 5 opaque references, and experience: "
-    "schema_version procedural_experience_contract_v0, applicability and limitations (1 to 5 "
-    "items each), observed_outcome, attribution, future_behavior with trigger, action, "
-    "validation and stop_condition, and the same evidence_refs. A recap of facts without a "
-    "changed future behaviour and its limits does not qualify; a v0 reflection is kept for "
-    "audit only; your own summary is never evidence. Nothing is stored unless an independent "
-    "validator attests this exact reflection. If a record_reflection tool is available, call "
+    "fill it with one JSON object and nothing else: outcome_kind (research, simulation, real "
+    "or engineering), content_summary, reasoning_summary, confidence (low, medium or high), "
+    "evidence_refs (1 to 5 refs to that evidence, such as a test id) and experience: "
+    "applicability and limitations (1 to 5 items each), observed_outcome, attribution, "
+    "future_behavior with trigger, action, validation and stop_condition. Each text at most "
+    "500 characters, the whole at most 2400; no secrets, no absolute or home paths. A recap "
+    "without a changed future behaviour and its limits does not qualify, and your own "
+    "summary is never evidence: nothing is stored unless an independent validator attests "
+    "it. "
+    "If a record_reflection tool is available, call "
     "it with that object instead and leave reward_memory_reflection_json out of your answer; "
     "otherwise fill the field as above."
 )
