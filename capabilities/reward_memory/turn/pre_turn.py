@@ -73,9 +73,7 @@ REFLECTION_INSTRUCTION = (
     "validation and stop_condition, and the same evidence_refs. A recap of facts without a "
     "changed future behaviour and its limits does not qualify; a v0 reflection is kept for "
     "audit only; your own summary is never evidence. Nothing is stored unless an independent "
-    "validator attests this exact reflection. If a record_reflection tool is available, call "
-    "it with that object instead and leave reward_memory_reflection_json out of your answer; "
-    "otherwise fill the field as above."
+    "validator attests this exact reflection."
 )
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
