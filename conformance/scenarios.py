@@ -51,8 +51,10 @@ with the hook missing, "nothing was written" holds trivially."""
 CATALOGUE_VERSION = "turn_hooks_conformance_catalogue_v1"
 """Bumped whenever a scenario is added, removed, or changes what it proves or its kind."""
 RENDER_LIMIT = 8000
-REFLECTION_TAG = "<reward_memory_reflection_json>"
-REQUEST_END = "or an empty block when there is none."
+REQUEST_END = "When there is none, leave it out entirely."
+"""How every result request ends, by the field's tool or by its block (hosts.render
+``NONE_WANTED``): the mark of the reflection request in a model request, whichever
+channel the host's install wired."""
 # The first words of the reward-memory instructions, where our rendered text begins
 # inside whatever the host wraps around it (tests/test_conformance.py pins them).
 TEXT_START = "reward_memory_recall may hold guidance"
@@ -339,7 +341,7 @@ def _governing_fields_locked(harness: Harness) -> dict[str, Any]:
     harness.start(HookSetup(env={"TURN_HOOKS_PLUGINS": SPEC}))
     run = completed_turn(harness, "hello", "ok")
     check(not carrying(run, MARKER), "a governing field override reached the Turn")
-    check(bool(carrying(run, REFLECTION_TAG)), "the other contribution was lost too")
+    check(bool(carrying(run, REQUEST_END)), "the other contribution was lost too")
     return {
         "observed": "the probe's governing-field override was dropped; the reflection request "
         "still arrived",
@@ -358,7 +360,7 @@ def _reaches_model_request(harness: Harness) -> dict[str, Any]:
     harness.start()
     run = completed_turn(harness, "hello", "ok")
     check(bool(run.requests), "the model was never asked")
-    check(bool(carrying(run, REFLECTION_TAG)), "the contribution is not in the model request")
+    check(bool(carrying(run, REQUEST_END)), "the contribution is not in the model request")
     return {
         "observed": f"the reflection request was in the body of the model request "
         f"({len(run.requests)} request(s) received)",
@@ -484,7 +486,7 @@ def _replay(harness: Harness) -> dict[str, Any]:
 def _disabled(harness: Harness) -> dict[str, Any]:
     workspace = harness.start(automation={"automatic_recall": False, "automatic_ingest": False})
     run = completed_turn(harness, "fix the flaky parser test", final_message(reflection()))
-    check(not carrying(run, REFLECTION_TAG), "recall ran although it is disabled")
+    check(not carrying(run, REQUEST_END), "recall ran although it is disabled")
     evidence = _nothing_written(harness, workspace)
     if workspace.provider_id == "embedded_sqlite":
         check(not (workspace.sidecars / STORE_FILE).exists(), "the provider was called")

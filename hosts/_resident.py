@@ -63,6 +63,7 @@ def warm_up() -> None:
     import importlib.metadata
     import pkgutil
     import re
+    import tomllib  # noqa: F401  # every Codex Turn reads config.toml (hosts.channel)
 
     import hosts.cli
     import hosts.codex_cli

@@ -2,7 +2,9 @@
 
 Codex keeps injected context in the conversation history, so a per-session sidecar
 remembers which context items were already rendered and they are not rendered again
-(:func:`hosts.generic.render_once`, shared with the generic hosts).
+(:func:`hosts.generic.render_once`, shared with the generic hosts). Where Codex runs
+our MCP server the reflection is asked for through its tool, else as a block
+(:mod:`hosts.channel`); DSH, which shares this adapter, has the block.
 ``Stop`` fires only for successful turns and must print JSON: it prints ``{}``.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hosts.channel import result_tools
 from hosts.generic import INJECTED_SCHEMA as INJECTED_SCHEMA
 from hosts.generic import build_turn, carry_on_settlements, render_once
 from hosts.generic import delivered_refs as delivered_refs
@@ -24,9 +27,11 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     """UserPromptSubmit: the bounded context, or ``None`` to print nothing."""
     turn = build_turn(event, host=host, **binding)
     carry_on_settlements(turn)
-    outcome = call_pre_turn(make_plugin_manager(), turn)
+    pm = make_plugin_manager()
+    outcome = call_pre_turn(pm, turn)
     record_pre_turn(host, outcome)
-    text = render_once(turn, project_contributions(outcome.payload), binding["goal_id"])
+    projection = project_contributions(outcome.payload)
+    text = render_once(turn, projection, binding["goal_id"], result_tools(host, pm))
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}

@@ -9,11 +9,13 @@ settlement receipt. Both always exit 0: a hook never blocks the Turn.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from hosts import staged
 from hosts.caps import render_cap
+from hosts.channel import result_tools
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
 from hosts.render import render, without_refs
@@ -102,7 +104,12 @@ def delivered_refs(document: object) -> set[str]:
     return {ref for ref in refs or [] if isinstance(ref, str)}
 
 
-def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> str:
+def render_once(
+    turn: TurnContext,
+    projection: HostProjection,
+    goal_id: str,
+    tools: Mapping[str, str] | None = None,
+) -> str:
     """The projection's text without the items this session was already given.
 
     A host that keeps injected context in the conversation (Codex, Claude Code, any
@@ -112,7 +119,8 @@ def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> 
     item's ref is its content's identity, so a changed item is delivered again.
     Only items are held back: instructions are rendered every Turn. With no session
     or no usable Goal there is nowhere to remember, and everything is rendered. The
-    text is bounded by the host's cap (:mod:`hosts.caps`).
+    text is bounded by the host's cap (:mod:`hosts.caps`). ``tools`` names the result
+    fields this host's tool channel carries (:func:`hosts.channel.result_tools`).
     """
     store = binding_store(turn.registry, goal_id)
     remembered = None
@@ -128,7 +136,9 @@ def render_once(turn: TurnContext, projection: HostProjection, goal_id: str) -> 
             # the de-duplication, never the Turn's context and reflection request.
             record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
             remembered = None
-    rendering = render(without_refs(projection, delivered), limit=render_cap(turn.host))
+    rendering = render(
+        without_refs(projection, delivered), limit=render_cap(turn.host), tools=tools
+    )
     if remembered and rendering.item_refs:
         sidecars, path = remembered
         try:
@@ -207,10 +217,12 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
         _gemini_turn(event, binding, starting=True)
     turn = build_turn(event, host=style.host, **binding)
     carry_on_settlements(turn)
-    outcome = call_pre_turn(make_plugin_manager(), turn)
+    pm = make_plugin_manager()
+    outcome = call_pre_turn(pm, turn)
     record_pre_turn(style.host, outcome)
     projection = project_contributions(outcome.payload)
-    return style.pre_turn_output(render_once(turn, projection, binding["goal_id"]))
+    tools = result_tools(turn.host, pm)
+    return style.pre_turn_output(render_once(turn, projection, binding["goal_id"], tools))
 
 
 def post_settlement(

@@ -33,6 +33,10 @@ TURN_METADATA = "x-codex-turn-metadata"
 """Where Codex puts ``session_id`` and ``turn_id`` in a tool call's ``_meta``."""
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 """Where Claude Code puts the session of the MCP servers it starts."""
+ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
+"""A listed tool's ``_meta``: Claude Code (2.1.332) otherwise defers every MCP tool
+behind its ToolSearch, and the model sees only the name of a tool it is asked to
+call. Other hosts ignore the key."""
 
 Stager = Callable[[dict[str, Any], str, dict[str, Any]], None]
 """``stage(tool, value, meta)``: keeps one checked value; raises a TurnHooksError."""
@@ -190,6 +194,9 @@ def _listed(tool: dict[str, Any]) -> dict[str, Any]:
         "name": tool["name"],
         "description": tool["description"],
         "inputSchema": tool["input_schema"],
+        # A result tool is wanted at the end of any Turn that learned something: its
+        # schema is loaded up front, never found by a search first.
+        "_meta": ALWAYS_LOAD,
     }
 
 

@@ -6,8 +6,10 @@ tools only stage a value for the Turn's own settlement, and ``codex exec`` would
 otherwise cancel every call; and ``env_vars``, :data:`CODEX_FORWARDED`: Codex hands
 an MCP server only a few variables of its own environment, where it hands hooks all
 of them). ``install claude-code`` adds ``mcpServers.turn_hooks``
-to Claude Code's user-scope ``.claude.json`` and the permission rule ``mcp__turn_hooks``
-to its ``settings.json`` (``claude -p`` refuses an unlisted tool). Installing twice
+to Claude Code's user-scope ``.claude.json``, with ``alwaysLoad`` (its tools are not
+deferred behind ToolSearch, and the first prompt waits for the server), and the
+permission rule ``mcp__turn_hooks`` to its ``settings.json`` (``claude -p`` refuses an
+unlisted tool). Installing twice
 changes nothing; a newer install replaces the server of an older binding (one tool
 channel per host home). ``--uninstall`` removes exactly these and nothing else, and a
 file it leaves empty (one install created for them) goes too.
@@ -173,7 +175,16 @@ def claude_code(
     servers = dict(servers) if isinstance(servers, dict) else {}
     removed = servers.pop(SERVER, None) is not None
     if server is not None:
-        servers[SERVER] = {"type": "stdio", "command": server[0], "args": server[1], "env": {}}
+        servers[SERVER] = {
+            "type": "stdio",
+            "command": server[0],
+            "args": server[1],
+            "env": {},
+            # Loaded up front, never behind ToolSearch; and Claude Code waits (5 s at
+            # most) for the server before it builds the first prompt, so the Turn that
+            # starts the session is asked for the tool and has it.
+            "alwaysLoad": True,
+        }
     document = {**before, "mcpServers": servers}
     if not servers and (removed or "mcpServers" not in before):
         document.pop("mcpServers")  # an empty object we leave behind is ours to take away

@@ -1,13 +1,16 @@
 """The text a host injects: the projected contribution, bounded (hosts.md §1.2-§1.3).
 
-Order: the instructions, then the context items' texts, then one block request per
-result field. Over the bound, whole items are dropped from the end and one line says
-how many; a block request is never dropped and no item is ever cut in the middle.
+Order: the instructions, then the context items' texts, then one request per result
+field. Over the bound, whole items are dropped from the end and one line says how
+many; a request is never dropped and no item is ever cut in the middle.
 
 Hosts do not know what an item says or which capability sent it: a capability
 formats its own item text, and the host renders, drops and de-duplicates items by
-their refs alone. Result fields come back the same way, as one ``<field>…</field>``
-block per field in the model's final message.
+their refs alone. Each result field comes back by one channel, and its request names
+that one only (:mod:`hosts.channel` says which): the field's tool where the host
+offers it (:func:`tool_request`), else one ``<field>…</field>`` block at the end of
+the model's final message (:func:`block_request`). Both ask for nothing when there
+is no value: an ordinary answer ends as the model wrote it, with no empty block.
 """
 
 from __future__ import annotations
@@ -26,12 +29,34 @@ RENDER_LIMIT = DEFAULT_RENDER_CHARS
 """The bound when a caller names no host's (each host's is in :mod:`hosts.caps`)."""
 
 
+NONE_WANTED = "When there is none, leave it out entirely."
+"""How every request ends: no value, no block and no call (conformance finds our text's
+end by it)."""
+
+
 def block_request(field: str) -> str:
-    """The line asking the model to answer ``field`` in a block of its final message."""
+    """The line asking the model for ``field`` in a block of its final message, only
+    when there is a value: the block is in the answer the user reads, so it is asked
+    for compact and never empty."""
     return (
-        f"End your final message with exactly one <{field}>…</{field}> block holding "
-        f"the {field} value described above, or an empty block when there is none."
+        f"When there is a {field} value as described above, end your final message with "
+        f"one <{field}>…</{field}> block holding it, written compactly. {NONE_WANTED}"
     )
+
+
+def tool_request(field: str, tool: str) -> str:
+    """The line asking the model to hand ``field`` over through the host's ``tool``,
+    out of the user's sight: the field's only channel, so no block is asked for."""
+    return (
+        f"When there is a {field} value as described above, call the {tool} tool with it "
+        f"as the arguments, and keep it out of your answer. {NONE_WANTED}"
+    )
+
+
+def field_request(field: str, tools: Mapping[str, str]) -> str:
+    """The one request for ``field``: its tool where ``tools`` names one, else its block."""
+    tool = tools.get(field)
+    return tool_request(field, tool) if tool else block_request(field)
 
 
 def omission_note(count: int) -> str:
@@ -47,10 +72,19 @@ class Rendering:
     item_refs: tuple[str, ...] = ()
 
 
-def render(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> Rendering:
-    """The bounded text rendering of a projection (``""`` when there is nothing to add)."""
+def render(
+    projection: HostProjection,
+    *,
+    limit: int = RENDER_LIMIT,
+    tools: Mapping[str, str] | None = None,
+) -> Rendering:
+    """The bounded text rendering of a projection (``""`` when there is nothing to add).
+
+    ``tools`` maps a result field to the tool that carries it on this Turn's host
+    (:func:`hosts.channel.result_tools`); every other field is asked for as a block.
+    """
     head = list(projection.capability_instructions)
-    tail = [block_request(field) for field in projection.capability_result_fields]
+    tail = [field_request(field, tools or {}) for field in projection.capability_result_fields]
     items = list(projection.context_items)
     if not head and not items and not tail:
         return Rendering("")
@@ -64,9 +98,14 @@ def render(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> Renderin
         kept.pop()
 
 
-def render_context(projection: HostProjection, *, limit: int = RENDER_LIMIT) -> str:
+def render_context(
+    projection: HostProjection,
+    *,
+    limit: int = RENDER_LIMIT,
+    tools: Mapping[str, str] | None = None,
+) -> str:
     """Just the text of :func:`render`."""
-    return render(projection, limit=limit).text
+    return render(projection, limit=limit, tools=tools).text
 
 
 def without_refs(projection: HostProjection, refs: set[str]) -> HostProjection:

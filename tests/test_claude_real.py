@@ -17,14 +17,19 @@ from fixtures import f1
 from test_codex_real import CACHE, VALIDATOR
 from turn_support import journals_after_settlement
 
+from capabilities.reward_memory.plugin import REFLECTION_TOOL
 from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeMessages
+from conformance.scenarios import REQUEST_END, strings
+from hosts.render import block_request, tool_request
 
 ROOT = Path(__file__).parent.parent
 CLAUDE_DIR = Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
 CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
 PREFIX = "UserPromptSubmit hook additional context: "
+FIELD = "reward_memory_reflection_json"
+TOOL = "mcp__turn_hooks__record_reflection"
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +100,9 @@ def test_claude_code_learns_then_recalls(claude, tmp_path):
         assert first.returncode == 0, first.stderr[-2000:]
         [journal] = journals_after_settlement(tmp_path / "repo")
         assert journal["public_receipt"]["status"] == "activated"
-        assert PREFIX in json.dumps(fake.requests[0]), "the reflection request reached the model"
+        # No tool server here: the block is the channel, asked for only when there is a value.
+        context = hook_context(fake.requests[0])
+        assert context.endswith(block_request(FIELD)) and "record_reflection" not in context
 
         fake.reply("Module tests first.")
         second = ask(claude, tmp_path, fake, "a change touches one module: which tests first?")
@@ -123,9 +130,18 @@ def test_a_failed_claude_turn_settles_nothing(claude, tmp_path):
     }
 
 
+def hook_context(request: dict) -> str:
+    """The text our UserPromptSubmit hook added to a Messages request, without what
+    Claude Code puts around it."""
+    [text] = [t for t in strings(request.get("messages")) if PREFIX in t]
+    ours = text[text.index(PREFIX) + len(PREFIX) :]
+    return ours[: ours.index(REQUEST_END) + len(REQUEST_END)]
+
+
 def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(claude, tmp_path):
     # Issue 17: install wires `turn-hooks mcp serve` into Claude Code (mcpServers in the
     # config directory's .claude.json, the rule mcp__turn_hooks in settings.json).
+    # Issue 36: the tool is the only channel asked for, and it is loaded up front.
     registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
     config = tmp_path / "cfg"
     argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--home", str(config)]
@@ -133,6 +149,8 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cla
     argv += ["--validation-command-json", json.dumps(VALIDATOR)]
     installed = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
     assert json.loads(installed.stdout)["mcp_server"] == "turn_hooks", installed.stdout
+    server = json.loads((config / ".claude.json").read_text())["mcpServers"]["turn_hooks"]
+    assert server["alwaysLoad"] is True
     env = {
         **os.environ,
         "HOME": str(tmp_path),
@@ -145,12 +163,22 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cla
     with FakeMessages() as fake:
         env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{fake.port}"
         claude_argv = [str(claude), "-p", "--model", "fake-model", "--output-format", "json"]
-        tool = {"tool": "mcp__turn_hooks__record_reflection", "arguments": f1.REFLECTION}
+        tool = {"tool": TOOL, "arguments": f1.REFLECTION}
         fake.reply(tool, "The flaky test is fixed.")
         first = run_host([*claude_argv, "fix the flaky parser test"], cwd=work, env=env)
         assert first.returncode == 0, first.stderr[-2000:]
+        # ToolSearch is on (the model-facing list names the deferred tools), yet ours is
+        # in the very first request with its whole schema: the model can call it as is.
+        offered = {t["name"]: t for t in fake.requests[0]["tools"]}
+        assert "ToolSearch" in offered and not offered[TOOL].get("defer_loading")
+        assert offered[TOOL]["input_schema"]["required"] == list(
+            REFLECTION_TOOL["input_schema"]["required"]
+        )
+        context = hook_context(fake.requests[0])
+        assert context.endswith(tool_request(FIELD, "record_reflection"))
+        assert f"<{FIELD}>" not in context and "block" not in context, "the tool alone is asked for"
         answer = json.loads(first.stdout)["result"]
-        assert answer == "The flaky test is fixed."
+        assert answer == "The flaky test is fixed.", "no reflection JSON, no tags"
         results = [
             block
             for message in fake.requests[1]["messages"]
@@ -170,6 +198,7 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cla
         )
         assert second.returncode == 0, second.stderr[-2000:]
         assert json.dumps(fake.requests[-1]).count("[memory 1]") == 1
+        assert json.loads(second.stdout)["result"] == "Module tests first."
     argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--uninstall"]
     removed = subprocess.run(
         [*argv, "--all", "--home", str(config)], capture_output=True, text=True

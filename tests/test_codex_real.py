@@ -24,11 +24,13 @@ from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
+from hosts.render import block_request, tool_request
 
 ROOT = Path(__file__).parent.parent
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0") / "bin" / "codex"
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
+FIELD = "reward_memory_reflection_json"
 REFLECTED = (
     "The flaky test is fixed.\n<reward_memory_reflection_json>"
     + json.dumps(f1.REFLECTION)
@@ -270,7 +272,7 @@ def test_an_over_cap_context_is_degraded_by_us_not_truncated_by_codex(codex, tmp
         [ours] = [text for text in developer_texts(fake.requests[0]) if "[memory " in text]
         assert len(ours) <= 8000
         assert "context items omitted to fit the context limit" in ours
-        assert ours.rstrip().endswith("or an empty block when there is none.")
+        assert ours.rstrip().endswith(block_request("reward_memory_reflection_json"))
 
 
 def _record(index: int) -> str:
@@ -350,12 +352,18 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cod
         assert first.returncode == 0, first.stderr[-2000:]
         offered = [t for t in fake.requests[0]["tools"] if t.get("name") == "mcp__turn_hooks"]
         assert [tool["name"] for tool in offered[0]["tools"]] == ["record_reflection"]
+        # Issue 36: one honest channel. The tool is asked for, the block is not.
+        [ours] = [t for t in developer_texts(fake.requests[0]) if "reflection_json" in t]
+        assert ours.endswith(tool_request(FIELD, "record_reflection"))
+        assert f"<{FIELD}>" not in ours and "block" not in ours
         [output] = [
             item for item in fake.requests[1]["input"] if item.get("type") == "function_call_output"
         ]
         assert "staged" in output["output"] and "not staged" not in output["output"]
-        assert first.stdout.strip().endswith("The flaky test is fixed.")
-        assert "schema_version" not in first.stdout and "reflection_json" not in first.stdout
+        answer = first.stdout.strip()
+        assert answer.endswith("The flaky test is fixed.")
+        assert "schema_version" not in answer and "reflection_json" not in answer
+        assert "<" not in answer.rpartition("\n")[2], "no tags, empty or not"
         [journal] = run.journals()
         assert journal["public_receipt"]["status"] == "activated"
         assert journal["public_receipt"]["exact_readback_verified"] is True
@@ -363,8 +371,10 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cod
         fake.reply("Ran the module tests first.")
         second = run.exec("a change touches one module: which tests should run first?")
         assert second.returncode == 0, second.stderr[-2000:]
-        ours = [text for text in developer_texts(fake.requests[2]) if "[memory 1]" in text]
-        assert len(ours) == 1 and "trigger: a change touches one module" in ours[0]
+        recalled = [text for text in developer_texts(fake.requests[2]) if "[memory 1]" in text]
+        assert len(recalled) == 1 and "trigger: a change touches one module" in recalled[0]
+        assert f"<{FIELD}>" not in recalled[0], "the ordinary Turn is not asked for a block"
+        assert second.stdout.strip().endswith("Ran the module tests first.")
 
         removed = install_codex(run, codex, "--uninstall")
         assert removed["changed"] is True

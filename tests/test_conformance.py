@@ -30,9 +30,11 @@ from conformance.scenarios import (
     GUARD,
     INGEST,
     RECALL,
+    REQUEST_END,
     TEXT_START,
     our_text,
 )
+from hosts.render import NONE_WANTED
 from turn_hooks import InvalidInputError
 
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
@@ -503,8 +505,9 @@ def test_the_catalogue_has_stable_unique_ids_and_every_edge_is_vouched_for():
 
 def test_the_rendered_text_is_measured_from_our_first_words():
     assert GUIDANCE_INSTRUCTION.startswith(TEXT_START)
-    host_text = f"framing before\n\n{TEXT_START} ... or an empty block when there is none.\n\nafter"
-    assert our_text(host_text) == f"{TEXT_START} ... or an empty block when there is none."
+    assert REQUEST_END == NONE_WANTED, "conformance finds our text's end where hosts put it"
+    host_text = f"framing before\n\n{TEXT_START} ... {REQUEST_END}\n\nafter"
+    assert our_text(host_text) == f"{TEXT_START} ... {REQUEST_END}"
 
 
 def test_the_pytest_plugin_runs_the_scenarios_against_a_generic_host(tmp_path):

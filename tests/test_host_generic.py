@@ -15,12 +15,14 @@ from turn_support import RAW, bound_goal
 from conformance.public_safety import public_safety_violations
 from hosts.codex_cli import INJECTED_SCHEMA, delivered_refs
 from hosts.render import (
+    NONE_WANTED,
     block_request,
     extract_block,
     extract_results,
     omission_note,
     render,
     render_context,
+    tool_request,
     without_refs,
 )
 from hosts.settlement import run_validator, settlement_store
@@ -747,3 +749,77 @@ def test_a_spill_larger_than_a_page_is_folded_into_pages():
     assert codes == ["last_one", *[entry["reason_code"] for entry in spilled][::-1]]
     assert len(hook_log_entries()) == 2
     assert list(store.iter_documents(hook_log.SPILL_DIR)) == []
+
+
+def test_a_field_with_a_tool_on_this_host_is_asked_for_through_the_tool_alone():
+    # Issue 36: a model asked for the tool and the block writes both, and the user
+    # reads the JSON. The tool's request names no block; neither asks for an empty one.
+    both = projection(1, fields=("first_answer", "second_answer"))
+    text = render_context(both, tools={"first_answer": "hand_over"})
+    assert text.split("\n\n")[-2:] == [
+        tool_request("first_answer", "hand_over"),
+        block_request("second_answer"),
+    ]
+    assert "<first_answer>" not in text and "<second_answer>…</second_answer>" in text
+    for request in (tool_request("first_answer", "hand_over"), block_request("first_answer")):
+        assert request.endswith(NONE_WANTED) and "empty" not in request
+    assert "block" not in tool_request("first_answer", "hand_over")
+    assert render_context(both, tools={}) == render_context(both)
+
+
+def _serve(host, home, command=None):
+    """Our MCP server in a host home, as `install` wires it (``command``: another one)."""
+    from hosts import mcp_install
+
+    server = mcp_install.server_command(registry="r")
+    if command is not None:
+        server = (command, server[1])
+    if host == "codex-cli":
+        mcp_install.codex_config(home / "config.toml", server=server)
+    else:
+        mcp_install.claude_code(home, {}, server=server)
+
+
+CHANNEL_HOSTS = {  # command, dialect, whose home holds its MCP servers
+    "codex-cli": ("codex-cli", None, "CODEX_HOME"),
+    "claude-code": ("generic", "claude-code", "CLAUDE_CONFIG_DIR"),
+    "gemini": ("generic", "gemini", None),
+    "dsh": ("dsh", None, None),
+    "plain": ("generic", None, None),
+}
+
+
+def _pre_turn_text(host, registry, n):
+    command, dialect, _ = CHANNEL_HOSTS[host]
+    event = {"turn_id": f"t{n}", "prompt_id": f"t{n}", "session_id": "s", "prompt": "fix"}
+    event |= {"timestamp": f"2026-11-29T10:00:0{n}Z", "hook_event_name": "BeforeAgent"}
+    extra = ("--dialect", dialect) if dialect else ()
+    document = hook(event, registry, None, *extra, "pre-turn", command=command) or {}
+    return document.get("additional_context") or document.get("hookSpecificOutput", {}).get(
+        "additionalContext", ""
+    )
+
+
+@pytest.mark.parametrize("host", list(CHANNEL_HOSTS))
+def test_each_host_asks_for_one_channel_as_it_is_wired_at_run_time(tmp_path, monkeypatch, host):
+    registry = bound_goal(tmp_path)
+    codex, claude = tmp_path / "codex-home", tmp_path / "claude-home"
+    for home in (codex, claude):
+        home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    field, tooled = "reward_memory_reflection_json", CHANNEL_HOSTS[host][2] is not None
+    blocked = _pre_turn_text(host, registry, 1)
+    assert blocked.endswith(block_request(field)) and "record_reflection" not in blocked
+    _serve("codex-cli", codex)
+    _serve("claude-code", claude)
+    served = _pre_turn_text(host, registry, 2)
+    if tooled:  # read from the host's own file on this Turn, not baked in at install
+        assert served.endswith(tool_request(field, "record_reflection"))
+        assert f"<{field}>" not in served and "block" not in served
+    else:  # Gemini, DSH and generic runtimes run no MCP server of ours
+        assert served.endswith(block_request(field)) and "record_reflection" not in served
+    # A server whose interpreter is gone offers no tool: the block is asked for again.
+    _serve("codex-cli", codex, command=str(tmp_path / "gone" / "python"))
+    _serve("claude-code", claude, command=str(tmp_path / "gone" / "python"))
+    assert _pre_turn_text(host, registry, 3).endswith(block_request(field))

@@ -96,17 +96,26 @@ def test_claude_code_gets_the_server_and_the_rule_and_loses_exactly_them(tmp_pat
     assert changed is True
     assert installed["permissions"] == {"deny": ["Bash"], "allow": ["mcp__turn_hooks"]}
     document = json.loads((home / ".claude.json").read_text())
+    # alwaysLoad: Claude Code 2.1.332 neither defers the tool behind ToolSearch nor
+    # builds the first prompt before the server is connected.
+    ours = {"type": "stdio", "command": SERVER[0], "args": SERVER[1], "env": {}}
     assert document == {
         "numStartups": 3,
-        "mcpServers": {
-            "turn_hooks": {"type": "stdio", "command": SERVER[0], "args": SERVER[1], "env": {}}
-        },
+        "mcpServers": {"turn_hooks": {**ours, "alwaysLoad": True}},
     }
     again, changed = mcp_install.claude_code(home, installed, server=SERVER)
     assert (again, changed) == (installed, False)
     removed, changed = mcp_install.claude_code(home, installed, server=None)
     assert (removed, changed) == (settings, True)
     assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 3}
+
+
+def test_an_earlier_install_without_always_load_is_replaced(tmp_path):
+    earlier = {"type": "stdio", "command": SERVER[0], "args": SERVER[1], "env": {}}
+    (tmp_path / ".claude.json").write_text(json.dumps({"mcpServers": {"turn_hooks": earlier}}))
+    _, changed = mcp_install.claude_code(tmp_path, {}, server=SERVER)
+    servers = json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]
+    assert changed is True and servers["turn_hooks"]["alwaysLoad"] is True
 
 
 def test_claude_code_uninstall_with_nothing_of_ours_changes_nothing(tmp_path):

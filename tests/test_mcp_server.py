@@ -74,6 +74,8 @@ def test_the_handshake_lists_the_reflection_tool_and_answers_ping():
         "name": "record_reflection",
         "description": REFLECTION_TOOL["description"],
         "inputSchema": REFLECTION_TOOL["input_schema"],
+        # Claude Code loads it up front instead of hiding it behind ToolSearch.
+        "_meta": {"anthropic/alwaysLoad": True},
     }
 
 

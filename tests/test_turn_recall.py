@@ -72,6 +72,13 @@ def test_first_turn_requests_a_reflection_and_recalls_nothing(tmp_path, plugin_p
     assert packet["grants_new_action_authority"] is False
 
 
+def test_the_reflection_instruction_names_no_channel():
+    # Issue 36: the host asks for the tool or the block (hosts.render), by its wiring;
+    # the capability's text only describes the value, so the two never contradict.
+    for channel in ("record_reflection", "<reward_memory_reflection_json>", "empty block"):
+        assert channel not in REFLECTION_INSTRUCTION
+
+
 def test_second_turn_delivers_the_memory_once_within_the_budget(tmp_path, plugin_pm):
     registry = bound_goal(tmp_path)
     learn(registry)

@@ -38,8 +38,9 @@ def _closed(*, optional: tuple[str, ...] = (), **properties: Any) -> dict[str, A
 REFLECTION_TOOL = {
     "name": "record_reflection",
     "description": (
-        "Record this Turn's reflection (turn_reward_memory_reflection_v1) out of the user's "
-        "sight, instead of writing a reward_memory_reflection_json block in your answer. "
+        "Record this Turn's reflection (the reward_memory_reflection_json value, "
+        "turn_reward_memory_reflection_v1) out of the user's sight: nothing of it goes in "
+        "your answer. "
         "Call it only when independent evidence from this Turn showed a reusable way of "
         "working; it is settled, validated and learned when the Turn ends."
     ),

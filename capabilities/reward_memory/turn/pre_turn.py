@@ -74,10 +74,7 @@ REFLECTION_INSTRUCTION = (
     "500 characters, the whole at most 2400; no secrets, no absolute or home paths. A recap "
     "without a changed future behaviour and its limits does not qualify, and your own "
     "summary is never evidence: nothing is stored unless an independent validator attests "
-    "it. "
-    "If a record_reflection tool is available, call "
-    "it with that object instead and leave reward_memory_reflection_json out of your answer; "
-    "otherwise fill the field as above."
+    "it."
 )
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
