@@ -288,11 +288,19 @@ def hook_log(limit: int) -> dict[str, Any]:
     }
 
 
-def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, Any]:
+def settlements(
+    registry: str | None, goal_id: str, agent_id: str, *, output: bool = False
+) -> dict[str, Any]:
     """The host's side of one binding's settlements: how many wait in the queue (a
     killed Stop hook leaves one there) and how the newest spooled Turn ended,
-    whatever its outcome: the validator's verdict and each plugin's status."""
-    from hosts.settlement import SPOOL_DIR, binding_store, queued
+    whatever its outcome: the validator's verdict and each plugin's status.
+
+    Why the validator did not pass is public (its reason code, its exit status and
+    the project command's, when it ended, how long it ran); what it printed is not.
+    ``output`` adds the tail the spool keeps of it (``validator_output_tail``), for a
+    person who asked for it (``turn-hooks status --validation-output``).
+    """
+    from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, queued
     from sidecars import goal_agent_parts
 
     view: dict[str, Any] = {"queued_settlement_count": 0, "last_turn_settlement": None}
@@ -312,14 +320,17 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
         return view
     validation = entry.get("task_validation")
     validation = validation if isinstance(validation, dict) else {}
+    run = entry.get(VALIDATION_RUN_KEY)
+    run = run if isinstance(run, dict) else {}
     receipt = entry.get("post_settlement")
     results = receipt.get("results") if isinstance(receipt, dict) else None
     view["last_turn_settlement"] = {
         "observed_at": entry.get("observed_at"),
         "host": entry.get("host"),
         "turn_key": entry.get("turn_key"),
-        "validator_status": validation.get("status"),
-        "validator_reason_code": validation.get("reason_code"),
+        "validator_status": validation.get("status") or run.get("status"),
+        "validator_reason_code": validation.get("reason_code") or run.get("reason_code"),
+        **_validator_run(run),
         "results": {
             str(name): result.get("status")
             for name, result in (results or {}).items()
@@ -334,7 +345,29 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
             else "settled"
         ),
     }
+    if output:
+        tail = run.get("output_tail")
+        view["last_turn_settlement"]["validator_output_tail"] = (
+            tail if isinstance(tail, str) else None
+        )
     return view
+
+
+def _validator_run(run: dict[str, Any]) -> dict[str, Any]:
+    """The public facts of the validator's last run: when, how long, exit statuses."""
+
+    def number(key: str) -> int | None:
+        value = run.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    observed = run.get("observed_at")
+    return {
+        "validated_at": observed if isinstance(observed, str) else None,
+        "validator_duration_ms": number("duration_ms"),
+        "validator_exit_code": number("exit_code"),
+        # The project's own command inside the built-in validator (`make test`'s).
+        "check_exit_status": number("exit_status"),
+    }
 
 
 def _written_at(path: Path) -> int:
