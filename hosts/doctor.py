@@ -102,7 +102,7 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
     return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}, {where}")
 
 
-def _project_command(argv: list[str]) -> int | None:
+def project_command(argv: list[str]) -> int | None:
     """Where the project's own command starts in a built-in validator's argv
     (``... validate command -- make test``), or ``None`` for any other validator."""
     for at in range(1, len(argv) - 3):
@@ -122,7 +122,7 @@ def resolve_validator(argv: list[str]) -> list[str]:
     built-in validator, made absolute when ``PATH`` finds them: hooks run with the
     host's ``PATH``, not the installing shell's."""
     resolved = [_resolve(argv[0]), *argv[1:]]
-    start = _project_command(resolved)
+    start = project_command(resolved)
     if start is not None:
         resolved[start] = _resolve(resolved[start])
     return resolved
@@ -145,7 +145,7 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
             "no validator: nothing can ever be learned; pass --validate-with 'make test' "
             "(or --validation-command-json) or --recall-only",
         )
-    start = _project_command(argv)
+    start = project_command(argv)
     programs = [argv[0]] if start is None else [argv[0], argv[start]]
     if not all(_runs(program) for program in programs):
         return row("validator", subject, "validator_not_found", "the validator does not resolve")
@@ -185,7 +185,7 @@ def make_target_missing(argv: list[str], cwd: Path) -> dict[str, Any] | None:
     """A ``make`` project command with no makefile in ``cwd`` to read: a check that
     cannot pass here, said before anything runs (``-f``/``-C`` name another place:
     then only the run can tell)."""
-    start = _project_command(argv)
+    start = project_command(argv)
     command = argv[start:] if start is not None else argv
     if Path(command[0]).name not in ("make", "gmake"):
         return None
@@ -213,7 +213,7 @@ def validator_run_check(
     learned nothing, and passes when it exits 0. A line on stderr says the run
     started and how long it may take: a test suite can run for minutes.
     """
-    start = _project_command(argv)
+    start = project_command(argv)
     missing = make_target_missing(argv, cwd)
     if missing is not None:
         return row("validator_run", subject, missing["reason_code"], missing["message"]), ""

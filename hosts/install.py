@@ -496,7 +496,8 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         description=(
             "Checks first (as `turn-hooks doctor`): the binding, the validator, the hook "
             "command; then runs the validator once in the Goal's repository, within its "
-            "deadline, and shows whether it passed and the end of its output. Nothing is "
+            "deadline, and shows whether it passed (with --format markdown, the end of its "
+            "output too). Nothing is "
             "written unless every check passes. The hooks call the absolute interpreter "
             "running this command: run it from a stable installation, not a clone's "
             "editable one."

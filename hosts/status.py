@@ -95,8 +95,24 @@ def our_handler(command: object) -> dict[str, Any] | None:
         "agent_id": _option(parts, "--agent-id"),
         **served(_option(parts, "--registry"), goal_id),
         "validator_configured": "--validation-command-json" in parts,
+        "validator_shell": _through_shell(_option(parts, "--validation-command-json")),
         "command_resolves": _resolves(program) and package_present(parts[:at]),
     }
+
+
+def _through_shell(declared: str | None) -> bool:
+    """Whether the declared validator runs a shell command line (``sh -c '...'``), as
+    ``install --validate-with`` declares a line that needs a shell."""
+    from hosts.doctor import is_shell, project_command
+
+    try:
+        argv = loads_bounded(declared) if declared else None
+    except InvalidInputError:
+        return False
+    if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv):
+        return False
+    start = project_command(argv)
+    return is_shell(argv[start:] if start is not None else argv)
 
 
 def served(registry: str | None, goal_id: str | None) -> dict[str, Any]:
@@ -136,6 +152,8 @@ def _view(host: str, handlers: list[dict[str, Any]], reason: str | None) -> dict
         # Nothing installed resolves nothing: no answer, rather than a vacuous true.
         "all_commands_resolve": all(h["command_resolves"] for h in handlers) if handlers else None,
         "reason_code": reason,
+        # A validator declared as a shell command line (`sh -c '...'`), said so.
+        "validator_through_shell": any(h.get("validator_shell") for h in handlers),
         "handlers": handlers,
     }
 

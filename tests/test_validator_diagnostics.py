@@ -223,6 +223,9 @@ def test_a_shell_command_line_runs_through_sh_and_says_so(repo, tmp_path):
     assert " -c " in stop_command(home) and "&&" in stop_command(home)
     doctor = json.loads(run(repo, "doctor", "claude-code", "--home", str(home)).stdout)
     assert any("shell syntax: run through sh -c" in r["message"] for r in doctor["checks"])
+    from hosts.status import settings_hooks
+
+    assert settings_hooks("claude_code", home / "settings.json")["validator_through_shell"]
     # As the hook runs it: the whole line through the shell, `&&` included.
     failing = install(repo, tmp_path / "other", "--validate-with", "true && false")
     assert json.loads(failing.stdout)["reason_code"] == "validator_run_failed"
