@@ -356,6 +356,7 @@ def hook_binding(parts: list[str]) -> dict[str, Any]:
         "goal_id": flag("--goal-id") or "",
         "agent_id": flag("--agent-id") or "",
         "validation_argv": argv if isinstance(argv, list) or argv is None else ["<bad>"],
+        "validation_timeout": flag("--validation-timeout-seconds"),
         "event": "post-settlement" if "post-settlement" in parts else "pre-turn",
     }
 

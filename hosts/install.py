@@ -183,39 +183,43 @@ def install_checks(
     return checks, binding
 
 
-def validator_deadline(args: argparse.Namespace) -> float:
-    """The deadline a hook gives the validator: the one this command line declares
-    (``--validation-timeout-seconds``, where the command has it), else the hook's
-    default. Install's own run uses it, so a check that passes here fits a Turn."""
+def validator_deadline(declared: object) -> float:
+    """The deadline a hook gives the validator: the one declared (the command line's
+    or the installed hook's ``--validation-timeout-seconds``, where there is one),
+    else the hook's default. The run before install uses it, so a check that passes
+    there fits a Turn, whatever that deadline is."""
     from hosts.settlement import VALIDATION_TIMEOUT
 
-    declared = getattr(args, "validation_timeout_seconds", None)
-    return (
-        float(declared)
-        if isinstance(declared, int | float) and declared > 0
-        else (float(VALIDATION_TIMEOUT))
-    )
+    if isinstance(declared, str) and declared.isdigit():
+        declared = int(declared)
+    if isinstance(declared, int | float) and not isinstance(declared, bool) and declared > 0:
+        return float(declared)
+    return float(VALIDATION_TIMEOUT)
 
 
 def run_validator_once(
-    host: str, args: argparse.Namespace, argv: list[str] | None, registry: str, goal_id: str
-) -> dict[str, Any] | None:
-    """The ``validator_run`` row of one run of ``argv`` in the Goal's repository, or
-    ``None`` when there is nothing to run (recall only) or no repository to run in
-    (the binding check says why). The tail of its output goes to ``args`` for the
-    person's Markdown, never into the row: rows are public."""
+    host: str, args: argparse.Namespace, binding: dict[str, Any], deadline: object = None
+) -> list[dict[str, Any]]:
+    """The ``validator_run`` row of one run of the binding's validator in its Goal's
+    repository; none when there is nothing to run (recall only) or no repository to
+    run in (the binding check says why). The tail of its output goes to ``args`` for
+    the person's Markdown, never into the row: rows are public."""
     from hosts import doctor
     from sidecars import goal_repository
 
-    repo = goal_repository(registry, goal_id)
+    argv = binding["validation_argv"]
+    repo = goal_repository(binding["registry"], binding["goal_id"])
     if not argv or repo is None or not repo.is_dir():
-        return None
+        return []
+    if deadline is None:
+        deadline = getattr(args, "validation_timeout_seconds", None)
     checked, tail = doctor.validator_run_check(
-        host, argv, cwd=repo, deadline=validator_deadline(args), host=host
+        host, argv, cwd=repo, deadline=validator_deadline(deadline), host=host
     )
     if tail:
-        args.markdown_tail = ("Validator output (its last lines)", tail)
-    return checked
+        _, earlier = getattr(args, "markdown_tail", None) or ("", "")
+        args.markdown_tail = ("Validator output (its last lines)", earlier + tail)
+    return [checked]
 
 
 def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
@@ -248,10 +252,7 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     checks, binding = install_checks(host, args, named)
     if all(check["ok"] for check in checks) and not args.skip_validator_run:
         # Last of the checks (it may take minutes) and before anything is written.
-        ran = run_validator_once(
-            host, args, binding["validation_argv"], binding["registry"], binding["goal_id"]
-        )
-        checks += [ran] if ran is not None else []
+        checks += run_validator_once(host, args, binding)
     if not all(check["ok"] for check in checks):
         refused = doctor.report(checks, host=host, action="install", changed=False)
         return refused, "Install refused"
@@ -441,17 +442,10 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
             if host in ("codex", "claude-code"):
                 checks.append(tool_channel_check(host, args))
     if not installed:  # nothing installed yet: what install would check
-        checks_, binding = install_checks(args.host or "turn-hooks", args)
-        checks += checks_
-        if args.run_validator and all(check["ok"] for check in checks_):
-            ran = run_validator_once(
-                args.host or "turn-hooks",
-                args,
-                binding["validation_argv"],
-                binding["registry"],
-                binding["goal_id"],
-            )
-            checks += [ran] if ran is not None else []
+        planned, binding = install_checks(args.host or "turn-hooks", args)
+        checks += planned
+        if args.run_validator and all(check["ok"] for check in planned):
+            checks += run_validator_once(args.host or "turn-hooks", args, binding)
     elif args.registry or args.goal_id or args.agent_id:
         # A binding named on the command line is checked as named: an unusable
         # --registry is its typed error (exit 2), never silently passed over.
@@ -479,10 +473,7 @@ def installed_validator_runs(
         if hook["event"] != "post-settlement" or key in seen:
             continue
         seen.add(key)
-        ran = run_validator_once(
-            host, args, hook["validation_argv"], hook["registry"], hook["goal_id"]
-        )
-        rows += [ran] if ran is not None else []
+        rows += run_validator_once(host, args, hook, hook["validation_timeout"])
     return rows
 
 

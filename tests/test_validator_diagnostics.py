@@ -168,7 +168,7 @@ def test_a_timeout_is_refused_with_the_way_out(repo, tmp_path):
     from hosts.install import validator_deadline
 
     home = tmp_path / "claude"
-    seconds = validator_deadline(argparse_namespace())
+    seconds = validator_deadline(None)
     slow = json.dumps(["sleep", str(int(seconds) + 30)])
     result = install(repo, home, "--validation-command-json", slow)
     refused = json.loads(result.stdout)
@@ -177,12 +177,6 @@ def test_a_timeout_is_refused_with_the_way_out(repo, tmp_path):
         f"{seconds:g} s" in result.stderr
         and "--skip-validator-run" in refused["checks"][-1]["message"]
     )
-
-
-def argparse_namespace():
-    import argparse
-
-    return argparse.Namespace()
 
 
 # --- a command line that needs a shell runs through sh -c, knowingly ---------------------
