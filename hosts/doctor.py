@@ -290,7 +290,10 @@ def _run_verdict(
         return "validator_run_output_too_large", (
             f"`{words}` printed more than a validator may: make it quieter; {again}"
         )
-    if "No rule to make target" in tail or "No targets specified" in tail:
+    # GNU make's words for a target it has no rule for (not a missing prerequisite,
+    # which is "needed by" one).
+    missing = "No rule to make target" in tail and "needed by" not in tail
+    if missing or "No targets specified" in tail:
         return "validator_make_target_missing", (
             f"`{words}` failed: make has no such target here. Add the target to the "
             "Makefile, or name the check itself, such as --validate-with 'python3 -m pytest'"

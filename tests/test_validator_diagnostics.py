@@ -147,6 +147,17 @@ def test_skip_validator_run_installs_a_slow_or_failing_suite_unrun(repo, tmp_pat
     assert [r["status"] for r in rows(json.loads(doctor.stdout), "validator_run")] == ["passed"]
 
 
+def test_doctor_runs_the_validator_it_would_install(repo, tmp_path):
+    makefile(repo, passing=False)
+    home = ["--home", str(tmp_path / "claude")]
+    quiet = run(repo, "doctor", "claude-code", *home, "--validate-with", "make test")
+    assert quiet.returncode == 0 and "running the validator" not in quiet.stderr
+    asked = run(repo, "doctor", "claude-code", *home, "--validate-with", "make test",
+                "--run-validator", "--format", "markdown")  # fmt: skip
+    assert asked.returncode == 2 and "validator_run_failed" in asked.stdout
+    assert FAILING in asked.stdout
+
+
 def test_a_missing_program_is_refused_before_any_run(repo, tmp_path):
     home = tmp_path / "claude"
     result = install(repo, home, "--validate-with", "no-such-check-x --all")
