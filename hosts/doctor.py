@@ -147,8 +147,16 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
         )
     start = project_command(argv)
     programs = [argv[0]] if start is None else [argv[0], argv[start]]
-    if not all(_runs(program) for program in programs):
-        return row("validator", subject, "validator_not_found", "the validator does not resolve")
+    missing = [Path(program).name for program in programs if not _runs(program)]
+    if missing:
+        return row(
+            "validator",
+            subject,
+            "validator_not_found",
+            f"the validator does not resolve: `{missing[-1]}` is no executable program here "
+            "(not on PATH, or not executable); install it, or name the check by a program "
+            "that is",
+        )
     named = argv if start is None else argv[start:]
     # A public row: programs by name, and no absolute path among the arguments.
     # A receipt names no local path: a path is shown by its file name, and a word

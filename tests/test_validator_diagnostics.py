@@ -163,6 +163,8 @@ def test_a_missing_program_is_refused_before_any_run(repo, tmp_path):
     result = install(repo, home, "--validate-with", "no-such-check-x --all")
     refused = json.loads(result.stdout)
     assert (result.returncode, refused["reason_code"]) == (2, "validator_not_found")
+    [declared] = rows(refused, "validator")
+    assert "`no-such-check-x` is no executable program here" in declared["message"]
     assert "running the validator" not in result.stderr and not home.exists()
 
 
