@@ -367,9 +367,33 @@ def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
         args.markdown_note = "The hook log is empty: no hook has had a reason to log yet."
     elif any(entry.get("source") == "validator" for entry in view["entries"]):
         # The log holds codes only: the validator's own words are in the spool.
+        view["last_validation"] = _last_validation()
         view["next_step"] = VALIDATOR_HINT
         args.markdown_note = f"A validator did not pass: {VALIDATOR_HINT}."
     return view, "Hook log"
+
+
+def _last_validation() -> dict[str, Any] | None:
+    """When and how the last validation of the binding this directory names ended
+    (public facts: codes, exit statuses, times), or ``None`` outside a bound
+    repository: the log itself is machine-wide."""
+    from hosts.status import settlements
+    from sidecars import name_binding
+    from turn_hooks import TurnHooksError
+
+    try:
+        named = name_binding(None, None, None)
+    except TurnHooksError:
+        return None
+    last = settlements(str(named.registry), named.goal_id, named.agent_id)
+    settled = last.get("last_turn_settlement")
+    if not isinstance(settled, dict):
+        return None
+    keys = (
+        *("validated_at", "validator_status", "validator_reason_code"),
+        *("validator_exit_code", "check_exit_status", "validator_duration_ms"),
+    )
+    return {"goal_id": named.goal_id, **{key: settled.get(key) for key in keys}}
 
 
 VALIDATOR_HINT = (

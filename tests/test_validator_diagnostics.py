@@ -290,6 +290,12 @@ def test_a_failing_validation_keeps_its_tail_and_status_says_why(repo, tmp_path)
 
     log = run(repo, "log", "--format", "markdown").stdout
     assert "validated_command_failed" in log and "status --validation-output" in log
+    last = json.loads(run(repo, "log").stdout)["last_validation"]
+    assert (last["validator_reason_code"], last["check_exit_status"]) == (
+        "validated_command_failed",
+        2,
+    )
+    assert last["validated_at"] and FAILING not in json.dumps(last)
 
 
 def test_another_validator_s_stderr_is_kept_in_the_spool(repo, tmp_path):
