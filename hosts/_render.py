@@ -187,3 +187,14 @@ def render(
     if fmt == "json":
         return to_json(document) + "\n"
     return to_markdown(document, title=title, note=note, notes=notes)
+
+
+def fenced(heading: str, text: str) -> str:
+    """A Markdown section holding ``text`` verbatim in a fence longer than any run of
+    backticks inside it, so the text cannot close it."""
+    import re
+
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"\n### {heading}\n\n{fence}text\n{body}{fence}\n"

@@ -365,7 +365,41 @@ def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
     view = hook_log(args.limit)
     if not view["entries"]:
         args.markdown_note = "The hook log is empty: no hook has had a reason to log yet."
+    elif any(entry.get("source") == "validator" for entry in view["entries"]):
+        # The log holds codes only: the validator's own words are in the spool.
+        view["last_validation"] = _last_validation()
+        view["next_step"] = VALIDATOR_HINT
+        args.markdown_note = f"A validator did not pass: {VALIDATOR_HINT}."
     return view, "Hook log"
+
+
+def _last_validation() -> dict[str, Any] | None:
+    """When and how the last validation of the binding this directory names ended
+    (public facts: codes, exit statuses, times), or ``None`` outside a bound
+    repository: the log itself is machine-wide."""
+    from hosts.status import settlements
+    from sidecars import name_binding
+    from turn_hooks import TurnHooksError
+
+    try:
+        named = name_binding(None, None, None)
+    except TurnHooksError:
+        return None
+    last = settlements(str(named.registry), named.goal_id, named.agent_id)
+    settled = last.get("last_turn_settlement")
+    if not isinstance(settled, dict):
+        return None
+    keys = (
+        *("validated_at", "validator_status", "validator_reason_code"),
+        *("validator_exit_code", "check_exit_status", "validator_duration_ms"),
+    )
+    return {"goal_id": named.goal_id, **{key: settled.get(key) for key in keys}}
+
+
+VALIDATOR_HINT = (
+    "`turn-hooks status --validation-output` (in the Goal's repository) shows when and why "
+    "the last validation failed, and the end of what the validator printed"
+)
 
 
 def _add_plugins(commands: Any) -> None:
@@ -867,6 +901,13 @@ def _run(arguments: list[str], first: str | None) -> int:
             note = getattr(args, "markdown_note", None)
             notes = getattr(args, "markdown_notes", None)
             text = render(document, fmt=args.format, title=title, note=note, notes=notes)
+            tail = getattr(args, "markdown_tail", None)
+            if args.format == "markdown" and tail is not None:
+                # A command's private text for the person (a validator's output):
+                # a section of its own, verbatim, never a table cell.
+                from hosts._render import fenced
+
+                text += fenced(*tail)
             if getattr(args, "receipt_to_stderr", False):
                 # The command's stdout was its output (an export's lines): the
                 # receipt goes beside it, so a pipe reads only that output.

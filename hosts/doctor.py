@@ -12,7 +12,12 @@ Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
 - ``hook_command``: the interpreter a hook calls imports the package and loads its
   plugins, in a child process as the host would start it. A warning (not a failure)
   says when that interpreter runs an editable install inside a git clone: moving or
-  deleting the clone would break every installed hook.
+  deleting the clone would break every installed hook;
+- ``validator_run`` (``install``, and ``doctor --run-validator``): the validator run
+  once, now, in the Goal's repository and within its deadline, as a Turn would run
+  it: passed, or why not (exit status, timeout, no such program, no such make
+  target). The row says how long it took; the tail of what it printed goes to the
+  person (Markdown) only, never into the row.
 
 Installed hooks are found in the host's own files and checked by the commands
 written there (for Codex, a ``trust`` row too: ``hosts.install.codex_trust_check``),
@@ -26,11 +31,13 @@ import json
 import os
 import shlex
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from sidecars import read_registry, registry_goal
-from turn_hooks import InvalidInputError, run_external
+from turn_hooks import TAIL_BYTES, InvalidInputError, output_tail, run_external
 
 CHECK_SCHEMA = "turn_hooks_check_v0"
 DOCTOR_SCHEMA = "turn_hooks_doctor_v0"
@@ -95,7 +102,7 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
     return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}, {where}")
 
 
-def _project_command(argv: list[str]) -> int | None:
+def project_command(argv: list[str]) -> int | None:
     """Where the project's own command starts in a built-in validator's argv
     (``... validate command -- make test``), or ``None`` for any other validator."""
     for at in range(1, len(argv) - 3):
@@ -115,7 +122,7 @@ def resolve_validator(argv: list[str]) -> list[str]:
     built-in validator, made absolute when ``PATH`` finds them: hooks run with the
     host's ``PATH``, not the installing shell's."""
     resolved = [_resolve(argv[0]), *argv[1:]]
-    start = _project_command(resolved)
+    start = project_command(resolved)
     if start is not None:
         resolved[start] = _resolve(resolved[start])
     return resolved
@@ -138,19 +145,178 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
             "no validator: nothing can ever be learned; pass --validate-with 'make test' "
             "(or --validation-command-json) or --recall-only",
         )
-    start = _project_command(argv)
+    start = project_command(argv)
     programs = [argv[0]] if start is None else [argv[0], argv[start]]
-    if not all(_runs(program) for program in programs):
-        return row("validator", subject, "validator_not_found", "the validator does not resolve")
+    missing = [Path(program).name for program in programs if not _runs(program)]
+    if missing:
+        return row(
+            "validator",
+            subject,
+            "validator_not_found",
+            f"the validator does not resolve: `{missing[-1]}` is no executable program here "
+            "(not on PATH, or not executable); install it, or name the check by a program "
+            "that is",
+        )
     named = argv if start is None else argv[start:]
     # A public row: programs by name, and no absolute path among the arguments.
     # A receipt names no local path: a path is shown by its file name, and a word
     # that only holds one (a `-c` program, say) as an ellipsis.
-    words = [
-        Path(named[0]).name,
-        *(Path(w).name if os.path.isabs(w) else "..." if "/" in w else w for w in named[1:]),
-    ]
-    return row("validator", subject, None, f"runs {shlex.join(words)}")
+    through = " (shell syntax: run through sh -c)" if is_shell(named) else ""
+    return row("validator", subject, None, f"runs {_words(named)}{through}")
+
+
+def is_shell(command: list[str]) -> bool:
+    """Whether a project command is a shell running a command line (``sh -c '...'``)."""
+    return (
+        len(command) == 3 and Path(command[0]).name in ("sh", "bash", "dash") and command[1] == "-c"
+    )
+
+
+HOST_IDS = {"codex": "codex_cli", "claude-code": "claude_code", "gemini": "gemini", "dsh": "dsh"}
+"""The Turn's host id a validator sees in its request, by the host installed."""
+CHECK_TURN = "turn-hooks-validator-check"
+"""The ``host_turn_id`` of the request a validator gets when it is run as a check."""
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+def _words(argv: list[str]) -> str:
+    """An argv as a public receipt names it: programs by file name, no local path."""
+    return shlex.join(
+        [
+            Path(argv[0]).name,
+            *(Path(w).name if os.path.isabs(w) else "..." if "/" in w else w for w in argv[1:]),
+        ]
+    )
+
+
+def make_target_missing(argv: list[str], cwd: Path) -> dict[str, Any] | None:
+    """A ``make`` project command with no makefile in ``cwd`` to read: a check that
+    cannot pass here, said before anything runs (``-f``/``-C`` name another place:
+    then only the run can tell)."""
+    start = project_command(argv)
+    command = argv[start:] if start is not None else argv
+    if Path(command[0]).name not in ("make", "gmake"):
+        return None
+    if any(w.startswith(("-f", "-C", "--file", "--makefile", "--directory")) for w in command):
+        return None
+    if any((cwd / name).is_file() for name in MAKEFILES):
+        return None
+    return {
+        "reason_code": "validator_makefile_missing",
+        "message": f"`{_words(command)}` cannot run here: the repository has no Makefile. "
+        "Add one with that target, or name the check itself, such as "
+        "--validate-with 'python3 -m pytest'",
+    }
+
+
+def validator_run_check(
+    subject: str, argv: list[str], *, cwd: Path, deadline: float, host: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """Run the validator once, now, as a Turn would (its deadline, the Goal's
+    repository); the ``validator_run`` row and the tail of what it printed.
+
+    The built-in validator runs its project command through ``validate command
+    --check``, which needs no Turn and reports the command's own exit status. Any
+    other validator gets a request with empty result fields, as after a Turn that
+    learned nothing, and passes when it exits 0. A line on stderr says the run
+    started and how long it may take: a test suite can run for minutes.
+    """
+    start = project_command(argv)
+    missing = make_target_missing(argv, cwd)
+    if missing is not None:
+        return row("validator_run", subject, missing["reason_code"], missing["message"]), ""
+    if start is not None:
+        # `--check` goes before the `--` that starts the project command.
+        run_argv, request = [*argv[: start - 1], "--check", *argv[start - 1 :]], None
+        named = argv[start:]
+    else:
+        run_argv, named = argv, argv
+        request = {**_empty_result_fields(), "host": HOST_IDS.get(host or "", "generic_cli")}
+        request["host_turn_id"] = CHECK_TURN
+    sys.stderr.write(
+        f"turn-hooks: running the validator once ({_words(named)}), up to {deadline:g} s; "
+        "--skip-validator-run skips this\n"
+    )
+    sys.stderr.flush()
+    started = time.monotonic()
+    run = run_external(run_argv, request, cwd=cwd, timeout=deadline, stderr="tail", tail=TAIL_BYTES)
+    seconds = time.monotonic() - started
+    outcome = _check_outcome(run) if start is not None else None
+    if outcome is None:  # another validator, or the built-in one said nothing usable
+        status = "passed" if run.reason is None else run.reason.removeprefix("external_")
+        exit_status = run.exit_code
+        tail = output_tail(run.stderr + run.tail)
+    else:
+        status, exit_status, tail = outcome
+    checked = row(
+        "validator_run",
+        subject,
+        *_run_verdict(status, exit_status, _words(named), seconds, deadline, tail),
+    )
+    checked.update(status=status, exit_status=exit_status, duration_ms=round(seconds * 1000))
+    return checked, tail
+
+
+def _check_outcome(run: Any) -> tuple[str, int | None, str] | None:
+    """(status, exit status, tail) from ``validate command --check``'s JSON report."""
+    try:
+        report = run.json() if run.reason in (None, "external_failed") else None
+    except InvalidInputError:
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("output_tail"), str):
+        return None
+    reason = report.get("reason_code")
+    status = {
+        None: "passed",
+        "validated_command_timeout": "timeout",
+        "validated_command_unavailable": "unavailable",
+        "validated_command_output_too_large": "output_too_large",
+    }.get(reason, "failed")
+    exit_status = report.get("exit_status")
+    return status, exit_status if isinstance(exit_status, int) else None, report["output_tail"]
+
+
+def _run_verdict(
+    status: str, exit_status: int | None, words: str, seconds: float, deadline: float, tail: str
+) -> tuple[str | None, str]:
+    """The row's reason code and message: what happened, and what to do about it."""
+    took = f"in {seconds:.1f} s"
+    again = "then install again; --skip-validator-run installs without this run"
+    if status == "passed":
+        return None, f"ran `{words}` here: passed {took}"
+    if status == "timeout":
+        return "validator_run_timeout", (
+            f"`{words}` did not finish within its {deadline:g} s deadline: raise the "
+            f"deadline or name a faster check; {again}"
+        )
+    if status == "unavailable":
+        return "validator_run_unavailable", (
+            f"`{words}` could not be started here (no such program, or not executable): "
+            f"fix the command; {again}"
+        )
+    if status == "output_too_large":
+        return "validator_run_output_too_large", (
+            f"`{words}` printed more than a validator may: make it quieter; {again}"
+        )
+    # GNU make's words for a target it has no rule for (not a missing prerequisite,
+    # which is "needed by" one).
+    missing = "No rule to make target" in tail and "needed by" not in tail
+    if missing or "No targets specified" in tail:
+        return "validator_make_target_missing", (
+            f"`{words}` failed: make has no such target here. Add the target to the "
+            "Makefile, or name the check itself, such as --validate-with 'python3 -m pytest'"
+        )
+    return "validator_run_failed", (
+        f"`{words}` failed here (exit status {exit_status}) {took}: a reflection is learned "
+        f"only when it passes. Make it pass, or name another check; {again}"
+    )
+
+
+def _empty_result_fields() -> dict[str, str]:
+    """Each result field the loaded plugins declare, empty: a Turn that reflected nothing."""
+    from turn_hooks import make_plugin_manager, settlement_result_fields
+
+    return dict.fromkeys(settlement_result_fields(make_plugin_manager()), "")
 
 
 def hook_checks(subject: str, interpreter: str) -> list[dict[str, Any]]:
@@ -201,6 +367,7 @@ def hook_binding(parts: list[str]) -> dict[str, Any]:
         "goal_id": flag("--goal-id") or "",
         "agent_id": flag("--agent-id") or "",
         "validation_argv": argv if isinstance(argv, list) or argv is None else ["<bad>"],
+        "validation_timeout": flag("--validation-timeout-seconds"),
         "event": "post-settlement" if "post-settlement" in parts else "pre-turn",
     }
 

@@ -8,6 +8,17 @@ app-server), ``settings_install`` (Claude Code's and Gemini's settings.json) or
 removes the hooks of the Goal named (``--all``: every Goal's).
 ``doctor`` checks the hooks installed in the hosts' homes by the commands written
 there.
+
+Before it writes anything, ``install`` runs the declared validator once, in the Goal's
+repository and within its deadline (``doctor --run-validator`` does the same): a
+validator that fails or cannot run here is refused with what to do, where it would
+otherwise fail every Turn in silence. ``--skip-validator-run`` opts out, for a suite
+too slow to wait for.
+
+``--validate-with`` takes a command as shell words. One that needs a shell (``&&``,
+a pipe, a redirection, ``$VAR``, a glob) runs through ``sh -c`` with the whole line,
+knowingly: the declared argv says ``sh -c '...'``, and so do doctor and the install
+receipt, rather than handing ``&&`` to the first program as an argument.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,6 +65,10 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
                 reason_code="validation_declaration_invalid",
                 field="validate_with",
             )
+        if shell_syntax(check) is not None:
+            # What the person typed is a shell command line: run it as one, in the
+            # open, rather than pass `&&` to the first program as an argument.
+            words = ["sh", "-c", check]
         # The same stable interpreter the hooks call, so the validator resolves
         # wherever the host runs it; the project's program is resolved with it
         # (``doctor.resolve_validator``), as hooks run with the host's PATH.
@@ -64,6 +80,51 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
         reason_code="validation_declaration_invalid",
         field="validation_command_json",
     )
+
+
+_OPERATORS = frozenset("|&;<>()`")
+_EXPANDED = frozenset("*?[")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def shell_syntax(line: str) -> str | None:
+    """The first shell construct in ``line`` outside quotes (``&&``, ``|``, ``;``,
+    ``>``, ``$(``, a backtick, ``$VAR``, a glob, ``~``, ``#``, ``VAR=value cmd``), or
+    ``None`` when its words mean the same to a shell and to an argv."""
+    quote = ""
+    escaped = False
+    at_word = True
+    for index, char in enumerate(line):
+        if escaped:
+            escaped, at_word = False, False
+            continue
+        if quote == "'":
+            quote = "" if char == "'" else quote
+            continue
+        if char == "\\":
+            escaped = True
+            continue
+        if quote == '"':
+            if char in "$`":
+                return _operator(line, index)
+            quote = "" if char == '"' else quote
+            continue
+        if char in "'\"":
+            quote, at_word = char, False
+            continue
+        if char in _OPERATORS or char == "$" or char in _EXPANDED:
+            return _operator(line, index)
+        if at_word and char in "~#":
+            return char
+        if index == 0 and _ASSIGNMENT.match(line):  # `VAR=value cmd`: the environment
+            return line.split("=", 1)[0] + "="
+        at_word = char.isspace()
+    return None
+
+
+def _operator(line: str, index: int) -> str:
+    pair = line[index : index + 2]
+    return pair if pair in ("&&", "||", ">>", "<<", "$(", "${", "<(", ">(") else line[index]
 
 
 INSTALL_HOSTS = ("codex", "claude-code", "gemini", "dsh")
@@ -122,6 +183,45 @@ def install_checks(
     return checks, binding
 
 
+def validator_deadline(declared: object) -> float:
+    """The deadline a hook gives the validator: the one declared (the command line's
+    or the installed hook's ``--validation-timeout-seconds``, where there is one),
+    else the hook's default. The run before install uses it, so a check that passes
+    there fits a Turn, whatever that deadline is."""
+    from hosts.settlement import VALIDATION_TIMEOUT
+
+    if isinstance(declared, str) and declared.isdigit():
+        declared = int(declared)
+    if isinstance(declared, int | float) and not isinstance(declared, bool) and declared > 0:
+        return float(declared)
+    return float(VALIDATION_TIMEOUT)
+
+
+def run_validator_once(
+    host: str, args: argparse.Namespace, binding: dict[str, Any], deadline: object = None
+) -> list[dict[str, Any]]:
+    """The ``validator_run`` row of one run of the binding's validator in its Goal's
+    repository; none when there is nothing to run (recall only) or no repository to
+    run in (the binding check says why). The tail of its output goes to ``args`` for
+    the person's Markdown, never into the row: rows are public."""
+    from hosts import doctor
+    from sidecars import goal_repository
+
+    argv = binding["validation_argv"]
+    repo = goal_repository(binding["registry"], binding["goal_id"])
+    if not argv or repo is None or not repo.is_dir():
+        return []
+    if deadline is None:
+        deadline = getattr(args, "validation_timeout_seconds", None)
+    checked, tail = doctor.validator_run_check(
+        host, argv, cwd=repo, deadline=validator_deadline(deadline), host=host
+    )
+    if tail:
+        _, earlier = getattr(args, "markdown_tail", None) or ("", "")
+        args.markdown_tail = ("Validator output (its last lines)", earlier + tail)
+    return [checked]
+
+
 def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     from hosts import doctor, dsh_install, settings_install
     from sidecars import name_binding
@@ -150,6 +250,9 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     if args.uninstall:
         return _uninstall(host, args, home), TITLES.get(host, "DSH plugin")
     checks, binding = install_checks(host, args, named)
+    if all(check["ok"] for check in checks) and not args.skip_validator_run:
+        # Last of the checks (it may take minutes) and before anything is written.
+        checks += run_validator_once(host, args, binding)
     if not all(check["ok"] for check in checks):
         refused = doctor.report(checks, host=host, action="install", changed=False)
         return refused, "Install refused"
@@ -332,16 +435,21 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
         if commands:
             installed[host] = len(commands)
             checks += doctor.installed_checks(host, commands)
+            if args.run_validator:
+                checks += installed_validator_runs(host, args, commands)
             if host == "codex":
                 checks.append(codex_trust_check(args))
             if host in ("codex", "claude-code"):
                 checks.append(tool_channel_check(host, args))
     if not installed:  # nothing installed (yet, or any more): what install would check
         subject = args.host or "turn-hooks"
+        planned, binding = install_checks(subject, args)
         checks += [
             _nothing_installed(subject) if check["reason_code"] == "validator_missing" else check
-            for check in install_checks(subject, args)[0]
+            for check in planned
         ]
+        if args.run_validator and all(check["ok"] for check in planned):
+            checks += run_validator_once(subject, args, binding)
     elif args.registry or args.goal_id or args.agent_id:
         # A binding named on the command line is checked as named: an unusable
         # --registry is its typed error (exit 2), never silently passed over.
@@ -366,6 +474,30 @@ def _nothing_installed(subject: str) -> dict[str, Any]:
     )
 
 
+def installed_validator_runs(
+    host: str, args: argparse.Namespace, commands: list[str]
+) -> list[dict[str, Any]]:
+    """``doctor --run-validator``: each validator the installed hooks declare, run once
+    in its Goal's repository (one run per validator and repository)."""
+    import shlex
+
+    from hosts import doctor
+
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for command in commands:
+        try:
+            hook = doctor.hook_binding(shlex.split(command))
+        except (ValueError, IndexError):
+            continue  # installed_checks already says it is unparsable
+        key = json.dumps([hook["validation_argv"], hook["registry"], hook["goal_id"]])
+        if hook["event"] != "post-settlement" or key in seen:
+            continue
+        seen.add(key)
+        rows += run_validator_once(host, args, hook, hook["validation_timeout"])
+    return rows
+
+
 def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``install`` and ``doctor`` to the command line."""
     from hosts.cli import _format_option as format_option
@@ -375,8 +507,12 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         help="install the per-Turn hooks into a host",
         description=(
             "Checks first (as `turn-hooks doctor`): the binding, the validator, the hook "
-            "command. The hooks call the absolute interpreter running this command: run it "
-            "from a stable installation, not a clone's editable one."
+            "command; then runs the validator once in the Goal's repository, within its "
+            "deadline, and shows whether it passed (with --format markdown, the end of its "
+            "output too). Nothing is "
+            "written unless every check passes. The hooks call the absolute interpreter "
+            "running this command: run it from a stable installation, not a clone's "
+            "editable one."
         ),
     )
     installer.add_argument(
@@ -386,7 +522,10 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         "settings.json; dsh: a patch layer file",
     )
     doctor_parser = commands.add_parser(
-        "doctor", help="check the binding, the validator and every installed hook command"
+        "doctor",
+        help="check the binding, the validator and every installed hook command",
+        description="Checks what is installed (or, with nothing installed, what install "
+        "would check). --run-validator also runs each validator once, as a Turn would.",
     )
     doctor_parser.add_argument(
         "host", nargs="?", choices=INSTALL_HOSTS, help="one host (default: every one found)"
@@ -402,7 +541,9 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
             "--validate-with",
             metavar="COMMAND",
             help="the project's check, such as 'make test': a reflection is learned only "
-            "when it exits 0 (the built-in `turn-hooks validate command`)",
+            "when it exits 0 (the built-in `turn-hooks validate command`). A command line "
+            "that needs a shell ('pytest -q && ruff check .', a pipe, a redirection) runs "
+            "through sh -c, and doctor shows it so",
         )
         declared.add_argument(
             "--validation-command-json", help="any other independent validator, as a JSON argv"
@@ -424,6 +565,18 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
             help="keep the user's prompt out of the recall query (goal and project only)",
         )
         format_option(sub)
+    installer.add_argument(
+        "--skip-validator-run",
+        action="store_true",
+        help="do not run the validator once before installing (for a suite too slow to "
+        "wait for); `turn-hooks doctor --run-validator` runs it later",
+    )
+    doctor_parser.add_argument(
+        "--run-validator",
+        action="store_true",
+        help="also run each validator once, now, in its Goal's repository and within its "
+        "deadline, and show whether it passes and the end of its output",
+    )
     installer.add_argument(
         "--uninstall",
         action="store_true",

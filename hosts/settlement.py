@@ -35,6 +35,7 @@ import hashlib
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +56,8 @@ from sidecars import (
     sidecar_root,
 )
 from turn_hooks import (
+    TAIL_BYTES,
+    ExternalRun,
     InvalidInputError,
     SidecarCorrupt,
     SidecarError,
@@ -63,6 +66,7 @@ from turn_hooks import (
     call_post_settlement,
     call_post_writeback,
     loads_bounded,
+    output_tail,
     read_results,
     run_external,
     settlement_is_taken,
@@ -76,6 +80,8 @@ SPOOL_DIR = "settlements"
 QUEUE_DIR = "settlement-queue"
 VALIDATION_TIMEOUT = 20
 ATTESTATION_KEY = "attestation"
+VALIDATION_RUN_KEY = "validation_run"
+"""Where the spool entry keeps the validator run's private account (``validator_run``)."""
 """Where ``task_validation`` keeps the validator's JSON output; the plugin checks it."""
 REPLAY_PER_TURN = 3
 """Spooled settlements one PreTurn's worker carries on (hosts.md §1.4: oldest first)."""
@@ -101,12 +107,44 @@ def run_validator(
     argv: list[str] | None, *, request: dict[str, Any], cwd: str | None, timeout: int
 ) -> dict[str, Any]:
     """``task_validation`` from the declared validator (§8 table); never raises."""
+    return validator_run(argv, request=request, cwd=cwd, timeout=timeout)[0]
+
+
+def validator_run(
+    argv: list[str] | None, *, request: dict[str, Any], cwd: str | None, timeout: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``task_validation`` and the run's private account, ``None`` without a validator.
+
+    The account (``VALIDATION_RUN_KEY`` in the spool entry, which is private) says
+    when the run ended, how long it took, its exit status and the tail of what it
+    printed (stderr, then stdout: ``turn_hooks.output_tail``), so ``turn-hooks
+    status`` can say why a validator failed without anyone running it again.
+    ``task_validation`` stays as the plugins always had it.
+    """
     if not argv:
-        return {"ok": False, "status": "unavailable", "validator_kind": "none"}
-    run = run_external(argv, request, cwd=cwd or None, timeout=timeout)
+        return {"ok": False, "status": "unavailable", "validator_kind": "none"}, None
+    started = time.monotonic()
+    run = run_external(
+        argv, request, cwd=cwd or None, timeout=timeout, stderr="tail", tail=TAIL_BYTES
+    )
+    validation = _verdict(run)
+    account = {
+        "observed_at": _now(),
+        "duration_ms": round((time.monotonic() - started) * 1000),
+        "timeout_seconds": timeout,
+        "status": validation["status"],
+        "reason_code": validation.get("reason_code"),
+        "exit_code": run.exit_code,
+        **_failure(run.stdout),
+        "output_tail": output_tail(run.stderr + run.tail),
+    }
+    return validation, account
+
+
+def _verdict(run: ExternalRun) -> dict[str, Any]:
     if run.reason == "external_failed":
         failed: dict[str, Any] = {"ok": False, "status": "failed", "exit_code": run.exit_code}
-        code = _validator_reason(run.stdout)
+        code = _failure(run.stdout).get("reason_code")
         if code is not None:
             failed["reason_code"] = code
         return failed
@@ -131,18 +169,26 @@ def run_validator(
 _REASON_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-def _validator_reason(stdout: bytes) -> str | None:
-    """The reason code a failing validator printed (``validate command`` prints one
-    JSON object with ``reason_code``), or ``None``: only a short code-shaped string is
-    kept, so the hook log never carries the validator's output."""
+def _failure(stdout: bytes) -> dict[str, Any]:
+    """What a failing validator printed of itself: ``validate command`` prints one JSON
+    object with ``reason_code`` and the exit status of the project's command
+    (``exit_status``). Only a short code-shaped string and an integer are kept, so the
+    hook log never carries the validator's output."""
     if len(stdout) > 4096:
-        return None
+        return {}
     try:
         document = loads_bounded(stdout.decode("utf-8").strip())
     except (UnicodeDecodeError, InvalidInputError):
-        return None
-    code = document.get("reason_code") if isinstance(document, dict) else None
-    return code if isinstance(code, str) and _REASON_CODE.fullmatch(code) else None
+        return {}
+    if not isinstance(document, dict):
+        return {}
+    found: dict[str, Any] = {}
+    code, status = document.get("reason_code"), document.get("exit_status")
+    if isinstance(code, str) and _REASON_CODE.fullmatch(code):
+        found["reason_code"] = code
+    if isinstance(status, int) and not isinstance(status, bool):
+        found["exit_status"] = status
+    return found
 
 
 def validator_reasons(validation: dict[str, Any]) -> list[tuple[str, str]]:
@@ -488,13 +534,16 @@ def _validate(
     argv = declaration.get("argv") if isinstance(declaration, dict) else None
     timeout = declaration.get("timeout_seconds") if isinstance(declaration, dict) else None
     valid_argv = isinstance(argv, list) and all(isinstance(arg, str) for arg in argv)
-    return run_validator(
+    validation, account = validator_run(
         argv if valid_argv else None,
         # The result fields, then the Turn: exactly the request validators always had.
         request={**host_result, "host": turn.host, "host_turn_id": turn.host_turn_id},
         cwd=turn.cwd,
         timeout=timeout if isinstance(timeout, int) and 0 < timeout < 30 else VALIDATION_TIMEOUT,
     )
+    if account is not None:
+        entry[VALIDATION_RUN_KEY] = account  # private, as the spool entry is
+    return validation
 
 
 def _deliver(

@@ -96,8 +96,24 @@ def our_handler(command: object) -> dict[str, Any] | None:
         "agent_id": _option(parts, "--agent-id"),
         **served(_option(parts, "--registry"), goal_id),
         "validator_configured": "--validation-command-json" in parts,
+        "validator_shell": _through_shell(_option(parts, "--validation-command-json")),
         "command_resolves": _resolves(program) and package_present(parts[:at]),
     }
+
+
+def _through_shell(declared: str | None) -> bool:
+    """Whether the declared validator runs a shell command line (``sh -c '...'``), as
+    ``install --validate-with`` declares a line that needs a shell."""
+    from hosts.doctor import is_shell, project_command
+
+    try:
+        argv = loads_bounded(declared) if declared else None
+    except InvalidInputError:
+        return False
+    if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv):
+        return False
+    start = project_command(argv)
+    return is_shell(argv[start:] if start is not None else argv)
 
 
 def served(registry: str | None, goal_id: str | None) -> dict[str, Any]:
@@ -137,6 +153,8 @@ def _view(host: str, handlers: list[dict[str, Any]], reason: str | None) -> dict
         # Nothing installed resolves nothing: no answer, rather than a vacuous true.
         "all_commands_resolve": all(h["command_resolves"] for h in handlers) if handlers else None,
         "reason_code": reason,
+        # A validator declared as a shell command line (`sh -c '...'`), said so.
+        "validator_through_shell": any(h.get("validator_shell") for h in handlers),
         "handlers": handlers,
     }
 
@@ -297,11 +315,19 @@ def _detail(entry: dict[str, Any]) -> dict[str, str]:
     return {"detail": detail} if isinstance(detail, str) else {}
 
 
-def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, Any]:
+def settlements(
+    registry: str | None, goal_id: str, agent_id: str, *, output: bool = False
+) -> dict[str, Any]:
     """The host's side of one binding's settlements: how many wait in the queue (a
     killed Stop hook leaves one there) and how the newest spooled Turn ended,
-    whatever its outcome: the validator's verdict and each plugin's status."""
-    from hosts.settlement import SPOOL_DIR, binding_store, queued
+    whatever its outcome: the validator's verdict and each plugin's status.
+
+    Why the validator did not pass is public (its reason code, its exit status and
+    the project command's, when it ended, how long it ran); what it printed is not.
+    ``output`` adds the tail the spool keeps of it (``validator_output_tail``), for a
+    person who asked for it (``turn-hooks status --validation-output``).
+    """
+    from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, queued
     from sidecars import goal_agent_parts
 
     view: dict[str, Any] = {"queued_settlement_count": 0, "last_turn_settlement": None}
@@ -321,14 +347,17 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
         return view
     validation = entry.get("task_validation")
     validation = validation if isinstance(validation, dict) else {}
+    run = entry.get(VALIDATION_RUN_KEY)
+    run = run if isinstance(run, dict) else {}
     receipt = entry.get("post_settlement")
     results = receipt.get("results") if isinstance(receipt, dict) else None
     view["last_turn_settlement"] = {
         "observed_at": entry.get("observed_at"),
         "host": entry.get("host"),
         "turn_key": entry.get("turn_key"),
-        "validator_status": validation.get("status"),
-        "validator_reason_code": validation.get("reason_code"),
+        "validator_status": validation.get("status") or run.get("status"),
+        "validator_reason_code": validation.get("reason_code") or run.get("reason_code"),
+        **_validator_run(run),
         # Why the model's result was refused, field and rule (private: a local view).
         "result_refusals": [
             {"reason_code": note.get("reason_code"), "detail": note.get("detail")}
@@ -349,7 +378,29 @@ def settlements(registry: str | None, goal_id: str, agent_id: str) -> dict[str, 
             else "settled"
         ),
     }
+    if output:
+        tail = run.get("output_tail")
+        view["last_turn_settlement"]["validator_output_tail"] = (
+            tail if isinstance(tail, str) else None
+        )
     return view
+
+
+def _validator_run(run: dict[str, Any]) -> dict[str, Any]:
+    """The public facts of the validator's last run: when, how long, exit statuses."""
+
+    def number(key: str) -> int | None:
+        value = run.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    observed = run.get("observed_at")
+    return {
+        "validated_at": observed if isinstance(observed, str) else None,
+        "validator_duration_ms": number("duration_ms"),
+        "validator_exit_code": number("exit_code"),
+        # The project's own command inside the built-in validator (`make test`'s).
+        "check_exit_status": number("exit_status"),
+    }
 
 
 def _written_at(path: Path) -> int:

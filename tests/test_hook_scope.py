@@ -95,7 +95,9 @@ def test_two_codex_goals_each_act_only_in_their_own_repository(two_goals, tmp_pa
     home = tmp_path / "codex-home"
     home.mkdir()
     for goal in two_goals.values():
+        # The validators mark each run: install's own run of them is not what is counted.
         install = ["install", "codex", "--codex-home", str(home), "--codex-bin", str(CODEX)]
+        install.append("--skip-validator-run")
         code, report = turn_hooks(
             goal["repo"], *install, "--validation-command-json", json.dumps(goal["validator"])
         )
@@ -163,8 +165,9 @@ def test_two_claude_code_goals_each_act_only_in_their_own_repository(two_goals, 
     for goal in two_goals.values():
         validator = ["--validation-command-json", json.dumps(goal["validator"])]
         code, report = turn_hooks(
-            goal["repo"], "install", "claude-code", "--home", str(config), *validator
-        )
+            goal["repo"], "install", "claude-code", "--home", str(config), *validator,
+            "--skip-validator-run",  # its mark counts the Turns' runs only
+        )  # fmt: skip
         assert code == 0, report
     document = json.loads((config / "settings.json").read_text())
     stop, prompt = handlers(document, "Stop"), handlers(document, "UserPromptSubmit")
@@ -203,7 +206,9 @@ def test_real_codex_in_an_unrelated_directory_receives_no_memory(two_goals, tmp_
             'wire_api = "responses"\nenv_key = "FAKE_API_KEY"\nrequest_max_retries = 0\n'
             "stream_max_retries = 0\n"
         )
+        # The validators mark each run: install's own run of them is not what is counted.
         install = ["install", "codex", "--codex-home", str(home), "--codex-bin", str(CODEX)]
+        install.append("--skip-validator-run")
         validator = ["--validation-command-json", json.dumps(beta["validator"])]
         assert turn_hooks(beta["repo"], *install, *validator)[0] == 0
         env = {**os.environ, "CODEX_HOME": str(home), "FAKE_API_KEY": "dummy"}

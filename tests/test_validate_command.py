@@ -70,15 +70,19 @@ def test_a_passing_command_attests_the_exact_reflection(repo):
     assert ref in result.stderr
     (record,) = records(repo)
     assert record["evidence_ref"] == ref and record["exit_status"] == 0
-    assert record["reflection_digest"] == digest and "4 passed" not in json.dumps(record)
+    assert record["reflection_digest"] == digest
+    # The output itself stays out; its last kilobytes are kept, privately (issue 36).
+    assert record["output_tail"] == "4 passed\n" and record["reason_code"] is None
 
 
 def test_a_failing_or_slow_command_attests_nothing(repo):
     # A failed check is the protocol's "failed" (exit 1), never a validated task.
-    failing = validate(repo, [sys.executable, "-c", "raise SystemExit(3)"], cli_request())
+    failing = validate(repo, [sys.executable, "-c", "raise SystemExit('3 failed')"], cli_request())
     assert failing.returncode == 1
     assert json.loads(failing.stdout)["reason_code"] == "validated_command_failed"
     assert "None" not in failing.stderr
+    # stderr merged: what the check printed there is the tail, on stderr and recorded.
+    assert failing.stderr.splitlines()[1:] == ["3 failed"]
     slow = [sys.executable, "-c", "import time; time.sleep(30)"]
     timed_out = validate(repo, slow, cli_request(), "--timeout-seconds", "1")
     assert timed_out.returncode == 1
@@ -86,7 +90,8 @@ def test_a_failing_or_slow_command_attests_nothing(repo):
     missing = validate(repo, ["no-such-program-here"], cli_request())
     assert missing.returncode == 1
     assert json.loads(missing.stdout)["reason_code"] == "validated_command_unavailable"
-    assert sorted(r["exit_status"] for r in records(repo) if r["exit_status"] is not None) == [3]
+    assert sorted(r["exit_status"] for r in records(repo) if r["exit_status"] is not None) == [1]
+    assert "3 failed\n" in [r["output_tail"] for r in records(repo)]
     assert len(records(repo)) == 3
 
 

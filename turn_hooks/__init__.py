@@ -28,7 +28,7 @@ from turn_hooks._contribution import (
     measure_context_items,
     measure_result_bytes,
 )
-from turn_hooks._external import ExternalRun, run_external
+from turn_hooks._external import TAIL_BYTES, ExternalRun, output_tail, run_external
 from turn_hooks._json_input import (
     MAX_JSON_DEPTH,
     MAX_JSON_SIZE,
@@ -88,6 +88,7 @@ __all__ = [
     "NAME",
     "RESERVED_NAMES",
     "RETRYABLE_STATUSES",
+    "TAIL_BYTES",
     "ContextItem",
     "ContextRegistration",
     "ContextResult",
@@ -129,6 +130,7 @@ __all__ = [
     "make_plugin_manager",
     "measure_context_items",
     "measure_result_bytes",
+    "output_tail",
     "plugin_info",
     "prebuild_plugin_manager",
     "project_contributions",

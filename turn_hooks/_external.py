@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from turn_hooks._json_input import MAX_JSON_SIZE, loads_bounded
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from subprocess import Popen
 
 _CHUNK = 1 << 16
+TAIL_BYTES = 4096
+"""How much of a run's output a caller keeps for a person to read (a few kilobytes:
+a failing test's assertion and the summary line, not the whole log)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +40,17 @@ class ExternalRun:
     JSON), ``external_timeout``, ``external_output_too_large`` (both killed) or
     ``external_failed`` (a non-zero exit, in ``exit_code``; what it printed is still
     in ``stdout``, so a caller can read why).
+
+    ``tail`` and ``stderr`` are filled only when asked for (``run_external(tail=N)``):
+    the last N bytes read from stdout (stderr merged in, with ``stderr="merge"``) and
+    from stderr (``stderr="tail"``), whatever the outcome.
     """
 
     reason: str | None
     exit_code: int | None = None
     stdout: bytes = b""
+    tail: bytes = b""
+    stderr: bytes = b""
 
     def json(self) -> Any:
         """Stdout as one JSON document, through :func:`~turn_hooks.loads_bounded`.
@@ -59,6 +69,8 @@ def run_external(
     cwd: str | os.PathLike[str] | None = None,
     sort_keys: bool = False,
     max_output: int = MAX_JSON_SIZE,
+    stderr: Literal["discard", "merge", "tail"] = "discard",
+    tail: int = 0,
 ) -> ExternalRun:
     """Run ``argv`` with ``request`` as compact UTF-8 JSON on stdin; never raises.
 
@@ -66,6 +78,10 @@ def run_external(
     :param sort_keys: serialise the request with sorted keys (a caller whose
         command digests what it reads).
     :param max_output: the most stdout bytes kept; one more kills the command.
+    :param stderr: ``discard`` it, ``merge`` it into stdout (as a terminal shows
+        both), or keep its last ``tail`` bytes in ``ExternalRun.stderr``.
+    :param tail: keep the last ``tail`` bytes of stdout in ``ExternalRun.tail`` (and
+        of stderr, with ``stderr="tail"``), even when the run timed out or was killed.
 
     The command runs in its own process group, which is killed as a whole on a
     timeout or too much output, so a shell's children do not outlive it. It gets
@@ -82,7 +98,11 @@ def run_external(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr={
+                "discard": subprocess.DEVNULL,
+                "merge": subprocess.STDOUT,
+                "tail": subprocess.PIPE,
+            }[stderr],
             cwd=cwd,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
             process_group=0,
@@ -92,8 +112,9 @@ def run_external(
     deadline = time.monotonic() + timeout
     stdin, stdout_pipe = process.stdin, process.stdout
     assert stdin is not None and stdout_pipe is not None  # both were asked for as pipes
+    tails = _Tails(tail, process.stderr)
     try:
-        reason, stdout = _exchange(stdin, stdout_pipe, data, deadline, max_output)
+        reason, stdout = _exchange(stdin, stdout_pipe, data, deadline, max_output, tails)
         if reason is None:
             try:
                 process.wait(max(deadline - time.monotonic(), 0))
@@ -104,17 +125,43 @@ def run_external(
             _kill(process)
         stdin.close()
         stdout_pipe.close()
+        if process.stderr is not None:
+            process.stderr.close()
+    tail_, stderr_ = bytes(tails.stdout), bytes(tails.stderr)
     if reason is not None:
-        return ExternalRun(reason)
+        return ExternalRun(reason, tail=tail_, stderr=stderr_)
     if process.returncode != 0:
-        return ExternalRun("external_failed", exit_code=process.returncode, stdout=stdout)
-    return ExternalRun(None, exit_code=0, stdout=stdout)
+        return ExternalRun(
+            "external_failed", process.returncode, stdout, tail=tail_, stderr=stderr_
+        )
+    return ExternalRun(None, exit_code=0, stdout=stdout, tail=tail_, stderr=stderr_)
+
+
+class _Tails:
+    """The last ``size`` bytes read from stdout and from a stderr pipe (if any)."""
+
+    def __init__(self, size: int, stderr: IO[bytes] | None) -> None:
+        self.size = size
+        self.stderr_pipe = stderr
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+
+    def add(self, kept: bytearray, chunk: bytes) -> None:
+        if self.size:
+            kept += chunk
+            del kept[: max(len(kept) - self.size, 0)]
 
 
 def _exchange(
-    stdin: IO[bytes], stdout: IO[bytes], data: bytes, deadline: float, max_output: int
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    data: bytes,
+    deadline: float,
+    max_output: int,
+    tails: _Tails,
 ) -> tuple[str | None, bytes]:
-    """Write the request and read stdout until EOF, the deadline or the bound."""
+    """Write the request and read stdout (and a stderr pipe) until EOF, the deadline
+    or the bound."""
     import selectors
 
     chunks: list[bytes] = []
@@ -122,6 +169,8 @@ def _exchange(
     written = 0
     with selectors.DefaultSelector() as selector:
         selector.register(stdout, selectors.EVENT_READ)
+        if tails.stderr_pipe is not None:
+            selector.register(tails.stderr_pipe, selectors.EVENT_READ)
         # Non-blocking, so a command that reads nothing cannot hold the write (and
         # the deadline with it) once the pipe is full; JSON is never empty.
         os.set_blocking(stdin.fileno(), False)
@@ -140,10 +189,14 @@ def _exchange(
                         selector.unregister(stdin)
                         stdin.close()
                     continue
-                chunk = os.read(stdout.fileno(), _CHUNK)
+                chunk = os.read(key.fd, _CHUNK)
                 if not chunk:
-                    selector.unregister(stdout)
+                    selector.unregister(key.fileobj)
                     continue
+                if key.fileobj is not stdout:  # stderr: only its tail, never bounded
+                    tails.add(tails.stderr, chunk)
+                    continue
+                tails.add(tails.stdout, chunk)
                 size += len(chunk)
                 if size > max_output:
                     return "external_output_too_large", b""
@@ -158,3 +211,26 @@ def _kill(process: Popen[bytes]) -> None:
     # outlives its leader while any member is left, so this finds them too.
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def output_tail(data: bytes, limit: int = TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a run's output as text a person can read safely.
+
+    Decoded as UTF-8 (a broken sequence becomes U+FFFD), cut at a line start when
+    cut at all, with terminal escapes (colours, titles) removed and other control
+    characters replaced, so printing it cannot drive the person's terminal; ``\\r``
+    progress lines become lines. Every word a secret touches is ``[redacted]``
+    (:func:`turn_hooks._secrets.redact_secrets`): the tail is private, kept in 0600
+    sidecars, but it is shown on screens.
+    """
+    from turn_hooks._secrets import redact_secrets
+
+    text = data[-limit:].decode("utf-8", "replace") if limit > 0 else ""
+    if len(data) > limit and "\n" in text:
+        text = text.split("\n", 1)[1]  # the first line is cut: it starts mid-way
+    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return redact_secrets(_CONTROL.sub("\ufffd", text))

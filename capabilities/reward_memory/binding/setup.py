@@ -286,7 +286,7 @@ def init_binding(
         if registered and resolve(existing, goal, agent).status.get("status") == "available":
             document.update(status="unchanged", changed=[])
             document[v.EXTERNAL_WRITES] = False
-            return _with_next_step(document)
+            return _with_next_step(document, repo)
     binding = normalise_config(config)["corpora"][CORPUS]["provider_binding"]
     preflight = build_provider(binding, repo=repo, dry_run=True).preflight(
         timeout=float(binding["timeout_seconds"])
@@ -324,12 +324,29 @@ def init_binding(
         reasons = [p["reason_code"] for p in enabled["corpora"] if p["reason_code"]]
         document.update(ok=False, reason_code=reasons[0] if reasons else "enablement_failed")
         return document
-    return _with_next_step(document)
+    return _with_next_step(document, repo)
 
 
-def _with_next_step(document: dict[str, Any]) -> dict[str, Any]:
+def _with_next_step(document: dict[str, Any], repo: Path) -> dict[str, Any]:
+    """The next command: install with a check this repository has, or say none was found."""
+    import shlex
+
+    from capabilities.reward_memory.binding.checks import suggest_check
+
+    found = suggest_check(repo)
+    if found is None:
+        document["suggested_check"] = None
+        document["next_step"] = (
+            "no test command found here (no Makefile test or check target, pytest, "
+            "npm test, cargo or go tests): install the hooks with the check that says "
+            "this project's work is right, e.g. turn-hooks install codex --validate-with "
+            "'YOUR CHECK', or with --recall-only to learn nothing"
+        )
+        return document
+    check, source = found
+    document["suggested_check"] = {"command": check, "found_in": source}
     document["next_step"] = (
-        "install the hooks with a validator, e.g. "
-        'turn-hooks install codex --validate-with "make test"'
+        f"install the hooks with this repository's check ({source}): "
+        f"turn-hooks install codex --validate-with {shlex.quote(check)}"
     )
     return document

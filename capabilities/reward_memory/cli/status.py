@@ -11,6 +11,9 @@ and the pending journals. The latest saved conformance run per host
 
 Everything shown is public: ids, states, reason codes and times. The journals hold
 the reflection text; only their status, Turn key and time are read out of them.
+Why the last validation failed is public too (reason code, exit status, when); what
+the validator printed is not, and is shown only to a person who asks for it with
+``--validation-output`` (the tail the host keeps in its private spool).
 """
 
 from __future__ import annotations
@@ -132,7 +135,14 @@ def _binding(args: argparse.Namespace) -> dict[str, Any]:
     view["unreadable_journal_count"] = unreadable
     host_view = getattr(args, "settlement_view", None)
     if host_view is not None:  # the host's queue: what a killed Stop hook left
-        view.update(host_view(args.registry, status["goal_id"], status["agent_id"]))
+        output = {"output": True} if getattr(args, "validation_output", False) else {}
+        view.update(host_view(args.registry, status["goal_id"], status["agent_id"], **output))
+        last = view.get("last_turn_settlement")
+        if isinstance(last, dict) and last.get("validator_status") in ("failed", "inconclusive"):
+            view["next_step"] = (
+                "the validator did not pass: `turn-hooks status --validation-output` shows "
+                "the end of what it printed"
+            )
     return view
 
 
@@ -150,10 +160,11 @@ def status_command(args: argparse.Namespace) -> Result:
         else []
     )
     log = hook_log(RECENT_REASONS) if hook_log else {"entries": [], "reason_counts": {}}
+    binding = _binding(args)
     document = {
         "ok": True,
         "schema_version": SCHEMA,
-        "binding": _binding(args),
+        "binding": binding,
         "hosts": [
             {key: value for key, value in view.items() if key != "handlers"}
             | {
@@ -181,6 +192,11 @@ def status_command(args: argparse.Namespace) -> Result:
             "recent": log["entries"],
         },
     }
+    last = binding.get("last_turn_settlement")
+    if args.format == "markdown" and isinstance(last, dict) and "validator_output_tail" in last:
+        # Its own fenced block after the tables, as the terminal printed it.
+        tail = last.pop("validator_output_tail")
+        args.markdown_tail = ("Validator output (its last lines, private)", tail or "(none kept)")
     return document, "turn-hooks status"
 
 
@@ -205,4 +221,10 @@ def add_status(commands: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(discover_binding=True)
     parser.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
     parser.add_argument("--dsh-patch-file", help="the DSH patch layer `install dsh` wrote")
+    parser.add_argument(
+        "--validation-output",
+        action="store_true",
+        help="also print the end of what the last validator run printed (kept privately "
+        "in the settlement spool; may show paths): why it failed",
+    )
     parser.set_defaults(handler=status_command)

@@ -13,8 +13,15 @@ settled, nothing is learned.
 Its own evidence is the run: ``validation:command:<hex20>``, a digest of ARGV, the
 exit status and the digest of the output. The attestation has no room for it (its
 keys are fixed), so it goes to stderr and, inside a git repository, into the private
-record ``.local/turn-hooks/validations/<hex20>.json`` (argv, exit status, output
-digest and size; never the output itself).
+record ``.local/turn-hooks/validations/<hex20>.json``: argv, exit status, reason,
+duration, output digest and size, and the last few kilobytes of the output (stdout
+and stderr as a terminal shows them, secrets redacted: ``turn_hooks.output_tail``),
+so a failing check says why without being run again by hand. A failing run prints
+that tail to stderr too, where a host that keeps its validator's stderr finds it.
+
+``--check`` runs ARGV once with no Turn (``turn-hooks install`` and ``doctor
+--run-validator`` do, before anything is written) and prints how it went, the tail
+included; it keeps no record.
 """
 
 from __future__ import annotations
@@ -22,12 +29,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from capabilities.reward_memory.cli._common import add_format
 
 RECORD_SCHEMA = "turn_hooks_command_validation_v0"
+CHECK_SCHEMA = "turn_hooks_command_check_v0"
 DEFAULT_TIMEOUT = 15
 """Below the hook's default validator deadline (20 s), so the run ends first."""
 
@@ -78,9 +87,10 @@ def evidence_ref(argv: list[str], exit_status: int | None, output: bytes) -> str
     return "validation:command:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:20]
 
 
-def _record(ref: str, digest: str, argv: list[str], exit_status: int | None, out: bytes) -> None:
+def _record(ref: str, digest: str, argv: list[str], run: Run) -> None:
     """Keep the run's private record in the repository's state, when there is one."""
     import contextlib
+    from datetime import UTC, datetime
 
     from capabilities.reward_memory.binding.setup import find_repository
     from sidecars import SidecarStore, sidecar_root
@@ -95,11 +105,55 @@ def _record(ref: str, digest: str, argv: list[str], exit_status: int | None, out
                 "evidence_ref": ref,
                 "reflection_digest": digest,
                 "argv": argv,
-                "exit_status": exit_status,
-                "output_sha256": hashlib.sha256(out).hexdigest(),
-                "output_bytes": len(out),
+                "exit_status": run.exit_status,
+                "output_sha256": hashlib.sha256(run.output).hexdigest(),
+                "output_bytes": len(run.output),
+                "observed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "reason_code": run.reason_code,
+                "duration_ms": run.duration_ms,
+                "output_tail": run.tail,
             },
         )
+
+
+class Run:
+    """One run of ARGV: its exit status, reason code, output, its tail and duration."""
+
+    def __init__(self, argv: list[str], timeout: float) -> None:
+        from turn_hooks import TAIL_BYTES, output_tail, run_external
+
+        started = time.monotonic()
+        # stderr merged: the tail reads as the terminal would show it, and a Python
+        # error (`No module named pytest`) is where the failing assertion would be.
+        run = run_external(argv, None, timeout=timeout, stderr="merge", tail=TAIL_BYTES)
+        self.duration_ms = round((time.monotonic() - started) * 1000)
+        self.reason = run.reason
+        self.exit_status = (
+            run.exit_code if run.reason == "external_failed" else 0 if run.reason is None else None
+        )
+        self.reason_code = (
+            None
+            if run.reason is None
+            else FAILURE_CODES.get(run.reason, "validated_command_failed")
+        )
+        self.output = run.stdout
+        self.tail = output_tail(run.tail)
+
+
+def _check(argv: list[str], timeout: float) -> tuple[dict[str, Any], str]:
+    """``--check``: run ARGV once, no Turn needed; exit 1 when it does not pass."""
+    run = Run(argv, timeout)
+    document = {
+        "ok": run.reason is None,
+        "schema_version": CHECK_SCHEMA,
+        "status": "passed" if run.reason is None else "failed",
+        "reason_code": run.reason_code,
+        "exit_status": run.exit_status,
+        "duration_ms": run.duration_ms,
+        "timeout_seconds": timeout,
+        "output_tail": run.tail,
+    }
+    return document, "Check passed" if run.reason is None else "Check failed"
 
 
 def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
@@ -112,33 +166,36 @@ def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
     from capabilities.reward_memory.cli._common import read_input
     from capabilities.reward_memory.contract import values as v
     from capabilities.reward_memory.contract.experience import ATTESTATION_SCHEMA
-    from turn_hooks import run_external
 
     argv = [arg for arg in args.argv if arg != "--"] if args.argv[:1] == ["--"] else args.argv
     if not argv:
         v.fail("argv", "name the command to run after --", "validate_command_missing")
+    if args.check:
+        document, title = _check(argv, args.timeout_seconds)
+        args.failure_exit = 1
+        return document, title
     target = _reflection(read_input("-"))
     if target is None:
         return None, "No reflection to attest"  # nothing printed, exit 0
     digest, refs = target
-    run = run_external(argv, None, timeout=args.timeout_seconds)
-    exit_status = (
-        run.exit_code if run.reason == "external_failed" else 0 if run.reason is None else None
-    )
-    ref = evidence_ref(argv, exit_status, run.stdout)
-    _record(ref, digest, argv, exit_status, run.stdout)
+    run = Run(argv, args.timeout_seconds)
+    ref = evidence_ref(argv, run.exit_status, run.output)
+    _record(ref, digest, argv, run)
     outcome = run.reason or "external_passed"
-    print(f"turn-hooks validate: {ref} {outcome} (exit status {exit_status})", file=sys.stderr)
+    print(f"turn-hooks validate: {ref} {outcome} (exit status {run.exit_status})", file=sys.stderr)
     if run.reason is not None:
         # The check failed, timed out or could not start: the Turn's task is not
         # validated (a non-zero exit is the protocol's "failed"), nothing is learned.
+        # Its tail goes to stderr, where the host that ran this validator keeps it.
+        if run.tail:
+            print(run.tail, end="" if run.tail.endswith("\n") else "\n", file=sys.stderr)
         args.failure_exit = 1
         return {
             "ok": False,
             "status": "not_attested",
-            "reason_code": FAILURE_CODES.get(run.reason, "validated_command_failed"),
+            "reason_code": run.reason_code,
             "evidence_ref": ref,
-            "exit_status": exit_status,
+            "exit_status": run.exit_status,
         }, "Not attested"
     return {
         "schema_version": ATTESTATION_SCHEMA,
@@ -169,6 +226,12 @@ def add_validate(commands: argparse._SubParsersAction[Any]) -> None:
         choices=range(1, 29),
         metavar="1..28",
         help=f"the run's deadline (default {DEFAULT_TIMEOUT}; below the hook's)",
+    )
+    command.add_argument(
+        "--check",
+        action="store_true",
+        help="run ARGV once now, with no Turn on stdin, and print whether it passed with "
+        "the tail of its output (what `turn-hooks install` does first); keeps no record",
     )
     command.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
     command.set_defaults(handler=validate_command)

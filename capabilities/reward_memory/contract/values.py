@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, NoReturn
 
 from turn_hooks import InvalidInputError
+from turn_hooks._secrets import SECRET as _SECRET
 
 NEW_ACTION_AUTHORITY: Final = "grants_new_action_authority"
 EXTERNAL_WRITES: Final = "external_writes_performed"
@@ -36,28 +37,6 @@ _LOCAL_PATH = re.compile(
     rf"workspace|workspaces)/{_VALUE}"
     r"|(?<![a-z0-9])[a-z]:[\\/]"
     r"|\\\\[a-z0-9._$-]+\\",
-    re.IGNORECASE,
-)
-_SECRET = re.compile(
-    "|".join(
-        (
-            r"\bbearer\s+[a-z0-9._~+/=-]{16,}",
-            rf"\b(?:(?:access|api|secret)[_-]?key|ak|sk)[\"']?\s*[:=]\s*[\"']?{_VALUE}",
-            rf"(?<![a-z0-9_])(?:ak|sk)[-_=:]{_VALUE}{{10,}}",
-            r"\bgh[pousr]_[a-z0-9]{16}",
-            r"\bgithub_pat_[a-z0-9_]{20}",
-            r"\b(?:akia|asia)[a-z0-9]{16}",
-            r"\bxox[baprs]-[a-z0-9-]{10}",
-            r"\baiza[a-z0-9_-]{20}",
-            r"\b(?:sk|rk)_(?:live|test)_[a-z0-9]{12}",
-            r"\bnpm_[a-z0-9]{20}",
-            r"\bpypi-[a-z0-9_-]{20}",
-            r"\beyj[a-z0-9_-]+\.[a-z0-9_-]+\.[a-z0-9_-]+",
-            r"\b(?:(?:access|refresh)[_-]?token|password|secret|token)[\"']?\s*[:=]\s*[\"']?"
-            rf"{_VALUE}{{12,}}",
-            r"-----BEGIN [A-Z ]*PRIVATE KEY",
-        )
-    ),
     re.IGNORECASE,
 )
 
