@@ -94,10 +94,23 @@ it and the hook log says so (``validation_timeout_clamped``). A validator cut of
 ``inconclusive``, and the next PreTurn's worker, off the Turn's path, runs it again
 with its whole deadline."""
 VALIDATOR_DIR = "validator"
+STALE_SLOT_GRACE = 60
+"""Seconds past the longest deadline after which a held validator lock is no
+validator's (:func:`validator_slot`)."""
 VALIDATOR_WAIT = 1.0
 """How long a settlement waits for its Goal's validator (one runs at a time): a
 settlement that finds it busy for longer leaves its queue marker, and a later
 PreTurn's worker carries it on once the running validator has ended."""
+VALIDATION_PENDING: dict[str, Any] = {
+    "ok": True,
+    "schema_version": "turn_post_settlement_observer_v0",
+    "status": "runtime_unavailable",
+    "reason_code": "validation_pending",
+    "fail_open": True,
+    "external_writes_performed": False,
+}
+"""What a settlement whose validator was cut off returns: nothing was dispatched, the
+entry stays queued and a later worker runs the validator again (never stored)."""
 ATTESTATION_KEY = "attestation"
 """Where ``task_validation`` keeps the validator's JSON output; the plugin checks it."""
 REPLAY_PER_TURN = 3
@@ -380,7 +393,7 @@ def settle(
             )
             return receipt
         try:
-            slot = held.enter_context(validator_slot(store, turn.goal_id, entry))
+            slot = held.enter_context(validator_slot(store, turn.goal_id, entry, reasons))
         except SidecarLockTimeout:
             if spool is not None and queued_entry:
                 # Another Turn's validator runs: this one waits in the queue for it.
@@ -388,7 +401,16 @@ def settle(
                 return None
             slot = None  # nothing would carry it on: settle it now, as ever
         receipt = _deliver(
-            pm, turn, store, spool, entry, appended=appended, notes=reasons, inline=True, slot=slot
+            pm,
+            turn,
+            store,
+            spool,
+            entry,
+            appended=appended,
+            notes=reasons,
+            inline=True,
+            slot=slot,
+            queued_entry=spool is not None and queued_entry,
         )
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
@@ -585,7 +607,10 @@ def _needs_validator(entry: dict[str, Any]) -> bool:
 
 @contextlib.contextmanager
 def validator_slot(
-    store: SidecarStore, goal_id: str | None, entry: dict[str, Any]
+    store: SidecarStore,
+    goal_id: str | None,
+    entry: dict[str, Any],
+    notes: list[tuple[str, str]],
 ) -> Iterator[int | None]:
     """Hold the Goal's validator lock while ``entry``'s validator runs: one validator
     at a time per Goal, however many Turns settle. The block gets the lock's
@@ -593,19 +618,28 @@ def validator_slot(
     when the lock cannot be taken for a fault of its file (the validator then runs
     unguarded: a settlement is not refused for that).
 
+    The validator and what it starts inherit the lock, so a process it left behind
+    (a server its tests started and never stopped) could hold it for ever. No
+    validator runs longer than :data:`MAX_VALIDATION_TIMEOUT`: a lock held past that
+    (and :data:`STALE_SLOT_GRACE`) since the last validator took it is no validator's,
+    and this one runs unguarded; ``validator_lock_stale`` goes to ``notes``.
+
     :raises SidecarLockTimeout: another settlement's validator runs still after
         :data:`VALIDATOR_WAIT`; the entry stays queued for a later worker.
     """
     if not _needs_validator(entry):
         yield None
         return
+    slot = _slot_path(store, goal_id)
     with contextlib.ExitStack() as held:
         fd: int | None = None
         try:
             waiting = SidecarStore(store.root, lock_timeout=VALIDATOR_WAIT)
-            fd = held.enter_context(waiting.lock(_slot_path(store, goal_id)))
+            fd = held.enter_context(waiting.lock(slot))
         except SidecarLockTimeout:
-            raise
+            if not _held_since(slot, MAX_VALIDATION_TIMEOUT + STALE_SLOT_GRACE):
+                raise
+            notes.append(("adapter", "validator_lock_stale"))
         except (SidecarError, OSError):
             pass
         if fd is not None:
@@ -616,6 +650,16 @@ def validator_slot(
 
 def _slot_path(store: SidecarStore, goal_id: str | None) -> Path:
     return store.path(VALIDATOR_DIR, path_token(goal_id, "goal") + ".json")
+
+
+def _held_since(slot: Path, seconds: float) -> bool:
+    """Whether the validator lock of ``slot`` was last taken more than ``seconds`` ago."""
+    import time
+
+    try:
+        return time.time() - os.stat(lock_path(slot)).st_mtime > seconds
+    except OSError:
+        return False
 
 
 def _validate(
@@ -651,12 +695,15 @@ def _deliver(
     notes: list[tuple[str, str]],
     inline: bool,
     slot: int | None = None,
+    queued_entry: bool = False,
 ) -> dict[str, Any]:
     """Validate (unless the spool holds a verdict), dispatch, and keep the receipt
     (in the spool; with ``spool=None`` nothing is kept). Why the validator did not
     pass is added to ``notes``, the reasons the caller logs. ``inline``: this runs
     inside the hook, whose deadline bounds the validator's; ``slot``: the Goal's
-    validator lock the caller holds (:func:`validator_slot`)."""
+    validator lock the caller holds (:func:`validator_slot`); ``queued_entry``: the
+    entry is spooled with its queue marker, so a validator cut off by its deadline
+    is run again later instead of delivered (:data:`VALIDATION_PENDING`)."""
     host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
@@ -666,6 +713,11 @@ def _deliver(
             if spool is not None:
                 spool.write(entry)  # a kill from here on does not run the validator again
     notes.extend(validator_reasons(validation))
+    if queued_entry and validation.get("reason_code") == "external_timeout":
+        # Cut off (inside a hook, or by its own deadline): no verdict yet. Delivered,
+        # the plugins would take "not validated" as final, and running the validator
+        # again could teach nothing; queued, a later worker runs it again in full.
+        return dict(VALIDATION_PENDING)
     # Here, not at the top: every PreTurn imports this module, and none delivers.
     from turn_hooks import Settlement, SettlementEvidence, WritebackEvent
 
@@ -831,18 +883,27 @@ def _replay_entry(
         _dequeue(store, path)
         record(str(entry.get("host") or "unknown"), event, [*reasons, ("adapter", reason)])
         return "terminal", None
+    noted = list(reasons)
     with contextlib.ExitStack() as held:
         try:
-            slot = held.enter_context(validator_slot(store, turn.goal_id, entry))
+            slot = held.enter_context(validator_slot(store, turn.goal_id, entry, noted))
         except SidecarLockTimeout:
             if event == "post_settlement":  # a worker finding it busy is routine
                 record(turn.host, event, [*reasons, ("adapter", "validator_busy")])
             return "busy", None
         entry["settlement_attempt_count"] = _attempts(entry) + 1
         spool.write(entry)
-        noted = list(reasons)
         receipt = _deliver(
-            pm, turn, store, spool, entry, appended=True, notes=noted, inline=inline, slot=slot
+            pm,
+            turn,
+            store,
+            spool,
+            entry,
+            appended=True,
+            notes=noted,
+            inline=inline,
+            slot=slot,
+            queued_entry=True,  # replayed from its marker, or spooled with one
         )
     record(turn.host, event, [*noted, *reasons_in(receipt.get("results") or {})])
     return ("settled" if _settled(entry) else "open"), receipt
@@ -945,12 +1006,10 @@ def await_in_flight(
 def _validator_runs_since(store: SidecarStore, goal_id: str, seconds: float) -> bool:
     """Whether the Goal's validator lock is held by a validator that started more
     than ``seconds`` ago (:func:`validator_slot` marks the start on its lock file)."""
-    import time
-
     slot = _slot_path(store, goal_id)
+    if not _held_since(slot, seconds):
+        return False
     try:
-        if time.time() - os.stat(lock_path(slot)).st_mtime <= seconds:
-            return False
         with SidecarStore(store.root, lock_timeout=0).lock(slot):
             return False
     except SidecarLockTimeout:

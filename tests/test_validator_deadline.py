@@ -27,6 +27,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from fixtures import f1
 from test_detached_settlement import (
     _lock_holder,
     pre_turn_argv,
@@ -157,6 +158,17 @@ def test_install_writes_the_checks_deadline_into_the_built_in_validator(tmp_path
     assert not other.exists()
 
 
+def test_the_codex_app_refuses_a_deadline_its_call_cannot_hold(capsys, tmp_path):
+    from test_codex_app import app, candidates
+
+    registry = bound_goal(tmp_path)
+    code, refused = app(capsys, registry, "refresh-state", "--validation-timeout-seconds", "60")
+    assert (code, refused["reason_code"]) == (2, "validation_timeout_invalid"), refused
+    assert candidates(registry) == [], "nothing staged"
+    code, _ = app(capsys, registry, "refresh-state", "--validation-timeout-seconds", "29")
+    assert code == 0
+
+
 # --- one validator at a time per Goal ------------------------------------------------
 
 
@@ -215,6 +227,47 @@ def test_a_validator_whose_settler_was_killed_runs_again_later_never_beside_itse
     wait_for(lambda: queue(registry) == [], "the killed settlement was not carried on")
     assert runs(marks) == ["start t1", "end t1", "start t1", "end t1"], "run again, in full"
     assert journal_states(registry) == ["completed"] and len(stored_records(registry)) == 1
+
+
+def test_a_check_its_validator_left_behind_still_holds_the_goals_validator(tmp_path):
+    """Cut off inside an inline hook, the built-in validator dies; the project's check
+    it started runs on, in a process group of its own. It inherited the Goal's
+    validator lock, so the worker does not start the check a second time beside it."""
+    registry = bound_goal(tmp_path)
+    marks = logging_validator_marks(tmp_path)
+    check = marks / "check.py"
+    check.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib, time
+            here = pathlib.Path({str(marks)!r})
+            with open(here / "runs", "a") as log:
+                log.write("start\\n")
+            limit = time.monotonic() + 120
+            while (here / "gate").exists() and time.monotonic() < limit:
+                time.sleep(0.05)
+            with open(here / "runs", "a") as log:
+                log.write("end\\n")
+            """
+        )
+    )
+    (marks / "gate").touch()
+    validator = [TURN_HOOKS, "validate", "command", "--", sys.executable, str(check)]
+    argv = [*hook_argv(registry, validator=validator), "--validation-timeout-seconds", "2"]
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
+    run(argv, json.dumps(event))
+    assert ("validator", "external_timeout") in logged(), "the validator was cut off"
+    assert runs(marks) == ["start"] and len(queue(registry)) == 1, "its check runs on"
+    settle = [TURN_HOOKS, "settle", "--pending", "--registry", str(registry)]
+    settle += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+    busy = json.loads(run(settle).stdout)
+    assert busy["busy_count"] == 1 and runs(marks) == ["start"], "never beside itself"
+    (marks / "gate").unlink()
+    wait_for(lambda: slot_free(registry), "the orphaned check kept the lock")
+    settled = json.loads(run(settle).stdout)
+    assert settled["settled_count"] == 1 and queue(registry) == []
+    assert runs(marks) == ["start", "end", "start", "end"]
+    assert journal_states(registry) == ["completed"]
 
 
 # --- the user's environment -----------------------------------------------------------

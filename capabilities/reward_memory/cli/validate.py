@@ -106,6 +106,28 @@ def _record(ref: str, digest: str, argv: list[str], exit_status: int | None, out
         )
 
 
+def _handed_down() -> tuple[int, ...]:
+    """The descriptors the host handed this validator beyond the standard streams (a
+    host's lock that one validator runs at a time): the project's command inherits
+    them, so the lock is held while any of it runs, even once this process is gone.
+    Descriptors Python opens are not inheritable (PEP 446), so only handed ones count."""
+    import os
+
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:  # no /proc: the command runs unguarded, as before
+        return ()
+    handed = []
+    for name in names:
+        descriptor = int(name)
+        try:
+            if descriptor > 2 and os.get_inheritable(descriptor):
+                handed.append(descriptor)
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+    return tuple(handed)
+
+
 def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str]:
     """Attest the reflection on stdin when ARGV exits 0; otherwise exit 1 with why.
 
@@ -131,7 +153,7 @@ def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
     if target is None:
         return None, "No reflection to attest"  # nothing printed, exit 0
     digest, refs = target
-    run = run_external(argv, None, timeout=args.timeout_seconds)
+    run = run_external(argv, None, timeout=args.timeout_seconds, pass_fds=_handed_down())
     exit_status = (
         run.exit_code if run.reason == "external_failed" else 0 if run.reason is None else None
     )
