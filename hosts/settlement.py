@@ -401,17 +401,9 @@ def settle(
                 return None
             slot = None  # nothing would carry it on: settle it now, as ever
         receipt = _deliver(
-            pm,
-            turn,
-            store,
-            spool,
-            entry,
-            appended=appended,
-            notes=reasons,
-            inline=True,
-            slot=slot,
-            queued_entry=spool is not None and queued_entry,
-        )
+            pm, turn, store, spool, entry, appended=appended, notes=reasons, inline=True, slot=slot,
+            queued=queued_entry,
+        )  # fmt: skip
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
 
@@ -695,15 +687,16 @@ def _deliver(
     notes: list[tuple[str, str]],
     inline: bool,
     slot: int | None = None,
-    queued_entry: bool = False,
+    queued: bool = True,
 ) -> dict[str, Any]:
     """Validate (unless the spool holds a verdict), dispatch, and keep the receipt
     (in the spool; with ``spool=None`` nothing is kept). Why the validator did not
     pass is added to ``notes``, the reasons the caller logs. ``inline``: this runs
     inside the hook, whose deadline bounds the validator's; ``slot``: the Goal's
-    validator lock the caller holds (:func:`validator_slot`); ``queued_entry``: the
-    entry is spooled with its queue marker, so a validator cut off by its deadline
-    is run again later instead of delivered (:data:`VALIDATION_PENDING`)."""
+    validator lock the caller holds (:func:`validator_slot`); ``queued``: the entry
+    has its queue marker (a replay's always has), so when it is spooled a validator
+    cut off by its deadline is run again later instead of delivered
+    (:data:`VALIDATION_PENDING`)."""
     host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
@@ -713,10 +706,11 @@ def _deliver(
             if spool is not None:
                 spool.write(entry)  # a kill from here on does not run the validator again
     notes.extend(validator_reasons(validation))
-    if queued_entry and validation.get("reason_code") == "external_timeout":
+    if spool is not None and queued and validation.get("reason_code") == "external_timeout":
         # Cut off (inside a hook, or by its own deadline): no verdict yet. Delivered,
         # the plugins would take "not validated" as final, and running the validator
         # again could teach nothing; queued, a later worker runs it again in full.
+        notes.append(("adapter", "validation_pending"))
         return dict(VALIDATION_PENDING)
     # Here, not at the top: every PreTurn imports this module, and none delivers.
     from turn_hooks import Settlement, SettlementEvidence, WritebackEvent
@@ -893,18 +887,8 @@ def _replay_entry(
             return "busy", None
         entry["settlement_attempt_count"] = _attempts(entry) + 1
         spool.write(entry)
-        receipt = _deliver(
-            pm,
-            turn,
-            store,
-            spool,
-            entry,
-            appended=True,
-            notes=noted,
-            inline=inline,
-            slot=slot,
-            queued_entry=True,  # replayed from its marker, or spooled with one
-        )
+        options: dict[str, Any] = {"notes": noted, "inline": inline, "slot": slot}
+        receipt = _deliver(pm, turn, store, spool, entry, appended=True, **options)
     record(turn.host, event, [*noted, *reasons_in(receipt.get("results") or {})])
     return ("settled" if _settled(entry) else "open"), receipt
 

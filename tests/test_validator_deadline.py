@@ -257,6 +257,7 @@ def test_a_check_its_validator_left_behind_still_holds_the_goals_validator(tmp_p
     event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     run(argv, json.dumps(event))
     assert ("validator", "external_timeout") in logged(), "the validator was cut off"
+    assert ("adapter", "validation_pending") in logged(), "and nothing was delivered yet"
     assert runs(marks) == ["start"] and len(queue(registry)) == 1, "its check runs on"
     settle = [TURN_HOOKS, "settle", "--pending", "--registry", str(registry)]
     settle += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
