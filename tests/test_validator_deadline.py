@@ -24,6 +24,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ from turn_support import reflection_message as message
 from turn_support import run_process as run
 
 from hosts import settlement
+from sidecars import lock_path
 
 TURN_HOOKS = str(Path(sys.executable).parent / "turn-hooks")
 OUR_BIN = Path(sys.executable).parent
@@ -269,6 +271,40 @@ def test_a_check_its_validator_left_behind_still_holds_the_goals_validator(tmp_p
     assert settled["settled_count"] == 1 and queue(registry) == []
     assert runs(marks) == ["start", "end", "start", "end"]
     assert journal_states(registry) == ["completed"]
+
+
+def test_a_lock_held_past_the_longest_deadline_stops_no_validator(tmp_path):
+    """A process a suite left running holds the inherited lock for ever: once it is
+    held longer than any validator may run, the next validator runs without it."""
+    registry = bound_goal(tmp_path)
+    store = settlement.settlement_store(str(registry), f1.GOAL)
+    slot = settlement._slot_path(store, f1.GOAL)
+    with store.lock(slot):  # its directories as the store makes them (0700)
+        pass
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock_path(slot)), str(tmp_path / "held")],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        wait_for((tmp_path / "held").exists, "the holder never took the lock")
+        long_ago = time.time() - settlement.MAX_VALIDATION_TIMEOUT - 2 * settlement.STALE_SLOT_GRACE
+        os.utime(lock_path(slot), (long_ago, long_ago))
+        event = {"turn_id": "t1", "last_assistant_message": message()}
+        event["cwd"] = str(tmp_path / "repo")
+        result = run(hook_argv(registry), json.dumps(event))
+        ingest = json.loads(result.stdout)["results"]["reward-memory.outcome-ingest"]
+        assert ingest["status"] == "activated", "the validator ran and attested"
+        assert ("adapter", "validator_lock_stale") in logged()
+    finally:
+        holder.communicate(b"", timeout=30)
+
+
+HOLD = (
+    "import filelock, pathlib, sys\n"
+    "lock = filelock.FileLock(sys.argv[1]); lock.acquire()\n"
+    "pathlib.Path(sys.argv[2]).touch(); sys.stdin.read()\n"
+)
+"""Hold a lock until stdin ends (a process a test suite left behind)."""
 
 
 # --- the user's environment -----------------------------------------------------------
