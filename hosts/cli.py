@@ -454,7 +454,31 @@ def _add_dispatch(commands: Any) -> None:
         sub.set_defaults(handler=handler)
 
 
+def seconds_between(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: whole seconds from ``low`` to ``high`` (an error names
+    the bounds, where ``choices`` would list every number between them)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high} seconds")
+        return value
+
+    return parse
+
+
 def _add_host(commands: Any) -> None:
+    # Loaded by every hook already (the adapters settle through it).
+    from hosts.settlement import (
+        BUILT_IN_MARGIN,
+        INLINE_VALIDATION_TIMEOUT,
+        MAX_VALIDATION_TIMEOUT,
+        VALIDATION_TIMEOUT,
+    )
+
     host = commands.add_parser("host", help="hook commands that host runtimes call each Turn")
     host_commands = host.add_subparsers(dest="host_name", required=True)
     for name, summary in (
@@ -472,10 +496,15 @@ def _add_host(commands: Any) -> None:
         )
         adapter.add_argument(
             "--validation-timeout-seconds",
-            type=int,
-            default=20,
-            choices=range(1, 30),
-            metavar="1..29",
+            type=seconds_between(1, MAX_VALIDATION_TIMEOUT),
+            metavar=f"1..{MAX_VALIDATION_TIMEOUT}",
+            help="the validator's deadline; by default the built-in validator's own "
+            f"--timeout-seconds and {BUILT_IN_MARGIN} s for its start. Where neither is "
+            f"named: {VALIDATION_TIMEOUT} s where settlement is detached (Codex CLI, Claude "
+            f"Code, DSH), {INLINE_VALIDATION_TIMEOUT} s where it runs inside the hook "
+            "(generic, Gemini, TURN_HOOKS_SETTLE=inline). A longer deadline is cut to "
+            f"{INLINE_VALIDATION_TIMEOUT} s inside the hook and logged "
+            "(validation_timeout_clamped); the next Turn's worker runs it again in full",
         )
         adapter.add_argument(
             "--no-prompt-in-recall",

@@ -41,7 +41,7 @@ def post_settlement(
     event: dict[str, Any],
     *,
     validation_argv: list[str] | None,
-    validation_timeout: int,
+    validation_timeout: int | None,
     host: str = HOST,
     **binding: Any,
 ) -> dict[str, Any]:

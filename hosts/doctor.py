@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from sidecars import read_registry, registry_goal
-from turn_hooks import TAIL_BYTES, InvalidInputError, output_tail, run_external
+from turn_hooks import (
+    TAIL_BYTES,
+    InvalidInputError,
+    output_tail,
+    run_external,
+    user_environment,
+)
 
 CHECK_SCHEMA = "turn_hooks_check_v0"
 DOCTOR_SCHEMA = "turn_hooks_doctor_v0"
@@ -104,27 +110,31 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
 
 def project_command(argv: list[str]) -> int | None:
     """Where the project's own command starts in a built-in validator's argv
-    (``... validate command -- make test``), or ``None`` for any other validator."""
+    (``... validate command [--timeout-seconds N] -- make test``), or ``None`` for any
+    other validator."""
     for at in range(1, len(argv) - 3):
-        if argv[at : at + 3] == ["validate", "command", "--"]:
-            return at + 3
+        if argv[at : at + 2] == ["validate", "command"] and "--" in argv[at + 2 :]:
+            start = argv.index("--", at + 2) + 1
+            return start if start < len(argv) else None
     return None
 
 
-def _resolve(program: str) -> str:
+def _resolve(program: str, path: str | None = None) -> str:
     if os.sep in program:
         return str(Path(program).absolute())
-    return shutil.which(program) or program
+    return shutil.which(program, path=path) or program
 
 
 def resolve_validator(argv: list[str]) -> list[str]:
     """``argv`` with its program, and the project command's program inside the
     built-in validator, made absolute when ``PATH`` finds them: hooks run with the
-    host's ``PATH``, not the installing shell's."""
+    host's ``PATH``, not the installing shell's. The project's program is looked up
+    on the user's ``PATH`` (:func:`turn_hooks.user_environment`), as the validator
+    runs it: ``python3`` is the project's, never turn-hooks' own venv's."""
     resolved = [_resolve(argv[0]), *argv[1:]]
     start = project_command(resolved)
     if start is not None:
-        resolved[start] = _resolve(resolved[start])
+        resolved[start] = _resolve(resolved[start], user_environment().get("PATH"))
     return resolved
 
 

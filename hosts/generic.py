@@ -229,7 +229,7 @@ def post_settlement(
     event: dict[str, Any],
     *,
     validation_argv: list[str] | None,
-    validation_timeout: int,
+    validation_timeout: int | None,
     dialect: str = "plain",
     **binding: Any,
 ) -> Any:

@@ -44,6 +44,14 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
     from turn_hooks.errors import InvalidInputError
 
     check = getattr(args, "validate_with", None)
+    deadline = getattr(args, "validator_deadline", None)
+    if deadline is not None and check is None:
+        raise InvalidInputError(
+            "--validation-timeout-seconds goes with --validate-with (the built-in "
+            "validator); a validator of your own gets the hook's deadline",
+            reason_code="usage_invalid",
+            field="validation_timeout_seconds",
+        )
     if check is not None:
         if args.validation_command_json:
             raise InvalidInputError(
@@ -72,7 +80,8 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
         # The same stable interpreter the hooks call, so the validator resolves
         # wherever the host runs it; the project's program is resolved with it
         # (``doctor.resolve_validator``), as hooks run with the host's PATH.
-        return [sys.executable, "-m", "hosts._entry", "validate", "command", "--", *words]
+        own = [] if deadline is None else ["--timeout-seconds", str(deadline)]
+        return [sys.executable, "-m", "hosts._entry", "validate", "command", *own, "--", *words]
     if not args.validation_command_json:
         return None
     return argv_from_json(
@@ -501,6 +510,12 @@ def installed_validator_runs(
 def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``install`` and ``doctor`` to the command line."""
     from hosts.cli import _format_option as format_option
+    from hosts.cli import seconds_between
+    from hosts.settlement import BUILT_IN_MARGIN, MAX_VALIDATION_TIMEOUT, VALIDATION_TIMEOUT
+
+    # The built-in validator's own deadline: the hook grants it and the margin.
+    longest = MAX_VALIDATION_TIMEOUT - BUILT_IN_MARGIN
+    default = VALIDATION_TIMEOUT - BUILT_IN_MARGIN
 
     installer = commands.add_parser(
         "install",
@@ -547,6 +562,16 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         )
         declared.add_argument(
             "--validation-command-json", help="any other independent validator, as a JSON argv"
+        )
+        sub.add_argument(
+            "--validation-timeout-seconds",
+            dest="validator_deadline",
+            type=seconds_between(1, longest),
+            metavar=f"1..{longest}",
+            help=f"with --validate-with: the check's deadline (default {default}, ten minutes: "
+            "room for a real test suite). Codex, Claude Code and DSH validate after the "
+            "Turn, off its path, and grant it in full; Gemini validates inside its hook, "
+            "cut to 20 s (logged), and the next Turn's worker runs it again in full",
         )
         declared.add_argument(
             "--recall-only",

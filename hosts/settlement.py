@@ -51,6 +51,7 @@ from sidecars import (
     SidecarTransaction,
     dumps,
     goal_agent_parts,
+    lock_path,
     path_token,
     require_goal_repository,
     sidecar_root,
@@ -78,11 +79,47 @@ QUEUE_SCHEMA = "turn_hooks_settlement_queue_v0"
 REPLAY_SCHEMA = "turn_hooks_settlement_replay_v0"
 SPOOL_DIR = "settlements"
 QUEUE_DIR = "settlement-queue"
-VALIDATION_TIMEOUT = 20
+BUILT_IN_MARGIN = 30
+"""What the built-in validator (``turn-hooks validate command``) is given beyond its
+own ``--timeout-seconds``: its interpreter's start and its record, so the project's
+check times out first and the validator says so."""
+VALIDATION_TIMEOUT = 600 + BUILT_IN_MARGIN
+"""The validator's deadline, in seconds, off the Turn's path (a detached child, after
+the reply, a replay worker) when neither the hook nor the built-in validator's own
+``--timeout-seconds`` names one: the built-in validator's default (ten minutes,
+``capabilities.reward_memory.cli.validate.DEFAULT_TIMEOUT``) and the margin."""
+MAX_VALIDATION_TIMEOUT = 3600 + BUILT_IN_MARGIN
+"""The longest deadline a declaration may name: the built-in validator's longest (an
+hour) and the margin."""
+INLINE_VALIDATION_TIMEOUT = 20
+"""The deadline of a validator run inside the hook (a host that settles inline, or
+``TURN_HOOKS_SETTLE=inline``): hosts give a hook 30 s, and dispatch and readback
+follow the validator. It is the default there; a longer deadline declared is cut to
+it and the hook log says so (``validation_timeout_clamped``). A validator cut off is
+``inconclusive``, and the next PreTurn's worker, off the Turn's path, runs it again
+with its whole deadline."""
+VALIDATOR_DIR = "validator"
+STALE_SLOT_GRACE = 60
+"""Seconds past the longest deadline after which a held validator lock is no
+validator's (:func:`validator_slot`)."""
+VALIDATOR_WAIT = 1.0
+"""How long a settlement waits for its Goal's validator (one runs at a time): a
+settlement that finds it busy for longer leaves its queue marker, and a later
+PreTurn's worker carries it on once the running validator has ended."""
+VALIDATION_PENDING: dict[str, Any] = {
+    "ok": True,
+    "schema_version": "turn_post_settlement_observer_v0",
+    "status": "runtime_unavailable",
+    "reason_code": "validation_pending",
+    "fail_open": True,
+    "external_writes_performed": False,
+}
+"""What a settlement whose validator was cut off returns: nothing was dispatched, the
+entry stays queued and a later worker runs the validator again (never stored)."""
 ATTESTATION_KEY = "attestation"
+"""Where ``task_validation`` keeps the validator's JSON output; the plugin checks it."""
 VALIDATION_RUN_KEY = "validation_run"
 """Where the spool entry keeps the validator run's private account (``validator_run``)."""
-"""Where ``task_validation`` keeps the validator's JSON output; the plugin checks it."""
 REPLAY_PER_TURN = 3
 """Spooled settlements one PreTurn's worker carries on (hosts.md §1.4: oldest first)."""
 MAX_SETTLEMENT_ATTEMPTS = 8
@@ -104,14 +141,30 @@ SET_ASIDE_SUFFIX = ".unreadable"
 
 
 def run_validator(
-    argv: list[str] | None, *, request: dict[str, Any], cwd: str | None, timeout: int
+    argv: list[str] | None,
+    *,
+    request: dict[str, Any],
+    cwd: str | None,
+    timeout: int,
+    slot: int | None = None,
 ) -> dict[str, Any]:
-    """``task_validation`` from the declared validator (§8 table); never raises."""
-    return validator_run(argv, request=request, cwd=cwd, timeout=timeout)[0]
+    """``task_validation`` from the declared validator (§8 table); never raises.
+
+    ``slot`` is the descriptor of the Goal's validator lock (:func:`validator_slot`):
+    the validator inherits it, so the lock stays held for as long as the validator
+    runs, even when the process that started it is killed (``kill -9``, the host's
+    end): no second validator of the Goal starts beside an orphaned one.
+    """
+    return validator_run(argv, request=request, cwd=cwd, timeout=timeout, slot=slot)[0]
 
 
 def validator_run(
-    argv: list[str] | None, *, request: dict[str, Any], cwd: str | None, timeout: int
+    argv: list[str] | None,
+    *,
+    request: dict[str, Any],
+    cwd: str | None,
+    timeout: int,
+    slot: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """``task_validation`` and the run's private account, ``None`` without a validator.
 
@@ -119,13 +172,20 @@ def validator_run(
     when the run ended, how long it took, its exit status and the tail of what it
     printed (stderr, then stdout: ``turn_hooks.output_tail``), so ``turn-hooks
     status`` can say why a validator failed without anyone running it again.
-    ``task_validation`` stays as the plugins always had it.
+    ``task_validation`` stays as the plugins always had it. ``slot``: as for
+    :func:`run_validator`.
     """
     if not argv:
         return {"ok": False, "status": "unavailable", "validator_kind": "none"}, None
     started = time.monotonic()
     run = run_external(
-        argv, request, cwd=cwd or None, timeout=timeout, stderr="tail", tail=TAIL_BYTES
+        argv,
+        request,
+        cwd=cwd or None,
+        timeout=timeout,
+        stderr="tail",
+        tail=TAIL_BYTES,
+        pass_fds=() if slot is None else (slot,),
     )
     validation = _verdict(run)
     account = {
@@ -241,8 +301,38 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _declaration(argv: list[str] | None, timeout: int) -> dict[str, Any] | None:
-    return {"argv": list(argv), "timeout_seconds": timeout} if argv else None
+def declared_deadline(argv: list[str], given: int | None) -> int | None:
+    """The validator's deadline as the user chose it: ``given`` (the hook's
+    ``--validation-timeout-seconds``) when there is one, else the built-in validator's
+    own ``--timeout-seconds`` and :data:`BUILT_IN_MARGIN`; ``None`` when neither is
+    named (:func:`validation_timeout` then takes the default of where it runs).
+
+    So ``install --validation-timeout-seconds N`` writes N once, into the built-in
+    validator's command, and every host grants it.
+    """
+    if given is not None:
+        return given
+    for at in range(1, len(argv) - 1):
+        if argv[at : at + 2] != ["validate", "command"]:
+            continue
+        options = argv[at + 2 :]
+        options = options[: options.index("--")] if "--" in options else options
+        for index, word in enumerate(options):
+            value = options[index + 1] if index + 1 < len(options) else ""
+            if word.startswith("--timeout-seconds="):
+                value = word.partition("=")[2]
+            elif word != "--timeout-seconds":
+                continue
+            if value.isdigit() and 0 < int(value) <= MAX_VALIDATION_TIMEOUT - BUILT_IN_MARGIN:
+                return int(value) + BUILT_IN_MARGIN
+        break
+    return None
+
+
+def _declaration(argv: list[str] | None, timeout: int | None) -> dict[str, Any] | None:
+    if not argv:
+        return None
+    return {"argv": list(argv), "timeout_seconds": declared_deadline(argv, timeout)}
 
 
 def settle(
@@ -251,7 +341,7 @@ def settle(
     *,
     final_message: str | None,
     validation_argv: list[str] | None,
-    validation_timeout: int = VALIDATION_TIMEOUT,
+    validation_timeout: int | None = None,
     detach: bool = False,
 ) -> dict[str, Any] | None:
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
@@ -358,10 +448,27 @@ def settle(
                 return None  # the child holds the entry's lock; this process lets go
             # No child could be started: settle here, under the same lock.
             _, receipt = _replay_entry(
-                pm, store, spool, event="post_settlement", reasons=tuple(reasons), turn=turn
+                pm,
+                store,
+                spool,
+                event="post_settlement",
+                reasons=tuple(reasons),
+                turn=turn,
+                inline=True,
             )
             return receipt
-        receipt = _deliver(pm, turn, store, spool, entry, appended=appended, notes=reasons)
+        try:
+            slot = held.enter_context(validator_slot(store, turn.goal_id, entry, reasons))
+        except SidecarLockTimeout:
+            if spool is not None and queued_entry:
+                # Another Turn's validator runs: this one waits in the queue for it.
+                record(turn.host, "post_settlement", [*reasons, ("adapter", "validator_busy")])
+                return None
+            slot = None  # nothing would carry it on: settle it now, as ever
+        receipt = _deliver(
+            pm, turn, store, spool, entry, appended=appended, notes=reasons, inline=True, slot=slot,
+            queued=queued_entry,
+        )  # fmt: skip
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
 
@@ -527,19 +634,110 @@ def spooled_result(entry: dict[str, Any], fields: dict[str, str]) -> dict[str, s
     return {name: value if isinstance(value := entry.get(name), str) else "" for name in fields}
 
 
+def validation_timeout(declaration: Any, *, inline: bool, notes: list[tuple[str, str]]) -> int:
+    """The deadline a validator gets: its declaration's, or where it names none usable
+    the default of where it runs (:data:`VALIDATION_TIMEOUT` off the Turn's path,
+    :data:`INLINE_VALIDATION_TIMEOUT` inside a hook). A declared deadline longer than
+    a hook allows is cut to it, and ``validation_timeout_clamped`` is added to
+    ``notes``: the user's choice is never overridden silently."""
+    declared = declaration.get("timeout_seconds") if isinstance(declaration, dict) else None
+    if not isinstance(declared, int) or isinstance(declared, bool):
+        declared = 0
+    if not 0 < declared <= MAX_VALIDATION_TIMEOUT:
+        return INLINE_VALIDATION_TIMEOUT if inline else VALIDATION_TIMEOUT
+    if inline and declared > INLINE_VALIDATION_TIMEOUT:
+        notes.append(("adapter", "validation_timeout_clamped"))
+        return INLINE_VALIDATION_TIMEOUT
+    return declared
+
+
+def _needs_validator(entry: dict[str, Any]) -> bool:
+    """Whether delivering ``entry`` runs a validator: it declares one and the spool
+    holds no verdict of it yet."""
+    declaration = entry.get("validation_declaration")
+    return (
+        not isinstance(entry.get("task_validation"), dict)
+        and isinstance(declaration, dict)
+        and bool(declaration.get("argv"))
+    )
+
+
+@contextlib.contextmanager
+def validator_slot(
+    store: SidecarStore,
+    goal_id: str | None,
+    entry: dict[str, Any],
+    notes: list[tuple[str, str]],
+) -> Iterator[int | None]:
+    """Hold the Goal's validator lock while ``entry``'s validator runs: one validator
+    at a time per Goal, however many Turns settle. The block gets the lock's
+    descriptor (for :func:`run_validator`), or ``None`` when no validator runs, or
+    when the lock cannot be taken for a fault of its file (the validator then runs
+    unguarded: a settlement is not refused for that).
+
+    The validator and what it starts inherit the lock, so a process it left behind
+    (a server its tests started and never stopped) could hold it for ever. No
+    validator runs longer than :data:`MAX_VALIDATION_TIMEOUT`: a lock held past that
+    (and :data:`STALE_SLOT_GRACE`) since the last validator took it is no validator's,
+    and this one runs unguarded; ``validator_lock_stale`` goes to ``notes``.
+
+    :raises SidecarLockTimeout: another settlement's validator runs still after
+        :data:`VALIDATOR_WAIT`; the entry stays queued for a later worker.
+    """
+    if not _needs_validator(entry):
+        yield None
+        return
+    slot = _slot_path(store, goal_id)
+    with contextlib.ExitStack() as held:
+        fd: int | None = None
+        try:
+            waiting = SidecarStore(store.root, lock_timeout=VALIDATOR_WAIT)
+            fd = held.enter_context(waiting.lock(slot))
+        except SidecarLockTimeout:
+            if not _held_since(slot, MAX_VALIDATION_TIMEOUT + STALE_SLOT_GRACE):
+                raise
+            notes.append(("adapter", "validator_lock_stale"))
+        except (SidecarError, OSError):
+            pass
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.utime(fd)  # when this validator started: see await_in_flight
+        yield fd
+
+
+def _slot_path(store: SidecarStore, goal_id: str | None) -> Path:
+    return store.path(VALIDATOR_DIR, path_token(goal_id, "goal") + ".json")
+
+
+def _held_since(slot: Path, seconds: float) -> bool:
+    """Whether the validator lock of ``slot`` was last taken more than ``seconds`` ago."""
+    import time
+
+    try:
+        return time.time() - os.stat(lock_path(slot)).st_mtime > seconds
+    except OSError:
+        return False
+
+
 def _validate(
-    entry: dict[str, Any], turn: TurnContext, host_result: dict[str, str]
+    entry: dict[str, Any],
+    turn: TurnContext,
+    host_result: dict[str, str],
+    *,
+    inline: bool,
+    notes: list[tuple[str, str]],
+    slot: int | None,
 ) -> dict[str, Any]:
     declaration = entry.get("validation_declaration") or {}
     argv = declaration.get("argv") if isinstance(declaration, dict) else None
-    timeout = declaration.get("timeout_seconds") if isinstance(declaration, dict) else None
     valid_argv = isinstance(argv, list) and all(isinstance(arg, str) for arg in argv)
     validation, account = validator_run(
         argv if valid_argv else None,
         # The result fields, then the Turn: exactly the request validators always had.
         request={**host_result, "host": turn.host, "host_turn_id": turn.host_turn_id},
         cwd=turn.cwd,
-        timeout=timeout if isinstance(timeout, int) and 0 < timeout < 30 else VALIDATION_TIMEOUT,
+        timeout=validation_timeout(declaration, inline=inline, notes=notes),
+        slot=slot,
     )
     if account is not None:
         entry[VALIDATION_RUN_KEY] = account  # private, as the spool entry is
@@ -555,19 +753,33 @@ def _deliver(
     *,
     appended: bool,
     notes: list[tuple[str, str]],
+    inline: bool,
+    slot: int | None = None,
+    queued: bool = True,
 ) -> dict[str, Any]:
     """Validate (unless the spool holds a verdict), dispatch, and keep the receipt
     (in the spool; with ``spool=None`` nothing is kept). Why the validator did not
-    pass is added to ``notes``, the reasons the caller logs."""
+    pass is added to ``notes``, the reasons the caller logs. ``inline``: this runs
+    inside the hook, whose deadline bounds the validator's; ``slot``: the Goal's
+    validator lock the caller holds (:func:`validator_slot`); ``queued``: the entry
+    has its queue marker (a replay's always has), so when it is spooled a validator
+    cut off by its deadline is run again later instead of delivered
+    (:data:`VALIDATION_PENDING`)."""
     host_result = spooled_result(entry, settlement_result_fields(pm))
     validation = entry.get("task_validation")
     if not isinstance(validation, dict):
-        validation = _validate(entry, turn, host_result)
+        validation = _validate(entry, turn, host_result, inline=inline, notes=notes, slot=slot)
         if validation.get("status") in CONCLUSIVE:
             entry["task_validation"] = validation
             if spool is not None:
                 spool.write(entry)  # a kill from here on does not run the validator again
     notes.extend(validator_reasons(validation))
+    if spool is not None and queued and validation.get("reason_code") == "external_timeout":
+        # Cut off (inside a hook, or by its own deadline): no verdict yet. Delivered,
+        # the plugins would take "not validated" as final, and running the validator
+        # again could teach nothing; queued, a later worker runs it again in full.
+        notes.append(("adapter", "validation_pending"))
+        return dict(VALIDATION_PENDING)
     # Here, not at the top: every PreTurn imports this module, and none delivers.
     from turn_hooks import Settlement, SettlementEvidence, WritebackEvent
 
@@ -700,8 +912,14 @@ def _replay_entry(
     event: str,
     reasons: tuple[tuple[str, str], ...] = (),
     turn: TurnContext | None = None,
+    inline: bool = False,
 ) -> tuple[str, dict[str, Any] | None]:
     """Deliver one spooled entry whose lock the caller holds: (outcome, receipt).
+
+    The Goal's validator lock is taken before the attempt is counted: an entry
+    whose validator must wait for another's (``busy``) keeps its marker and its
+    attempts, and a later worker carries it on. ``inline``: this runs inside a hook
+    (:func:`validation_timeout`).
 
     ``turn`` is the Turn the caller spooled, when it holds it (the Stop hook and its
     detached child): it is used as it is when the entry still holds exactly that
@@ -727,10 +945,18 @@ def _replay_entry(
         _dequeue(store, path)
         record(str(entry.get("host") or "unknown"), event, [*reasons, ("adapter", reason)])
         return "terminal", None
-    entry["settlement_attempt_count"] = _attempts(entry) + 1
-    spool.write(entry)
     noted = list(reasons)
-    receipt = _deliver(pm, turn, store, spool, entry, appended=True, notes=noted)
+    with contextlib.ExitStack() as held:
+        try:
+            slot = held.enter_context(validator_slot(store, turn.goal_id, entry, noted))
+        except SidecarLockTimeout:
+            if event == "post_settlement":  # a worker finding it busy is routine
+                record(turn.host, event, [*reasons, ("adapter", "validator_busy")])
+            return "busy", None
+        entry["settlement_attempt_count"] = _attempts(entry) + 1
+        spool.write(entry)
+        options: dict[str, Any] = {"notes": noted, "inline": inline, "slot": slot}
+        receipt = _deliver(pm, turn, store, spool, entry, appended=True, **options)
     record(turn.host, event, [*noted, *reasons_in(receipt.get("results") or {})])
     return ("settled" if _settled(entry) else "open"), receipt
 
@@ -806,10 +1032,14 @@ def await_in_flight(
 
     A detached Stop child holds its entry's lock while it settles; waiting for that
     lock lets a quick next Turn recall what the last one learned. An entry nobody
-    holds is free at once, so a queue left by a dead hook costs no wait.
+    holds is free at once, so a queue left by a dead hook costs no wait. Nor does a
+    validator that has run longer than the whole wait already (a real test suite,
+    minutes long): what it learns is recalled a Turn later, and this Turn starts now.
     """
     import time
 
+    if _validator_runs_since(store, goal_id, budget):
+        return
     deadline = time.monotonic() + budget
     for marker in queued(store, goal_id, agent_id)[:REPLAY_PER_TURN]:
         remaining = deadline - time.monotonic()
@@ -823,6 +1053,21 @@ def await_in_flight(
             return
         except SidecarError:
             continue  # an unusable entry is the worker's to report
+
+
+def _validator_runs_since(store: SidecarStore, goal_id: str, seconds: float) -> bool:
+    """Whether the Goal's validator lock is held by a validator that started more
+    than ``seconds`` ago (:func:`validator_slot` marks the start on its lock file)."""
+    slot = _slot_path(store, goal_id)
+    if not _held_since(slot, seconds):
+        return False
+    try:
+        with SidecarStore(store.root, lock_timeout=0).lock(slot):
+            return False
+    except SidecarLockTimeout:
+        return True
+    except (SidecarError, OSError):
+        return False
 
 
 def _any_json(directory: Path) -> bool:

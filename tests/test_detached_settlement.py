@@ -93,6 +93,8 @@ def test_a_killed_settling_child_is_carried_on_by_the_next_pre_turn(tmp_path):
     wait_for(lambda: _lock_holder(registry, tmp_path) is None, "the killed child kept its lock")
     assert journal_states(registry) == [] and len(queue(registry)) == 1
     (tmp_path / "gate").unlink()
+    # The orphaned validator holds the Goal's validator lock until it ends (issue 36).
+    wait_for(lambda: slot_free(registry), "the orphaned validator did not end")
     next_turn = run(
         pre_turn_argv(registry),
         json.dumps({"turn_id": "t2", "prompt": "next", "cwd": str(tmp_path / "repo")}),
@@ -157,6 +159,18 @@ def _queued_entry(registry, tmp_path):
     marker = store.path("settlement-queue", spool.parent.parent.name, spool.parent.name, spool.name)
     store.write(marker, {"schema_version": "turn_hooks_settlement_queue_v0", "spool": spool.name})
     return store, spool
+
+
+def slot_free(registry):
+    """Whether the Goal's validator lock (one validator at a time) can be taken now."""
+    from hosts import settlement
+
+    store = settlement_store(str(registry), f1.GOAL)
+    try:
+        with SidecarStore(store.root, lock_timeout=0).lock(settlement._slot_path(store, f1.GOAL)):
+            return True
+    except SidecarLockTimeout:
+        return False
 
 
 def _lock_holder(registry, tmp_path):

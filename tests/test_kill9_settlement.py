@@ -137,8 +137,7 @@ def test_kill_9_of_a_warm_stop_at_random_points_loses_and_doubles_nothing(tmp_pa
         spread = SPREAD * whole_settlement(registry, argv, marks, env=env)
         for run in range(RUNS):
             # The spare waiting now is the child that takes the next call.
-            wait_for(lambda: len(children_of(server)) == 1, what="one spare, no call")
-            [child] = children_of(server)
+            child = the_spare(server)
             event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": reflection_message()}
             process = start_hook(argv, event, env=env)
             time.sleep(draw.uniform(0, spread))
@@ -150,6 +149,20 @@ def test_kill_9_of_a_warm_stop_at_random_points_loses_and_doubles_nothing(tmp_pa
     finally:
         stop(servers(run_dir))
     carry_on_and_check(registry, marks)
+
+
+def the_spare(server):
+    """The server's one child, read once: a settler that was still ending (one that
+    found the Goal's validator busy waits for it up to a second) may be gone between
+    two reads of the server's children."""
+    found: list[int] = []
+
+    def one() -> bool:
+        found[:] = children_of(server)
+        return len(found) == 1
+
+    wait_for(one, what="one spare, no call")
+    return found[0]
 
 
 def whole_settlement(registry, argv, marks, env):

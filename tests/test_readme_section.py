@@ -30,25 +30,35 @@ ROOT = Path(__file__).parent.parent
 TURN_HOOKS = shutil.which("turn-hooks", path=str(Path(sys.executable).parent))
 
 
-def section_commands() -> tuple[list[str], list[list[str]]]:
-    """The stable-install block's lines, and the repository block's commands."""
+def sh_blocks() -> list[str]:
+    """The section's ``sh`` blocks: the install, its venv alternative, the repository."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = re.search(r"^## Use it in your repository\n(.*?)(?=^## )", readme, re.S | re.M)
     assert section, "README needs its 'Use it in your repository' section"
     blocks = re.findall(r"```sh\n(.*?)```", section.group(1), re.S)
-    assert len(blocks) == 2, "one block to install, one to use it"
+    assert len(blocks) == 3, "one block to install, its venv alternative, one to use it"
+    return blocks
+
+
+def section_commands() -> tuple[list[str], list[list[str]]]:
+    """The stable-install block's lines, and the repository block's commands."""
+    blocks = sh_blocks()
     commands = []
-    for line in blocks[1].replace("\\\n", " ").splitlines():
+    for line in blocks[-1].replace("\\\n", " ").splitlines():
         words = shlex.split(line, comments=True)
         if words:
             commands.append(words)
     return blocks[0].strip().splitlines(), commands
 
 
-def test_the_install_block_is_one_non_editable_install_into_its_own_venv():
+def test_the_install_block_installs_the_cli_the_ecosystems_way():
+    # pipx (or uv tool) puts only the console script on PATH: the project's python3
+    # stays the project's. The venv route stays, as an alternative.
     install, _ = section_commands()
-    assert "python3 -m venv" in install[0] and "pip install" in install[0]
-    assert " -e " not in install[0]
+    assert install[0].startswith("pipx install ") and "uv tool install" in install[0]
+    venv = sh_blocks()[1].strip().splitlines()
+    assert "python3 -m venv" in venv[0] and "pip install" in venv[0]
+    assert all(" -e " not in line for line in [*install, *venv]), "never editable"
 
 
 def test_the_section_runs_as_written(tmp_path):

@@ -170,7 +170,7 @@ def turns(marks):
         ("pre-turn", {"turn_id": "turn-2", "prompt": "module tests"}, ()),
         ("post-settlement", {"turn_id": "turn-2", "last_assistant_message": "done"}, ()),
         ("pre-turn", {"turn_id": "turn-3", "prompt": "module tests"}, ()),
-        ("pre-turn", {"turn_id": "turn-4"}, ("--validation-timeout-seconds", "99")),
+        ("pre-turn", {"turn_id": "turn-4"}, ("--validation-timeout-seconds", "99999")),
     ]
 
 

@@ -2,7 +2,8 @@
 
 Plugin authors need :data:`hookimpl`, the models and the errors. Hosts need
 :func:`make_plugin_manager` and the ``call_*`` dispatchers. Nothing here does I/O,
-except :func:`run_external`, the one way hosts and plugins run a validator.
+except :func:`run_external`, the one way hosts and plugins run a validator (in the
+user's environment, :func:`user_environment`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from turn_hooks._contribution import (
     measure_context_items,
     measure_result_bytes,
 )
-from turn_hooks._external import TAIL_BYTES, ExternalRun, output_tail, run_external
+from turn_hooks._external import (
+    TAIL_BYTES,
+    ExternalRun,
+    output_tail,
+    run_external,
+    user_environment,
+)
 from turn_hooks._json_input import (
     MAX_JSON_DEPTH,
     MAX_JSON_SIZE,
@@ -140,6 +147,7 @@ __all__ = [
     "settlement_is_taken",
     "settlement_result_fields",
     "settlement_result_tools",
+    "user_environment",
 ]
 
 

@@ -7,6 +7,10 @@ deadline, and stdout read for at most one byte over a bound, after which the
 process is killed; stderr is discarded. Nothing of it is trusted: the caller gets
 an :class:`ExternalRun` with a typed reason and decides what the run means.
 
+They run in the user's environment, not ours (:func:`user_environment`): the
+``python3`` a project's ``make test`` names is the project's, never the one of the
+virtual environment turn-hooks is installed in.
+
 ``subprocess`` and ``selectors`` are imported when a command runs, so importing the
 kernel costs the hook path nothing.
 """
@@ -16,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -61,6 +67,62 @@ class ExternalRun:
         return loads_bounded(self.stdout, reason_prefix="external_output")
 
 
+def _own_bin_directories() -> set[str]:
+    """The ``bin`` directories of the virtual environment this interpreter runs from
+    (none for a system interpreter), as they may be written in ``PATH``.
+
+    ``sys.prefix`` names the environment once ``site`` ran; a hook started with
+    ``-S`` has not run it yet, so a ``pyvenv.cfg`` beside the interpreter's directory
+    or one level up marks it too, as ``site`` decides. The interpreter's own path is
+    not resolved: a virtual environment's ``python`` is a link to the base one.
+    """
+    found: set[str] = set()
+    if sys.prefix != sys.base_prefix:
+        found.add(os.path.join(sys.prefix, "bin"))
+    if sys.executable:
+        bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+        parent = os.path.dirname(bin_dir)
+        if any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (bin_dir, parent)):
+            found.add(bin_dir)
+    return found | {os.path.realpath(directory) for directory in found}
+
+
+def user_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment an external command gets: ``environ`` (this process's by
+    default) less what turn-hooks' own installation put in front of the user's.
+
+    When this interpreter runs from a virtual environment (``pipx``, ``uv tool`` or
+    a venv of its own), that environment's ``bin`` directory is taken out of
+    ``PATH`` wherever it stands, and ``VIRTUAL_ENV`` is dropped when it names that
+    environment (a shell that ran its ``activate``). Every other entry keeps its
+    place, so the command finds the ``python3``, ``pytest`` and ``make`` the user
+    has. ``PYTHONPATH`` and ``PYTHONHOME`` stay as the user set them: turn-hooks
+    sets neither (its hooks name their package root in ``-c``, the resident server
+    in its arguments). A system interpreter changes nothing.
+    """
+    source = os.environ if environ is None else environ
+    environment = dict(source)
+    ours = _own_bin_directories()
+    if not ours:
+        return environment
+    path = environment.get("PATH")
+    if path is not None:
+        kept = [
+            entry
+            for entry in path.split(os.pathsep)
+            if not entry
+            or (os.path.abspath(entry) not in ours and os.path.realpath(entry) not in ours)
+        ]
+        environment["PATH"] = os.pathsep.join(kept)
+    virtual_env = environment.get("VIRTUAL_ENV")
+    if virtual_env and os.path.join(os.path.abspath(virtual_env), "bin") in ours:
+        del environment["VIRTUAL_ENV"]
+    # Set by a macOS framework build's venv launcher for the interpreter it starts;
+    # inherited, it would make the user's python3 believe it is ours.
+    environment.pop("__PYVENV_LAUNCHER__", None)
+    return environment
+
+
 def run_external(
     argv: list[str],
     request: Any,
@@ -71,6 +133,7 @@ def run_external(
     max_output: int = MAX_JSON_SIZE,
     stderr: Literal["discard", "merge", "tail"] = "discard",
     tail: int = 0,
+    pass_fds: tuple[int, ...] = (),
 ) -> ExternalRun:
     """Run ``argv`` with ``request`` as compact UTF-8 JSON on stdin; never raises.
 
@@ -82,9 +145,12 @@ def run_external(
         both), or keep its last ``tail`` bytes in ``ExternalRun.stderr``.
     :param tail: keep the last ``tail`` bytes of stdout in ``ExternalRun.tail`` (and
         of stderr, with ``stderr="tail"``), even when the run timed out or was killed.
+    :param pass_fds: descriptors the command inherits (a lock it holds while it
+        lives, even past its caller's death); every other one is closed.
 
     The command runs in its own process group, which is killed as a whole on a
-    timeout or too much output, so a shell's children do not outlive it. It gets
+    timeout or too much output, so a shell's children do not outlive it. Its
+    environment is the user's (:func:`user_environment`), with
     ``PYTHONDONTWRITEBYTECODE=1``: a Python validator must not write caches into the
     repository it checks.
     """
@@ -104,8 +170,9 @@ def run_external(
                 "tail": subprocess.PIPE,
             }[stderr],
             cwd=cwd,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            env={**user_environment(), "PYTHONDONTWRITEBYTECODE": "1"},
             process_group=0,
+            pass_fds=pass_fds,
         )
     except (OSError, ValueError, TypeError):  # no program, a NUL, a surrogate, not JSON
         return ExternalRun("external_unavailable")

@@ -98,8 +98,16 @@ def _refuse_unbounded_reflection(text: str | None) -> None:
 
 def app_refresh_state(args: argparse.Namespace) -> Result:
     """``codex-app refresh-state``: record the settled Turn, stage and validate its reflection."""
-    from capabilities.reward_memory.turn.app import declaration, stage
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.turn.app import MAX_TIMEOUT, declaration, stage
 
+    if not 1 <= args.validation_timeout_seconds <= MAX_TIMEOUT:
+        v.fail(
+            "validation_timeout_seconds",
+            f"must be between 1 and {MAX_TIMEOUT}: the Codex App validates inside this "
+            "call, under its own deadline; a longer suite wants a narrower check here",
+            "validation_timeout_invalid",
+        )
     host = _app_host(args)
     resolution = resolve_binding(args)
     turn = _app_turn(args, host, resolution)
@@ -173,7 +181,14 @@ def add_codex_app(commands: argparse._SubParsersAction[Any]) -> None:
         parser.add_argument("--effect-id", help="settlement effect id (default writeback:<turn>)")
     refresh.add_argument("--reward-memory-reflection-json", help="the v1 reflection JSON text")
     refresh.add_argument("--validation-command-json", help="the Todo's validator argv as JSON")
-    refresh.add_argument("--validation-timeout-seconds", type=int, default=20)
+    refresh.add_argument(
+        "--validation-timeout-seconds",
+        type=int,
+        default=20,
+        metavar="1..29",
+        help="the validator's deadline (default 20): the App validates inside this call, "
+        "so it stays under the call's own 30 s; a longer one is refused, not cut silently",
+    )
     refresh.add_argument("--validation-workspace", help="validator cwd (default: Goal repository)")
     refresh.add_argument(
         "--restage",

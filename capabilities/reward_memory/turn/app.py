@@ -44,6 +44,10 @@ INGEST_HOOK_ID = "reward-memory.outcome-ingest"
 """The plugin's ``post_settlement`` hook id: the App command reads its own result
 from the dispatcher receipt under it (plugin.py registers it; a test pins both)."""
 DEFAULT_TIMEOUT = 20
+MAX_TIMEOUT = 29
+"""The App validates inside its refresh call, so the validator stays under the 30 s
+a hook is given; ``refresh-state`` refuses a longer deadline (issue 36: not cut
+silently)."""
 
 
 def declaration(
@@ -75,8 +79,8 @@ def run_todo_validator(
     if not argv or workspace is None:
         return {"ok": False, "status": "unavailable", "validator_kind": "todo_declared_command"}
     timeout = declared.get("validation_timeout_seconds")
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 29:
-        timeout = DEFAULT_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= MAX_TIMEOUT:
+        timeout = DEFAULT_TIMEOUT  # staged before refresh-state refused longer ones
     run = run_external(argv, request, cwd=workspace, timeout=timeout, sort_keys=True)
     if run.reason == "external_failed":
         return {
