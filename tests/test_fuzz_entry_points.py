@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from document_paths import paths
 from fixtures import f1
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -244,16 +245,6 @@ def _bases():
 
 
 BASES = _bases()
-
-
-def paths(document, prefix=()):
-    yield prefix
-    if isinstance(document, dict):
-        for key, value in document.items():
-            yield from paths(value, (*prefix, key))
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            yield from paths(value, (*prefix, index))
 
 
 @st.composite

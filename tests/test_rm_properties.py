@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 
+from document_paths import paths, replaced
 from fixtures import f1
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,32 +27,11 @@ JSON = st.recursive(
 )
 
 
-def paths(document, prefix=()):
-    yield prefix
-    if isinstance(document, dict):
-        for key, value in document.items():
-            yield from paths(value, (*prefix, key))
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            yield from paths(value, (*prefix, index))
-
-
-def mutate(document, path, value):
-    if not path:
-        return value
-    copied = copy.deepcopy(document)
-    target = copied
-    for part in path[:-1]:
-        target = target[part]
-    target[path[-1]] = value
-    return copied
-
-
 @st.composite
 def mutated_event(draw):
     event = f1.event()
     path = draw(st.sampled_from(list(paths(event))))
-    return mutate(event, path, draw(JSON))
+    return replaced(event, path, draw(JSON))
 
 
 class NoWrites:
@@ -131,7 +111,7 @@ def test_configs_never_raise_untyped_errors(document):
 def mutated_config(draw):
     config = f1.config()
     path = draw(st.sampled_from(list(paths(config))))
-    return mutate(config, path, draw(JSON))
+    return replaced(config, path, draw(JSON))
 
 
 @SETTINGS

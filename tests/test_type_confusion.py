@@ -11,7 +11,6 @@ never as ``internal_error``; a host hook exits 0 and logs no ``internal_error``.
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import utility_cases as uc
+from document_paths import paths, replaced
 from fixtures import f1
 from rm_support import operator_checkpoint
 from turn_support import DEMO_VALIDATOR, RAW, bound_goal
@@ -35,25 +35,9 @@ WRONG_TYPES = {
 TYPED = re.compile(r"[a-z][a-z0-9_.:-]{0,79}")
 
 
-def places(document, prefix=()):
-    """Every path below the root of ``document``."""
-    if prefix:
-        yield prefix
-    if isinstance(document, dict):
-        for key, value in document.items():
-            yield from places(value, (*prefix, key))
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            yield from places(value, (*prefix, index))
-
-
-def replaced(document, path, value):
-    changed = copy.deepcopy(document)
-    parent = changed
-    for part in path[:-1]:
-        parent = parent[part]
-    parent[path[-1]] = value
-    return changed
+def places(document):
+    """Every place below the root of ``document``."""
+    return list(paths(document))[1:]
 
 
 def run(argv, stdin: bytes):
