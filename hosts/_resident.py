@@ -19,11 +19,14 @@ settlement, the hook log) says ``D`` over it just before it reports its exit sta
 and is no call from then on either: its client's exit does not get it killed, and the
 work bounds itself as the forked settler of a cold Stop does.
 
-The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (3600) without a call, on
-SIGTERM, and once the installed package changed under it (its key, or any module
+The server exits after ``TURN_HOOKS_RESIDENT_IDLE_SECONDS`` (3600) without a call
+(``TURN_HOOKS_RESIDENT_SHORT_IDLE_SECONDS``, 120, while it has served one call at
+most), on SIGTERM, and once the installed package changed under it (its key, or any module
 file it loaded: checked every second while idle and after each call it hands over);
 it removes its socket and pid file. A client of another key is refused by the child.
-A second server for the same key finds the lock taken and exits at once.
+A second server for the same key finds the lock taken and exits at once. A server
+that would make more than ``TURN_HOOKS_RESIDENT_MAX_SERVERS`` (4) of this user, over
+every HOME and interpreter, exits too (:func:`_crowded`): its calls run cold.
 """
 
 from __future__ import annotations
@@ -137,6 +140,8 @@ def serve(directory: str, name: str) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another server for this key holds it
+    if _crowded():
+        return  # before any import: a server refused costs a bare interpreter
     warm_up()
     files = snapshot()
     # Children share the loaded modules' pages until they write them; a frozen heap
@@ -158,8 +163,13 @@ def serve(directory: str, name: str) -> None:
     listener.listen(64)
     listener.setblocking(False)
     _write_pid(pid_path)
+    crowded = False
     try:
-        _loop(listener, key, files, lock)
+        # Again, now that it listens: of servers started at once, only the oldest go
+        # on, so the bound holds however many started beside this one.
+        crowded = _crowded()
+        if not crowded:
+            _loop(listener, key, files, lock)
     finally:
         try:
             if os.lstat(socket_path).st_ino == bound:
@@ -169,10 +179,37 @@ def serve(directory: str, name: str) -> None:
         try:
             if Path(pid_path).read_text(encoding="ascii") == str(os.getpid()):
                 os.unlink(pid_path)
-            os.utime(lock, (0, 0))  # a clean exit: the next call may start a server at once
+            if not crowded:  # a clean exit: the next call may start a server at once
+                os.utime(lock, (0, 0))
         except OSError:
             pass
         listener.close()
+
+
+def _crowded() -> bool:
+    """Whether :data:`hosts._warm.MAX_SERVERS` servers of this user, started before
+    this one, run already: then this one exits and its calls run cold, saying so once
+    in the hook log (``resident_servers_bound``).
+
+    Refusing rather than stopping the least recently used server: when more installs
+    than the bound are in use, stopping one to start another would start a server
+    (about 0.25 s of CPU, 35 MB) on almost every Turn, where a cold call costs only
+    itself. The slots come back on their own: a server of one call leaves after
+    the short idle, any other after the hour. The client does not try to start this
+    key's server again for ``RETRY_SECONDS`` (its start left no pid file).
+    """
+    bound = _warm.count(_warm.MAX_SERVERS_VARIABLE, _warm.MAX_SERVERS)
+    servers = _warm.user_servers()
+    mine = next((entry for entry in servers if entry[1] == os.getpid()), None)
+    if mine is None or sum(1 for entry in servers if entry < mine) < bound:
+        return False
+    try:
+        from hosts.hook_log import record
+
+        record("resident", "start", [("resident", "resident_servers_bound")])
+    except Exception:  # logging never stops the refusal
+        pass
+    return True
 
 
 def _write_pid(pid_path: str) -> None:
@@ -185,6 +222,8 @@ def _write_pid(pid_path: str) -> None:
 
 def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: int) -> None:
     idle = _warm.seconds(_warm.IDLE_VARIABLE, _warm.IDLE_SECONDS)
+    short = min(idle, _warm.seconds(_warm.SHORT_IDLE_VARIABLE, _warm.SHORT_IDLE_SECONDS))
+    served = 0  # calls handed to a child: a server of one call at most waits ``short``
     # The client's deadline runs first (it kills the call and logs resident_timeout);
     # the server's, a little later, covers a client that is gone.
     deadline = _warm.seconds(_warm.DEADLINE_VARIABLE, _warm.DEADLINE_SECONDS) + 2.0
@@ -212,7 +251,8 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                 closing = [listener.fileno(), wake_read, wake_write, lock]
                 spare.extend(_fork_spare(key, closing))
             now = time.monotonic()
-            waits = [1.0, max(0.0, last + idle - now)]
+            limit = idle if served > 1 else short
+            waits = [1.0, max(0.0, last + limit - now)]
             waits += [max(0.0, started + deadline - now) for started, _, _ in children.values()]
             events = poller.poll(min(waits) * 1000 + 1)
             gone: list[int] = []
@@ -252,6 +292,7 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                     poller.register(pair, select.POLLIN)
                     closing += [conn.fileno(), pair.fileno()]
                     last = time.monotonic()
+                    served += 1
                 # Checked once the calls are handed over, off their path (about 2 ms):
                 # a reinstall changes the key, which each client checks on its own call,
                 # so what only this check sees is a module edited in place (an editable
@@ -259,7 +300,7 @@ def _loop(listener: socket.socket, key: bytes, files: dict[str, bytes], lock: in
                 # process started just before the edit would.
                 if _stale(key, files):
                     return  # a new install: its clients start their own server
-            elif not children and time.monotonic() - last >= idle:
+            elif not children and time.monotonic() - last >= limit:
                 return
             elif not events and _stale(key, files):
                 return

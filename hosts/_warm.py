@@ -38,6 +38,18 @@ DEADLINE_VARIABLE = "TURN_HOOKS_RESIDENT_DEADLINE_SECONDS"
 # after the server has gone runs cold (about 0.15 s more) while a new server starts
 # beside the host (about 0.25 s of CPU). An idle server holds about 35 MB.
 IDLE_SECONDS = 3600.0
+# A server that has served at most one call (a scratch HOME's, a CI job's, a Turn's
+# host that never came back) waits two minutes, not the hour: a user's next Turn
+# inside that time is what its warmth is for, and such servers once piled up by the
+# hundred (35 MB each) under tools that run hooks with temporary homes.
+SHORT_IDLE_VARIABLE = "TURN_HOOKS_RESIDENT_SHORT_IDLE_SECONDS"
+SHORT_IDLE_SECONDS = 120.0
+# At most this many servers of one user run at once, over every HOME, socket
+# directory and interpreter: one per install a person really uses (a venv or two, a
+# pipx install, a checkout) fits, and 4 idle servers hold about 140 MB. A server that
+# would be one more exits before it loads anything, and those calls run cold.
+MAX_SERVERS_VARIABLE = "TURN_HOOKS_RESIDENT_MAX_SERVERS"
+MAX_SERVERS = 4
 # Hosts give a hook 30 s (hooks.json, DSH's timeoutMs); the margin lets a call the
 # host still waits for finish, and bounds one the host has stopped waiting for.
 DEADLINE_SECONDS = 35.0
@@ -431,6 +443,65 @@ def is_server(pid: int) -> bool:
     except OSError:
         return False
     return b"hosts._resident" in command and owner == posix.getuid()
+
+
+# The resident server's own ``-c`` program (see :func:`start_server`): what names a
+# process as one, its forked children (which share its command line) aside.
+_SERVER_PROGRAM = b"from hosts._resident import main"
+
+
+def user_servers() -> list[tuple[int, int]]:
+    """``(start time, pid)`` of every live resident server of this user, oldest first,
+    of any HOME, socket directory, interpreter or install (``/proc``, not pid files,
+    which live in each HOME's own directory).
+
+    A server's forked children share its command line and are left out while it
+    lives; a child finishing its call's work after its server exited counts as one
+    more server until it ends, which errs towards fewer servers, never more.
+    """
+    uid = posix.getuid()
+    found: dict[int, tuple[int, int]] = {}
+    try:
+        names = posix.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            if posix.stat("/proc/" + name).st_uid != uid:
+                continue
+            with open("/proc/" + name + "/cmdline", "rb") as handle:
+                if _SERVER_PROGRAM not in handle.read():
+                    continue
+            with open("/proc/" + name + "/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()
+            if fields[0] != b"Z":  # a zombie has exited
+                found[int(name)] = (int(fields[1]), int(fields[19]))  # parent, start time
+        except (OSError, ValueError, IndexError):  # gone meanwhile
+            continue
+    return sorted((start, pid) for pid, (parent, start) in found.items() if parent not in found)
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident memory of ``pid`` (``VmRSS``), 0 when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def count(variable: str, default: int) -> int:
+    """A positive whole number from the environment, else ``default``."""
+    try:
+        value = int(_getenv(variable))
+    except ValueError:
+        return default
+    return value if 0 < value < 1_000_000 else default
 
 
 def _wait(sock: _socket.socket, child: int, *, session: bool = False) -> int:

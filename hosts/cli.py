@@ -621,7 +621,16 @@ def _cmd_resident(args: argparse.Namespace) -> tuple[Any, str]:
             "until it is a directory of yours with mode 0700 (chmod 700)."
         )
     elif not document["servers"]:
-        args.markdown_note = "No resident server is running: the next host hook starts one."
+        args.markdown_note = (
+            "No resident server runs for this socket directory: the next host hook starts one."
+        )
+    held = (
+        f"{document['user_running_count']} resident server(s) of yours run, over every "
+        f"HOME and interpreter, holding {document['user_memory_bytes'] / 2**20:.0f} MiB "
+        f"in all (at most {document['max_servers']} run at once)."
+    )
+    note = getattr(args, "markdown_note", None)
+    args.markdown_note = f"{note} {held}" if note else held
     return document, "Resident hook servers"
 
 
@@ -631,15 +640,18 @@ def _add_resident(commands: Any) -> None:
         help="see or stop the resident hook servers that keep hooks warm",
         description=(
             "A resident hook server answers host hooks warm and exits after an hour "
-            "without a call (TURN_HOOKS_RESIDENT_IDLE_SECONDS). `status` lists this "
-            "user's servers; `stop` stops them (the next hook starts one again)."
+            "without a call (TURN_HOOKS_RESIDENT_IDLE_SECONDS), after two minutes while "
+            "it has served one call at most (TURN_HOOKS_RESIDENT_SHORT_IDLE_SECONDS). "
+            "At most 4 run per user (TURN_HOOKS_RESIDENT_MAX_SERVERS); past that, hooks "
+            "run cold. `status` lists this user's servers and the memory they hold; "
+            "`stop` stops them (the next hook starts one again)."
         ),
     )
     resident_commands = resident.add_subparsers(
         dest="resident_command", required=True, parser_class=_Parser
     )
     for name, summary in (
-        ("status", "list this user's resident servers: pid, start time, this install or not"),
+        ("status", "list this user's resident servers: pid, start time, memory, install"),
         ("stop", "stop every resident server of this user: SIGTERM, then SIGKILL after 5 s"),
     ):
         sub = resident_commands.add_parser(name, help=summary)

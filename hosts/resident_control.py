@@ -4,7 +4,10 @@ A resident hook server (:mod:`hosts._resident`) outlives the Turn that started i
 for up to its idle time, so a user who finds it in ``ps`` can ask what it is and
 stop it. Each server leaves a pid file beside its socket in the socket directory
 (:func:`hosts._warm.runtime_path`); these read them and nothing else. The receipt
-names each server by its file name (``th-<digest>``) and pid, never a path.
+names each server by its file name (``th-<digest>``) and pid, never a path, with the
+memory it holds (its resident set, ``VmRSS``); the totals count every server of this
+user, of other HOMEs and interpreters too (:func:`hosts._warm.user_servers`), which
+is what the bound on their number (``max_servers``) counts.
 
 A server stops on SIGTERM, removing its socket and pid file; a call in flight
 finishes in its own child. The next hook starts a new server on demand, so stopping
@@ -61,11 +64,13 @@ def _servers(directory: str) -> list[dict[str, Any]]:
                 os.close(fd)
         except (OSError, ValueError):  # gone meanwhile, half written, or not a number
             continue
+        running = _warm.is_server(pid)
         found.append(
             {
                 "name": name.removesuffix(".pid"),
                 "pid": pid,
-                "running": _warm.is_server(pid),
+                "running": running,
+                "rss_bytes": _warm.rss_bytes(pid) if running else 0,
                 "this_install": path == current,
                 "started_at": datetime.fromtimestamp(status.st_mtime, UTC).isoformat(
                     timespec="seconds"
@@ -79,14 +84,25 @@ def status() -> dict[str, Any]:
     """This user's resident servers, of every install (``resident status``)."""
     directory, state = _directory()
     servers = _servers(directory) if state == "private" else []
+    idle = _warm.seconds(_warm.IDLE_VARIABLE, _warm.IDLE_SECONDS)
+    # Every server of this user, of other HOMEs and interpreters too: what the bound
+    # counts, and the memory they hold together.
+    everyone = [pid for _, pid in _warm.user_servers()]
     return {
         "ok": True,
         "schema_version": RESIDENT_SCHEMA,
         "enabled": os.environ.get(_warm.SWITCH) != "0",
         "socket_directory": state,
-        "idle_seconds": _warm.seconds(_warm.IDLE_VARIABLE, _warm.IDLE_SECONDS),
+        "idle_seconds": idle,
+        "short_idle_seconds": min(
+            idle, _warm.seconds(_warm.SHORT_IDLE_VARIABLE, _warm.SHORT_IDLE_SECONDS)
+        ),
+        "max_servers": _warm.count(_warm.MAX_SERVERS_VARIABLE, _warm.MAX_SERVERS),
         "servers": servers,
         "running_count": sum(1 for server in servers if server["running"]),
+        "memory_bytes": sum(server["rss_bytes"] for server in servers),
+        "user_running_count": len(everyone),
+        "user_memory_bytes": sum(_warm.rss_bytes(pid) for pid in everyone),
     }
 
 

@@ -1030,6 +1030,20 @@ def test_resident_status_lists_the_server_and_stop_ends_it(tmp_path, run_dir):
     assert (entry["pid"], entry["running"], entry["this_install"]) == (server, True, True)
     assert entry["name"] == socket_path(run_dir).stem
     assert str(run_dir) not in json.dumps(shown), "a receipt names no path"
+    # The memory held: each server's resident set, summed here and over every
+    # server of this user (of other HOMEs too, which the bound counts).
+    assert entry["rss_bytes"] > 0 and shown["memory_bytes"] == entry["rss_bytes"]
+    assert shown["user_running_count"] >= 1
+    assert shown["user_memory_bytes"] >= shown["memory_bytes"]
+    assert (shown["max_servers"], shown["short_idle_seconds"]) == (4, 120.0)
+    said = subprocess.run(
+        [SCRIPT, "resident", "status", "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    ).stdout
+    assert "| memory_bytes |" in said and "MiB in all (at most 4 run at once)" in said
     code, stopped = resident_command(env, "stop")
     assert code == 0 and stopped["stopped"] == [
         {"name": entry["name"], "pid": server, "killed": False}
@@ -1084,3 +1098,67 @@ def test_resident_status_and_stop_leave_an_unsafe_or_absent_directory_alone(tmp_
         timeout=60,
     )
     assert off.returncode == 0 and "switched off (TURN_HOOKS_RESIDENT=0)" in off.stdout
+
+
+def _pid_file(directory):
+    return Path(_warm.paths(str(directory), _warm.package_key())[2])
+
+
+def test_hooks_under_many_homes_leave_no_more_servers_than_the_bound(tmp_path):
+    """Each HOME has its own socket directory, so each would start its own server: a
+    server that would make more than the bound of this user exits before it loads
+    anything, says so in the hook log, and those calls run cold with the same output."""
+    homes = Path(tempfile.mkdtemp(dir=resident_support.BASE))
+    base = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("XDG_RUNTIME_DIR", _warm.DIR_VARIABLE)
+    }
+    base.update(TURN_HOOKS_RESIDENT="1", TURN_HOOKS_RESIDENT_IDLE_SECONDS="120")
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "t1", "prompt": "module tests"}
+    expected = hook(registry, "pre-turn", payload, cold_env())
+
+    def refused():
+        return log_reasons().count("resident_servers_bound")
+
+    try:
+        for index in range(12):
+            home = homes / f"h{index:02d}"
+            home.mkdir()
+            before = refused()
+            result = hook(registry, "pre-turn", payload, dict(base, HOME=str(home)))
+            assert (result.returncode, result.stdout) == (0, expected.stdout)
+            # Its server came up, or said why not (one at a time: no two start at once).
+            run = home / ".cache" / "turn-hooks" / "run"
+            wait_for(
+                lambda: _pid_file(run).exists() or refused() > before,  # noqa: B023
+                seconds=120,
+                what="the server to come up or be refused",
+            )
+        wait_for(lambda: len(servers(homes)) + refused() == 12, seconds=120, what="all settled")
+        assert 1 <= refused() and len(servers(homes)) <= _warm.MAX_SERVERS
+        # A HOME that has a server is served warm; one refused runs cold, as before.
+        assert len(_warm.user_servers()) >= len(servers(homes))
+    finally:
+        assert stop(servers(homes)) == []
+
+
+def test_a_server_of_one_call_leaves_after_the_short_idle_and_one_in_use_stays(tmp_path, run_dir):
+    """A server that has served one call at most waits the short idle (set short
+    here), one that keeps being used waits the whole idle time."""
+    busy_dir = Path(tempfile.mkdtemp(dir=resident_support.BASE))
+    short = {"TURN_HOOKS_RESIDENT_SHORT_IDLE_SECONDS": "1", _warm.MAX_SERVERS_VARIABLE: "1000"}
+    try:
+        busy_env = environment(busy_dir, **short)
+        busy = started_server(tmp_path / "busy", busy_dir, busy_env)
+        registry = bound_goal(tmp_path / "busy-goal")
+        for turn in range(3):
+            payload = {"turn_id": f"t{turn}", "prompt": "module tests"}
+            assert hook(registry, "pre-turn", payload, busy_env).returncode == 0
+        lone = started_server(tmp_path, run_dir, environment(run_dir, **short))
+        wait_for(lambda: not alive(lone), seconds=120, what="the short idle exit")
+        assert sorted(path.suffix for path in run_dir.iterdir()) == [".lock"]
+        assert alive(busy), "a server in use keeps the whole idle time"
+    finally:
+        assert stop(servers(busy_dir)) == []
