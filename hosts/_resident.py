@@ -188,8 +188,9 @@ def serve(directory: str, name: str) -> None:
 
 def _crowded() -> bool:
     """Whether :data:`hosts._warm.MAX_SERVERS` servers of this user, started before
-    this one, run already: then this one exits and its calls run cold, saying so once
-    in the hook log (``resident_servers_bound``).
+    this one, run already: then this one exits and its calls run cold, saying so in
+    the hook log (``resident_servers_bound``; at most once a minute per install, as
+    the client retries no sooner).
 
     Refusing rather than stopping the least recently used server: when more installs
     than the bound are in use, stopping one to start another would start a server

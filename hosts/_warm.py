@@ -496,12 +496,10 @@ def rss_bytes(pid: int) -> int:
 
 
 def count(variable: str, default: int) -> int:
-    """A positive whole number from the environment, else ``default``."""
-    try:
-        value = int(_getenv(variable))
-    except ValueError:
-        return default
-    return value if 0 < value < 1_000_000 else default
+    """A whole number of at least 1 from the environment (a fraction is cut), else
+    ``default``."""
+    value = int(seconds(variable, float(default)))
+    return value if value >= 1 else default
 
 
 def _wait(sock: _socket.socket, child: int, *, session: bool = False) -> int:

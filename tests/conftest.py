@@ -37,6 +37,10 @@ def _isolated_env(
     # that still starts uses this session's directory, where the check below finds it.
     monkeypatch.setenv("TURN_HOOKS_RESIDENT", "0")
     monkeypatch.setenv("TURN_HOOKS_RESIDENT_DIR", str(resident_support.BASE / "default"))
+    # The bound counts every server of this user, on the whole machine: servers of a
+    # person's own hooks or another test run must not refuse a test's. The test of
+    # the bound sets its own.
+    monkeypatch.setenv("TURN_HOOKS_RESIDENT_MAX_SERVERS", "1000")
     yield
 
 

@@ -122,6 +122,7 @@ def test_kill_9_of_a_warm_stop_at_random_points_loses_and_doubles_nothing(tmp_pa
         TURN_HOOKS_RESIDENT="1",
         TURN_HOOKS_RESIDENT_DIR=str(run_dir),
         TURN_HOOKS_RESIDENT_IDLE_SECONDS="120",
+        TURN_HOOKS_RESIDENT_MAX_SERVERS="1000",  # no server elsewhere refuses this one
     )
     registry = bound_goal(tmp_path)
     marks = tmp_path / "marks"

@@ -1021,6 +1021,17 @@ def resident_command(env, *words):
     return result.returncode, json.loads(result.stdout)
 
 
+def resident_markdown(env):
+    """``turn-hooks resident status --format markdown``: the completed process."""
+    return subprocess.run(
+        [SCRIPT, "resident", "status", "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
 def test_resident_status_lists_the_server_and_stop_ends_it(tmp_path, run_dir):
     env = environment(run_dir)
     server = started_server(tmp_path, run_dir, env)
@@ -1035,15 +1046,9 @@ def test_resident_status_lists_the_server_and_stop_ends_it(tmp_path, run_dir):
     assert entry["rss_bytes"] > 0 and shown["memory_bytes"] == entry["rss_bytes"]
     assert shown["user_running_count"] >= 1
     assert shown["user_memory_bytes"] >= shown["memory_bytes"]
-    assert (shown["max_servers"], shown["short_idle_seconds"]) == (4, 120.0)
-    said = subprocess.run(
-        [SCRIPT, "resident", "status", "--format", "markdown"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    ).stdout
-    assert "| memory_bytes |" in said and "MiB in all (at most 4 run at once)" in said
+    assert (shown["max_servers"], shown["short_idle_seconds"]) == (1000, 120.0)  # conftest
+    said = resident_markdown(env).stdout
+    assert "| memory_bytes |" in said and "MiB in all (at most 1000 run at once)" in said
     code, stopped = resident_command(env, "stop")
     assert code == 0 and stopped["stopped"] == [
         {"name": entry["name"], "pid": server, "killed": False}
@@ -1076,13 +1081,7 @@ def test_resident_status_and_stop_leave_an_unsafe_or_absent_directory_alone(tmp_
         code, shown = resident_command(env, "stop")
         assert (code, shown["socket_directory"], shown["stopped"]) == (0, "unsafe", [])
         assert alive(server), "a server named only by an unsafe directory is not touched"
-        said = subprocess.run(
-            [SCRIPT, "resident", "status", "--format", "markdown"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
+        said = resident_markdown(env)
         assert "hooks run cold until it is a directory of yours with mode 0700" in said.stdout
     finally:
         run_dir.chmod(0o700)
@@ -1090,13 +1089,7 @@ def test_resident_status_and_stop_leave_an_unsafe_or_absent_directory_alone(tmp_
     code, shown = resident_command(absent, "status")
     assert (code, shown["socket_directory"], shown["servers"]) == (0, "absent", [])
     assert not (tmp_path / "no-such-directory").exists(), "status creates nothing"
-    off = subprocess.run(
-        [SCRIPT, "resident", "status", "--format", "markdown"],
-        capture_output=True,
-        text=True,
-        env=dict(absent, TURN_HOOKS_RESIDENT="0"),
-        timeout=60,
-    )
+    off = resident_markdown(dict(absent, TURN_HOOKS_RESIDENT="0"))
     assert off.returncode == 0 and "switched off (TURN_HOOKS_RESIDENT=0)" in off.stdout
 
 
@@ -1115,6 +1108,7 @@ def test_hooks_under_many_homes_leave_no_more_servers_than_the_bound(tmp_path):
         if name not in ("XDG_RUNTIME_DIR", _warm.DIR_VARIABLE)
     }
     base.update(TURN_HOOKS_RESIDENT="1", TURN_HOOKS_RESIDENT_IDLE_SECONDS="120")
+    del base[_warm.MAX_SERVERS_VARIABLE]  # the default bound, 4
     registry = bound_goal(tmp_path / "goal")
     payload = {"turn_id": "t1", "prompt": "module tests"}
     expected = hook(registry, "pre-turn", payload, cold_env())
@@ -1148,7 +1142,7 @@ def test_a_server_of_one_call_leaves_after_the_short_idle_and_one_in_use_stays(t
     """A server that has served one call at most waits the short idle (set short
     here), one that keeps being used waits the whole idle time."""
     busy_dir = Path(tempfile.mkdtemp(dir=resident_support.BASE))
-    short = {"TURN_HOOKS_RESIDENT_SHORT_IDLE_SECONDS": "1", _warm.MAX_SERVERS_VARIABLE: "1000"}
+    short = {"TURN_HOOKS_RESIDENT_SHORT_IDLE_SECONDS": "1"}
     try:
         busy_env = environment(busy_dir, **short)
         busy = started_server(tmp_path / "busy", busy_dir, busy_env)
