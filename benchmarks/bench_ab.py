@@ -70,6 +70,9 @@ def environment(tree: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TURN_HOOKS_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # users run from compiled bytecode
     env["PYTHONPATH"] = str(tree)
+    # Each side has a resident server of its own: servers elsewhere on the machine
+    # (other checkouts, a test run) must not make the per-user bound refuse one.
+    env["TURN_HOOKS_RESIDENT_MAX_SERVERS"] = "1000"
     return env
 
 
