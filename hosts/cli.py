@@ -386,7 +386,7 @@ def _last_validation() -> dict[str, Any] | None:
     except TurnHooksError:
         return None
     last = settlements(str(named.registry), named.goal_id, named.agent_id)
-    settled = last.get("last_turn_settlement")
+    settled = last.get("last_validation")
     if not isinstance(settled, dict):
         return None
     keys = (

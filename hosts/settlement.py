@@ -652,14 +652,36 @@ def validation_timeout(declaration: Any, *, inline: bool, notes: list[tuple[str,
 
 
 def _needs_validator(entry: dict[str, Any]) -> bool:
-    """Whether delivering ``entry`` runs a validator: it declares one and the spool
-    holds no verdict of it yet."""
+    """Whether delivering ``entry`` runs a validator: it declares one, the spool holds
+    no verdict of it yet, and the Turn handed over something to attest."""
     declaration = entry.get("validation_declaration")
     return (
         not isinstance(entry.get("task_validation"), dict)
         and isinstance(declaration, dict)
         and bool(declaration.get("argv"))
+        and _has_result(entry)
     )
+
+
+def _has_result(entry: dict[str, Any]) -> bool:
+    """Whether the Turn's host result holds a value for any result field (an entry
+    from before the host result was kept whole is taken to: validated as ever)."""
+    result = entry.get("host_result")
+    return not isinstance(result, dict) or any(
+        isinstance(value, str) and value.strip() for value in result.values()
+    )
+
+
+NOTHING_TO_VALIDATE: dict[str, Any] = {
+    "ok": False,
+    "status": "unavailable",
+    "validator_kind": "not_run",
+    "reason_code": "no_result_to_validate",
+}
+"""``task_validation`` of a Turn whose result fields are all empty (an answer to a
+question): its validator attests a result, so with none it is not run. The project's
+check costs minutes, would queue the next Turn's settlement behind it, and its pass
+would say nothing (and hide the last real failure from ``status``)."""
 
 
 @contextlib.contextmanager
@@ -731,6 +753,8 @@ def _validate(
     declaration = entry.get("validation_declaration") or {}
     argv = declaration.get("argv") if isinstance(declaration, dict) else None
     valid_argv = isinstance(argv, list) and all(isinstance(arg, str) for arg in argv)
+    if valid_argv and argv and not any(value.strip() for value in host_result.values()):
+        return dict(NOTHING_TO_VALIDATE)
     validation, account = validator_run(
         argv if valid_argv else None,
         # The result fields, then the Turn: exactly the request validators always had.

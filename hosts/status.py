@@ -324,8 +324,11 @@ def settlements(
 
     Why the validator did not pass is public (its reason code, its exit status and
     the project command's, when it ended, how long it ran); what it printed is not.
-    ``output`` adds the tail the spool keeps of it (``validator_output_tail``), for a
-    person who asked for it (``turn-hooks status --validation-output``).
+    ``last_validation`` is the newest Turn whose validator ran (a Turn with nothing to
+    attest runs none), so a failure stays in view after a Turn that only answered a
+    question. ``output`` adds the tail the spool keeps of what it printed
+    (``validator_output_tail``), for a person who asked for it (``turn-hooks status
+    --validation-output``).
     """
     from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, queued
     from sidecars import goal_agent_parts
@@ -378,11 +381,51 @@ def settlements(
             else "settled"
         ),
     }
+    ran = entry if run else _last_validated(store, spooled, newest)
+    view["last_validation"] = _last_validation(ran, VALIDATION_RUN_KEY, output=output)
+    return view
+
+
+VALIDATION_LOOKBACK = 32
+"""Spool entries, newest first, searched for the last Turn whose validator ran."""
+
+
+def _last_validated(store: Any, spooled: list[Path], newest: Path | None) -> dict[str, Any] | None:
+    """The newest spool entry but ``newest`` whose validator ran (a Turn with nothing to
+    attest runs none), within :data:`VALIDATION_LOOKBACK` entries; ``None`` if none.
+
+    So a failure stays visible after a later Turn that only answered a question."""
+    from hosts.settlement import VALIDATION_RUN_KEY
+
+    older = sorted((p for p in spooled if p != newest), key=_written_at, reverse=True)
+    for path in older[:VALIDATION_LOOKBACK]:
+        try:
+            entry = store.read(path)
+        except SidecarError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get(VALIDATION_RUN_KEY), dict):
+            return entry
+    return None
+
+
+def _last_validation(
+    entry: dict[str, Any] | None, key: str, *, output: bool
+) -> dict[str, Any] | None:
+    """The public facts of the last validator run (and, with ``output``, its private
+    tail), or ``None`` when no spooled Turn ran one."""
+    if entry is None:
+        return None
+    run = entry[key]
+    view = {
+        "turn_key": entry.get("turn_key"),
+        "host": entry.get("host"),
+        "validator_status": run.get("status"),
+        "validator_reason_code": run.get("reason_code"),
+        **_validator_run(run),
+    }
     if output:
         tail = run.get("output_tail")
-        view["last_turn_settlement"]["validator_output_tail"] = (
-            tail if isinstance(tail, str) else None
-        )
+        view["validator_output_tail"] = tail if isinstance(tail, str) else None
     return view
 
 

@@ -380,7 +380,7 @@ BINDING_BYTES = tuple(os.fsencode(arg) for arg in BINDING)
             id="unknown-option-claude",
         ),
         pytest.param(
-            ("host", "dsh", "post-settlement", *BINDING, "--validation-timeout-seconds", "99"),
+            ("host", "dsh", "post-settlement", *BINDING, "--validation-timeout-seconds", "99999"),
             "{}\n",
             ("dsh", "post_settlement"),
             id="timeout-out-of-range",

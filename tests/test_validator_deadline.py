@@ -481,3 +481,28 @@ def workers(registry: Path) -> list[int]:
 def spool_entries(registry: Path) -> list[dict]:
     directory = registry.parent / "repo" / ".local" / "turn-hooks" / "settlements"
     return [json.loads(path.read_text()) for path in sorted(directory.rglob("*.json"))]
+
+
+def test_a_system_interpreter_leaves_the_environment_as_it_is(monkeypatch, tmp_path):
+    from turn_hooks import user_environment
+
+    interpreter = tmp_path / "usr" / "bin" / "python3"  # no pyvenv.cfg beside or above
+    interpreter.parent.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    monkeypatch.setattr(sys, "executable", str(interpreter))
+    environ = {"PATH": f"{interpreter.parent}:/bin", "VIRTUAL_ENV": str(tmp_path)}
+    assert user_environment(environ) == environ
+    monkeypatch.setattr(sys, "executable", "")  # an embedded interpreter names none
+    assert user_environment(environ) == environ
+
+
+def test_our_virtual_env_is_dropped_and_a_missing_path_stays_missing(monkeypatch, tmp_path):
+    from turn_hooks import user_environment
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python3"))
+    theirs = {"VIRTUAL_ENV": str(tmp_path / "project-venv"), "HOME": "/h"}
+    assert user_environment(theirs) == theirs  # the user's own venv stays named
+    assert user_environment({"VIRTUAL_ENV": str(venv), "HOME": "/h"}) == {"HOME": "/h"}

@@ -241,13 +241,20 @@ def test_a_shell_command_line_runs_through_sh_and_says_so(repo, tmp_path):
 # --- every validation keeps its tail; status says why the last one failed ----------------
 
 
-def settle(repo: Path, validator: list[str]) -> None:
-    """One settled Turn through the real generic Stop hook, in the repository."""
+def settle(repo: Path, validator: list[str], answer: str | None = None, turn: str = "t1") -> None:
+    """One settled Turn through the real generic Stop hook, in the repository: its
+    final message ``answer``, or one with a reflection."""
     argv = [sys.executable, "-m", "hosts.cli", "host", "generic", "post-settlement"]
     argv += ["--goal-id", repo.name, "--agent-id", "agent", "--registry", str(default_registry())]
     result = subprocess.run(
         [*argv, "--validation-command-json", json.dumps(validator)],
-        input=json.dumps({"turn_id": "t1", "last_assistant_message": message(), "cwd": str(repo)}),
+        input=json.dumps(
+            {
+                "turn_id": turn,
+                "last_assistant_message": message() if answer is None else answer,
+                "cwd": str(repo),
+            }
+        ),
         capture_output=True,
         text=True,
         cwd=repo,
@@ -283,8 +290,11 @@ def test_a_failing_validation_keeps_its_tail_and_status_says_why(repo, tmp_path)
     assert FAILING not in result.stdout and "validator_output_tail" not in last
     assert public_safety_violations(result.stdout) == []
 
+    assert document["binding"]["last_validation"]["validator_reason_code"] == (
+        "validated_command_failed"
+    )
     asked = json.loads(run(repo, "status", "--validation-output").stdout)
-    assert FAILING in asked["binding"]["last_turn_settlement"]["validator_output_tail"]
+    assert FAILING in asked["binding"]["last_validation"]["validator_output_tail"]
     shown = run(repo, "status", "--validation-output", "--format", "markdown").stdout
     assert "### Validator output (its last lines, private)" in shown and FAILING in shown
 
@@ -302,9 +312,9 @@ def test_another_validator_s_stderr_is_kept_in_the_spool(repo, tmp_path):
     complaint = "evidence.json: no such file"
     validator = [sys.executable, "-c", f"import sys; sys.exit({complaint!r})"]
     settle(repo, validator)
-    last = json.loads(run(repo, "status", "--validation-output").stdout)["binding"][
-        "last_turn_settlement"
-    ]
+    binding = json.loads(run(repo, "status", "--validation-output").stdout)["binding"]
+    assert binding["last_turn_settlement"]["validator_status"] == "failed"
+    last = binding["last_validation"]
     assert (last["validator_status"], last["validator_exit_code"]) == ("failed", 1)
     assert complaint in last["validator_output_tail"]
 
@@ -363,3 +373,27 @@ def test_init_suggests_a_check_that_exists_here(tmp_path, files, check):
     else:
         assert document["suggested_check"]["command"] == check
         assert check in document["next_step"] and "install codex" in document["next_step"]
+
+
+def test_a_turn_with_nothing_to_attest_runs_no_validator_and_hides_no_failure(repo, tmp_path):
+    """The fresh-user walk of issue 36: a question Turn after a failing one reported a
+    validator "passed" that never ran the suite, and the failure was gone from status."""
+    makefile(repo, passing=False)
+    runs = repo / "runs.txt"
+    (repo / "Makefile").write_text(f"test:\n\techo run >> {runs}\n\t{sys.executable} check.py\n")
+    settle(repo, built_in("make", "test"))
+    assert runs.read_text().count("run") == 1
+    settle(repo, built_in("make", "test"), answer="Paris is the capital of France.", turn="t2")
+    assert runs.read_text().count("run") == 1, "no result, so no run of the suite"
+
+    binding = json.loads(run(repo, "status").stdout)["binding"]
+    newest = binding["last_turn_settlement"]
+    assert (newest["turn_key"] != binding["last_validation"]["turn_key"]) is True
+    assert (newest["validator_status"], newest["validator_reason_code"]) == (
+        "unavailable",
+        "no_result_to_validate",
+    )
+    assert binding["last_validation"]["validator_reason_code"] == "validated_command_failed"
+    assert "--validation-output" in binding["next_step"]
+    log = json.loads(run(repo, "log").stdout)
+    assert log["last_validation"]["validator_reason_code"] == "validated_command_failed"

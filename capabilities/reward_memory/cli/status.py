@@ -137,7 +137,7 @@ def _binding(args: argparse.Namespace) -> dict[str, Any]:
     if host_view is not None:  # the host's queue: what a killed Stop hook left
         output = {"output": True} if getattr(args, "validation_output", False) else {}
         view.update(host_view(args.registry, status["goal_id"], status["agent_id"], **output))
-        last = view.get("last_turn_settlement")
+        last = view.get("last_validation")
         if isinstance(last, dict) and last.get("validator_status") in ("failed", "inconclusive"):
             view["next_step"] = (
                 "the validator did not pass: `turn-hooks status --validation-output` shows "
@@ -192,7 +192,7 @@ def status_command(args: argparse.Namespace) -> Result:
             "recent": log["entries"],
         },
     }
-    last = binding.get("last_turn_settlement")
+    last = binding.get("last_validation")
     if args.format == "markdown" and isinstance(last, dict) and "validator_output_tail" in last:
         # Its own fenced block after the tables, as the terminal printed it.
         tail = last.pop("validator_output_tail")
