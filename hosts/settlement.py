@@ -6,22 +6,38 @@ keep its verdict in the spool, then dispatch ``post_settlement`` and store its
 receipt there too. Hosts have no quota owner here, so quota evidence is ``None``:
 absent, never fabricated.
 
-Nothing spooled is lost. Before the spool entry is written, a marker for it goes into
-the settlement queue; the marker is removed only once every plugin took the entry
+Nothing queued is lost. The first durable write of a Stop hook is its queue marker,
+and the marker carries the whole spool entry (the host result as the plugins read it,
+the Turn, the validator's declaration): the write-ahead record, one small fsynced file
+(a few KiB for a reflection; the entry is bounded by :data:`MAX_SPOOL_BYTES`). It is
+written before anything that can wait or fail on the spool: the entry's lock, its
+read, the validator. The marker is removed only once every plugin took the entry
 (:func:`turn_hooks.settlement_is_taken`) on a verdict of its validator. A hook
-killed halfway, a journal lock held too long, a journal directory that could not be
-written: each leaves the marker, and :func:`replay_pending` (started detached by the
-next PreTurn, or run as ``turn-hooks settle --pending``) carries the entry on, the
-oldest first, to a final receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the
-typed terminal state ``settlement_attempts_exhausted``. The worker holds the
-entry's lock while it works, so two workers never settle one entry at once.
+killed halfway, an entry's lock held past its timeout (``settlement_spool_busy``), a
+journal lock held too long, a journal directory that could not be written: each leaves
+the marker, and :func:`replay_pending` (started detached by the next PreTurn, or run
+as ``turn-hooks settle --pending``) carries the entry on, the oldest first, to a final
+receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the typed terminal state
+``settlement_attempts_exhausted``. The worker holds the entry's lock while it works,
+so two workers never settle one entry at once; an entry that was never written, or can
+no longer be read, is spooled again from the marker's copy under that lock
+(``settlement_rebuilt_from_queue``), and the plugins' journals, keyed by the Turn,
+keep a Turn delivered twice from being learned twice.
+
+What remains, bounded: a hook killed before its marker is fsynced (while the host
+still writes stdin, or in the few milliseconds of parsing, loading the plugins and
+reading the result fields that follow) leaves nothing, and the Turn is settled only if
+the host sends it again; no validator has run by then, so nothing attested is lost.
+A marker written before markers carried entries is dropped when its entry is missing.
 
 What cannot be carried on is never retried for ever. A host result too large to spool
-is refused before anything is written (``settlement_spool_too_large``), and an entry
-that can no longer be read (garbled, over the sidecar bound, not a regular file) is
-set aside as ``settlement_spool_unreadable`` and its marker removed. A queue or spool
-that cannot be written costs the Turn its durability, not its settlement: the reason
-goes to the hook log and the settlement is still delivered inline.
+is refused before anything is written (``settlement_spool_too_large``). An entry that
+can no longer be read (garbled, over the sidecar bound, not a regular file) is set
+aside (``settlement_spool_unreadable``, renamed with :data:`SET_ASIDE_SUFFIX` for a
+person) and replaced by the Turn the hook or the marker holds; with neither, its
+marker is removed. A queue or spool that cannot be written costs the Turn its
+durability, not its settlement: the reason goes to the hook log and the settlement is
+still delivered inline.
 
 State lives only below the sidecar root of the Goal the binding registry names: with
 no usable registry or Goal a Stop hook writes nothing but its hook log line.
@@ -406,7 +422,7 @@ def settle(
     try:
         # The marker first: a kill before the entry exists leaves a marker pointing at
         # nothing, which the next replay drops; the other order could lose the entry.
-        _enqueue(store, turn.goal_id, turn.agent_id, path)
+        _enqueue(store, turn.goal_id, turn.agent_id, path, entry)
     except SidecarLockTimeout:
         raise  # another Stop hook of this Turn holds it, and settles it
     except (SidecarError, OSError):
@@ -415,8 +431,17 @@ def settle(
     with contextlib.ExitStack() as held:
         spool: SidecarTransaction | None = None
         try:
-            spool = held.enter_context(store.transaction(path))
-            previous = spool.read() or {}
+            try:
+                spool, previous = _open_spool(held, store, path, reasons)
+            except SidecarLockTimeout:
+                if not queued_entry:
+                    raise  # nothing holds the Turn but this process
+                # The marker holds the Turn: whoever holds the entry, or a later
+                # worker once it is free, settles it from there.
+                record(
+                    turn.host, "post_settlement", [*reasons, ("adapter", "settlement_spool_busy")]
+                )
+                return None
             entry["observed_at"] = previous.get("observed_at", turn.observed_at)
             # A detached child counts its own delivery, as a replay does.
             entry["settlement_attempt_count"] = _attempts(previous) + (0 if detach else 1)
@@ -424,8 +449,6 @@ def settle(
                 entry["post_settlement"] = previous["post_settlement"]
             spool.write(entry)
             appended = spool.read() == entry
-        except SidecarLockTimeout:
-            raise
         except (SidecarError, OSError) as exc:
             # Not durable, but still delivered: the evidence says honestly that
             # nothing was appended, and each plugin decides what that is worth.
@@ -433,7 +456,7 @@ def settle(
             reason = "settlement_spool_unreadable" if unreadable else "settlement_spool_unwritable"
             reasons.append(("adapter", reason))
             if not unreadable:
-                _dequeue(store, path)  # no entry to carry on; an unreadable one is set aside
+                _dequeue(store, path)  # no entry to carry on; a later worker could not either
             spool, appended = None, False
         detached = (
             detach
@@ -471,6 +494,28 @@ def settle(
         )  # fmt: skip
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
+
+
+def _open_spool(
+    held: contextlib.ExitStack, store: SidecarStore, path: Path, reasons: list[tuple[str, str]]
+) -> tuple[SidecarTransaction, dict[str, Any]]:
+    """The entry's transaction, held in ``held``, and what the entry holds (``{}`` for
+    none). An entry that cannot be read is set aside for a person and this Turn's
+    replaces it (``settlement_spool_unreadable`` goes to ``reasons``): a Turn is not
+    refused its spool for what an earlier one left there.
+    """
+    try:
+        spool = held.enter_context(store.transaction(path))
+    except SidecarCorrupt:  # not a regular file: refused before its lock is taken
+        _set_aside(path)
+        reasons.append(("adapter", "settlement_spool_unreadable"))
+        spool = held.enter_context(store.transaction(path))
+    try:
+        return spool, spool.read() or {}
+    except SidecarCorrupt:  # under the entry's lock, so no one else's entry is moved
+        _set_aside(path)
+        reasons.append(("adapter", "settlement_spool_unreadable"))
+        return spool, {}
 
 
 def _close_inherited(keep: int) -> None:  # pragma: no cover - forked children only
@@ -813,9 +858,31 @@ def _settled(entry: dict[str, Any]) -> bool:
     return isinstance(validation, dict) and settlement_is_taken(entry.get("post_settlement"))
 
 
-def _enqueue(store: SidecarStore, goal_id: str | None, agent_id: str | None, spool: Path) -> None:
+def _enqueue(
+    store: SidecarStore,
+    goal_id: str | None,
+    agent_id: str | None,
+    spool: Path,
+    entry: dict[str, Any],
+) -> None:
+    """The write-ahead record: the marker carries the entry as the Stop hook built it,
+    so a worker can settle the Turn when its spool entry was never written, or can
+    no longer be read (:func:`carried_entry`)."""
     marker = _queue_path(store, goal_id, agent_id, spool.name)
-    store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": spool.name})
+    store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": spool.name, "entry": entry})
+
+
+def carried_entry(store: SidecarStore, marker: Path) -> dict[str, Any] | None:
+    """The spool entry a queue marker carries, ``None`` when it carries none (a marker
+    written before markers carried entries) or cannot be read. Never raises."""
+    try:
+        document = store.read(marker)
+    except (SidecarError, OSError):
+        return None
+    entry = (document or {}).get("entry")
+    if not isinstance(entry, dict) or entry.get("schema_version") != SPOOL_SCHEMA:
+        return None
+    return entry
 
 
 def _dequeue(store: SidecarStore, spool: Path) -> None:
@@ -863,7 +930,8 @@ def replay_pending(
     validated (unless the spool holds a verdict) and dispatched again under its lock;
     an entry another worker holds is left to it (``busy``). Outcomes: ``settled``
     (final now), ``open`` (delivered, still retryable), ``terminal``, ``dropped`` (a
-    marker whose entry was never written: the hook died before it spooled anything),
+    marker that carries no entry, whose entry was never written: an older hook died
+    before it spooled anything; a marker's copy is spooled and delivered instead),
     ``busy`` and ``failed`` (its sidecar is unusable; the reason codes say why).
     """
     markers = queued(store, goal_id, agent_id)
@@ -878,7 +946,7 @@ def replay_pending(
     for marker in markers if limit is None else markers[:limit]:
         spool = leased.path(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id), marker.name)
         try:
-            outcome = _replay_one(pm, leased, spool)
+            outcome = _replay_one(pm, leased, spool, carried_entry(leased, marker))
         except SidecarLockTimeout:
             outcome = "busy"
         except SidecarError as exc:
@@ -892,16 +960,21 @@ def replay_pending(
 REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 
-def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> str:
+def _replay_one(
+    pm: pluggy.PluginManager, store: SidecarStore, path: Path, carried: dict[str, Any] | None
+) -> str:
+    """``carried``: the marker's copy of the entry (:func:`carried_entry`), which
+    replaces an entry never written or no longer readable."""
     try:
         store.read(path)  # lock-free: what can never be read must not be retried for ever
     except SidecarCorrupt:
-        _set_aside(path)
-        _dequeue(store, path)
+        _set_aside(path)  # a file that is not regular is refused its lock: moved first
         record("unknown", "settlement_replay", [("adapter", "settlement_spool_unreadable")])
-        return "terminal"
+        if carried is None:
+            _dequeue(store, path)
+            return "terminal"
     with store.transaction(path) as spool:
-        return _replay_entry(pm, store, spool, event="settlement_replay")[0]
+        return _replay_entry(pm, store, spool, event="settlement_replay", carried=carried)[0]
 
 
 def _replay_entry(
@@ -913,6 +986,7 @@ def _replay_entry(
     reasons: tuple[tuple[str, str], ...] = (),
     turn: TurnContext | None = None,
     inline: bool = False,
+    carried: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any] | None]:
     """Deliver one spooled entry whose lock the caller holds: (outcome, receipt).
 
@@ -928,7 +1002,9 @@ def _replay_entry(
     the host goes on; a replaying worker reads entries it did not write, and pays.
     """
     path = spool.path
-    entry = spool.read()
+    entry = _spooled_or_carried(spool, carried)
+    if carried is not None and entry is carried:
+        reasons = (*reasons, ("adapter", "settlement_rebuilt_from_queue"))
     if entry is None or _settled(entry):
         _dequeue(store, path)
         return ("dropped" if entry is None else "settled"), None
@@ -959,6 +1035,31 @@ def _replay_entry(
         receipt = _deliver(pm, turn, store, spool, entry, appended=True, **options)
     record(turn.host, event, [*noted, *reasons_in(receipt.get("results") or {})])
     return ("settled" if _settled(entry) else "open"), receipt
+
+
+def _spooled_or_carried(
+    spool: SidecarTransaction, carried: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The entry under the caller's lock: the spooled one, else the marker's copy
+    (``carried``), spooled now, when the Stop hook never wrote the entry (a kill, its
+    lock held past the timeout) or it can no longer be read (set aside first, as
+    :func:`_replay_one` sets aside an entry with no copy). The copy is spooled with
+    no delivery counted: it was never delivered from the spool.
+
+    :raises SidecarCorrupt: the entry is unreadable and there is no copy.
+    """
+    try:
+        entry = spool.read()
+    except SidecarCorrupt:
+        if carried is None:
+            raise
+        _set_aside(spool.path)
+        entry = None
+    if entry is not None or carried is None:
+        return entry
+    carried["settlement_attempt_count"] = 0
+    spool.write(carried)
+    return carried
 
 
 def _set_aside(path: Path) -> None:
