@@ -7,11 +7,14 @@ receipt there too. Hosts have no quota owner here, so quota evidence is ``None``
 absent, never fabricated.
 
 Nothing queued is lost. The first durable write of a Stop hook is its queue marker,
-and the marker carries the whole spool entry (the host result as the plugins read it,
-the Turn, the validator's declaration): the write-ahead record, one small fsynced file
-(a few KiB for a reflection; the entry is bounded by :data:`MAX_SPOOL_BYTES`). It is
-written before anything that can wait or fail on the spool: the entry's lock, its
-read, the validator. The marker is removed only once every plugin took the entry
+the write-ahead record (:func:`write_ahead`): right after the hook parsed its stdin,
+before it loads the plugins, it carries the Turn, its final message and the
+validator's declaration, in one small fsynced file (the message is bounded by
+:data:`MAX_SPOOL_BYTES`). So it precedes everything that can wait or fail: the
+staging sidecar, the spool entry's lock and read, the validator. A value the model
+staged through a result tool is taken from its sidecar after that; the marker is then
+written again carrying the built spool entry, since the staged value is gone. The
+marker is removed only once every plugin took the entry
 (:func:`turn_hooks.settlement_is_taken`) on a verdict of its validator. A hook
 killed halfway, an entry's lock held past its timeout (``settlement_spool_busy``), a
 journal lock held too long, a journal directory that could not be written: each leaves
@@ -19,19 +22,23 @@ the marker, and :func:`replay_pending` (started detached by the next PreTurn, or
 as ``turn-hooks settle --pending``) carries the entry on, the oldest first, to a final
 receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the typed terminal state
 ``settlement_attempts_exhausted``. The worker holds the entry's lock while it works,
-so two workers never settle one entry at once; an entry that was never written, or can
-no longer be read, is spooled again from the marker's copy under that lock
-(``settlement_rebuilt_from_queue``), and the plugins' journals, keyed by the Turn,
-keep a Turn delivered twice from being learned twice.
+so two workers never settle one entry at once. An entry that was never written, or
+can no longer be read, is built from the marker (:func:`carried_entry`, exactly as the
+hook builds it) and spooled under that lock (``settlement_rebuilt_from_queue``); the
+plugins' journals, keyed by the Turn, keep a Turn delivered twice from being learned
+twice.
 
-What remains, bounded: a hook killed before its marker is fsynced (while the host
-still writes stdin, or in the few milliseconds of parsing, loading the plugins and
-reading the result fields that follow) leaves nothing, and the Turn is settled only if
-the host sends it again; no validator has run by then, so nothing attested is lost.
-A marker written before markers carried entries is dropped when its entry is missing.
+What remains, bounded: a hook killed before its marker is on disk leaves nothing, and
+the Turn is settled only if the host sends it again. That is a kill while the host
+still writes stdin or the interpreter starts, or in the few milliseconds from the end
+of stdin to the marker's fsync (3 to 16 ms measured on a loaded machine, nearly all
+of it the fsync); no validator has run by then, so nothing attested is lost. So is a
+kill in the millisecond between taking a staged value and the marker that carries it
+(the final message's own block, if any, is settled instead). A marker written before
+markers carried Turns is dropped when its entry is missing.
 
 What cannot be carried on is never retried for ever. A host result too large to spool
-is refused before anything is written (``settlement_spool_too_large``). An entry that
+is refused and leaves no marker (``settlement_spool_too_large``). An entry that
 can no longer be read (garbled, over the sidecar bound, not a regular file) is set
 aside (``settlement_spool_unreadable``, renamed with :data:`SET_ASIDE_SUFFIX` for a
 person) and replaced by the Turn the hook or the marker holds; with neither, its
@@ -359,6 +366,7 @@ def settle(
     validation_argv: list[str] | None,
     validation_timeout: int | None = None,
     detach: bool = False,
+    ahead: bool = False,
 ) -> dict[str, Any] | None:
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
 
@@ -372,6 +380,9 @@ def settle(
     session carries the rest (validator, dispatch, receipt) under the entry's lock;
     the hook returns ``None`` as soon as the child holds that lock. A child killed at
     any point leaves the queue marker, so the next PreTurn's worker carries it on.
+
+    ``ahead``: the hook wrote this Turn's marker already (:func:`write_ahead`), so it
+    is written again only to carry a value taken from the staging sidecar.
     """
     store = settlement_store(turn.registry, turn.goal_id)
     if detach:
@@ -394,35 +405,22 @@ def settle(
         tooled = {}
         reasons.append(("adapter", "staged_result_unreadable"))
     host_result.update(tooled)
-    # Read before anything is kept: the spool, the validator and the plugin all see the
-    # canonical value, so the validator attests what is learned (read_result hook).
-    host_result, notes = read_results(pm, host_result)
-    record_refusals(turn.host, notes)
+    entry = _entry(pm, turn, host_result, final_message, validation_argv, validation_timeout)
     path = spool_path(store, turn)
-    entry: dict[str, Any] = {
-        "schema_version": SPOOL_SCHEMA,
-        "host": turn.host,
-        "turn_key": turn.turn_key,
-        "host_session_id": turn.host_session_id,
-        "observed_at": turn.observed_at,
-        "cwd": turn.cwd,
-        "host_result": host_result,
-        "last_message_sha256": hashlib.sha256(
-            (final_message or "").encode("utf-8", "surrogatepass")
-        ).hexdigest(),
-        "turn": turn.to_json(),
-        "validation_declaration": _declaration(validation_argv, validation_timeout),
-        "settlement_attempt_count": 1,
-    }
-    refusals = [note for note in notes if "detail" in note]
-    if refusals:  # private, for `turn-hooks status`: which field broke which rule
-        entry["result_refusals"] = refusals
     queued_entry = True
-    _check_spoolable(entry)
     try:
-        # The marker first: a kill before the entry exists leaves a marker pointing at
-        # nothing, which the next replay drops; the other order could lose the entry.
-        _enqueue(store, turn.goal_id, turn.agent_id, path, entry)
+        _check_spoolable(entry)
+    except InvalidInputError:
+        if ahead:
+            _dequeue(store, path)  # its record is no settlement: nothing to carry on
+        raise
+    try:
+        # The marker before the entry: a kill before the entry exists leaves a marker
+        # that carries it. Written ahead already (:func:`write_ahead`) it holds the
+        # final message, from which a worker builds this same entry; only a value
+        # taken from the staging sidecar, gone now, needs the entry itself.
+        if not ahead or tooled:
+            _enqueue(store, turn.goal_id, turn.agent_id, path, entry)
     except SidecarLockTimeout:
         raise  # another Stop hook of this Turn holds it, and settles it
     except (SidecarError, OSError):
@@ -516,6 +514,41 @@ def _open_spool(
         _set_aside(path)
         reasons.append(("adapter", "settlement_spool_unreadable"))
         return spool, {}
+
+
+def _entry(
+    pm: pluggy.PluginManager,
+    turn: TurnContext,
+    host_result: dict[str, str],
+    final_message: str | None,
+    validation_argv: list[str] | None,
+    validation_timeout: int | None,
+) -> dict[str, Any]:
+    """The spool entry of a Turn: the same from the Stop hook and from a worker that
+    builds it from the hook's write-ahead record (:func:`carried_entry`)."""
+    # Read before anything is kept: the spool, the validator and the plugin all see the
+    # canonical value, so the validator attests what is learned (read_result hook).
+    host_result, notes = read_results(pm, host_result)
+    record_refusals(turn.host, notes)
+    entry: dict[str, Any] = {
+        "schema_version": SPOOL_SCHEMA,
+        "host": turn.host,
+        "turn_key": turn.turn_key,
+        "host_session_id": turn.host_session_id,
+        "observed_at": turn.observed_at,
+        "cwd": turn.cwd,
+        "host_result": host_result,
+        "last_message_sha256": hashlib.sha256(
+            (final_message or "").encode("utf-8", "surrogatepass")
+        ).hexdigest(),
+        "turn": turn.to_json(),
+        "validation_declaration": _declaration(validation_argv, validation_timeout),
+        "settlement_attempt_count": 1,
+    }
+    refusals = [note for note in notes if "detail" in note]
+    if refusals:  # private, for `turn-hooks status`: which field broke which rule
+        entry["result_refusals"] = refusals
+    return entry
 
 
 def _close_inherited(keep: int) -> None:  # pragma: no cover - forked children only
@@ -872,16 +905,72 @@ def _enqueue(
     store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": spool.name, "entry": entry})
 
 
-def carried_entry(store: SidecarStore, marker: Path) -> dict[str, Any] | None:
-    """The spool entry a queue marker carries, ``None`` when it carries none (a marker
-    written before markers carried entries) or cannot be read. Never raises."""
+def write_ahead(
+    turn: TurnContext,
+    *,
+    final_message: str | None,
+    validation_argv: list[str] | None,
+    validation_timeout: int | None,
+) -> bool:
+    """The Stop hook's first durable write, as soon as it has its Turn: the queue
+    marker, carrying the Turn, its final message and the validator's declaration.
+    Before the plugins are loaded, the staging sidecar is read and the spool touched,
+    so a kill, a lock or a fault in any of them leaves a record from which a worker
+    builds and settles the Turn (:func:`carried_entry`). One small fsynced file.
+
+    ``True`` once written; ``False`` when it could not be, or the message is too
+    large to keep (:func:`settle` then writes its marker as it always did). Never
+    raises: this hook's faults are :func:`settle`'s to report.
+    """
+    if len((final_message or "").encode("utf-8", "surrogatepass")) > MAX_SPOOL_BYTES:
+        return False
+    record = {
+        "turn": turn.to_json(),
+        "final_message": final_message,
+        "validation_declaration": _declaration(validation_argv, validation_timeout),
+    }
     try:
-        document = store.read(marker)
+        store = settlement_store(turn.registry, turn.goal_id)
+        name = spool_path(store, turn).name
+        marker = _queue_path(store, turn.goal_id, turn.agent_id, name)
+        store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": name, "event": record})
+    except (InvalidInputError, SidecarError, OSError):
+        return False
+    return True
+
+
+def carried_entry(
+    pm: pluggy.PluginManager, store: SidecarStore, marker: Path
+) -> dict[str, Any] | None:
+    """The spool entry a queue marker carries (the entry itself, or one built from the
+    hook's write-ahead record as the hook builds it), ``None`` when it carries neither
+    (a marker written before markers carried entries) or cannot be read. Never raises
+    for the marker's content."""
+    try:
+        document = store.read(marker) or {}
     except (SidecarError, OSError):
         return None
-    entry = (document or {}).get("entry")
-    if not isinstance(entry, dict) or entry.get("schema_version") != SPOOL_SCHEMA:
+    entry = document.get("entry")
+    if isinstance(entry, dict) and entry.get("schema_version") == SPOOL_SCHEMA:
+        return entry
+    record = document.get("event")
+    if not isinstance(record, dict):
         return None
+    turn = _spooled_turn(record)
+    message = record.get("final_message")
+    declaration = record.get("validation_declaration")
+    declaration = declaration if isinstance(declaration, dict) else {}
+    argv, timeout = declaration.get("argv"), declaration.get("timeout_seconds")
+    if turn is None or (message is not None and not isinstance(message, str)):
+        return {"schema_version": SPOOL_SCHEMA}  # no Turn to settle: ends incomplete
+    host_result, _ = extract_results(message, settlement_result_fields(pm))
+    argv = argv if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+    timeout = timeout if isinstance(timeout, int) and not isinstance(timeout, bool) else None
+    entry = _entry(pm, turn, host_result, message, argv, timeout)
+    try:
+        _check_spoolable(entry)
+    except InvalidInputError:
+        return None  # the hook refuses it too (settlement_spool_too_large)
     return entry
 
 
@@ -946,7 +1035,7 @@ def replay_pending(
     for marker in markers if limit is None else markers[:limit]:
         spool = leased.path(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id), marker.name)
         try:
-            outcome = _replay_one(pm, leased, spool, carried_entry(leased, marker))
+            outcome = _replay_one(pm, leased, spool, marker)
         except SidecarLockTimeout:
             outcome = "busy"
         except SidecarError as exc:
@@ -960,16 +1049,18 @@ def replay_pending(
 REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 
-def _replay_one(
-    pm: pluggy.PluginManager, store: SidecarStore, path: Path, carried: dict[str, Any] | None
-) -> str:
-    """``carried``: the marker's copy of the entry (:func:`carried_entry`), which
-    replaces an entry never written or no longer readable."""
+def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path, marker: Path) -> str:
+    """Carry the entry at ``path`` on; where it was never written or can no longer be
+    read, the copy its ``marker`` carries (:func:`carried_entry`) replaces it."""
+    carried = None
     try:
-        store.read(path)  # lock-free: what can never be read must not be retried for ever
+        # Lock-free: what can never be read must not be retried for ever.
+        if store.read(path) is None:
+            carried = carried_entry(pm, store, marker)
     except SidecarCorrupt:
         _set_aside(path)  # a file that is not regular is refused its lock: moved first
         record("unknown", "settlement_replay", [("adapter", "settlement_spool_unreadable")])
+        carried = carried_entry(pm, store, marker)
         if carried is None:
             _dequeue(store, path)
             return "terminal"

@@ -184,14 +184,8 @@ def carry_on_and_check(registry, marks):
     spooled Turn the validator attested is exactly one record."""
     time.sleep(1)  # let validators orphaned by a kill finish their output
     store = settlement_store(str(registry), f1.GOAL)
-    pm = make_plugin_manager()
     assert queued(store, f1.GOAL, f1.AGENT), "some kills interrupted a settlement"
-    for _ in range(10):  # later Turns: the queue, then the journals
-        replay_pending(pm, store, goal_id=f1.GOAL, agent_id=f1.AGENT, limit=None)
-        while reconcile(resolution(registry), provider_for=_provider(registry))["attempted_count"]:
-            pass
-        if not queued(store, f1.GOAL, f1.AGENT):
-            break
+    later_turns(registry, store)
     assert queued(store, f1.GOAL, f1.AGENT) == [], "every spooled settlement was carried on"
 
     counts = records_by_turn(registry.parent / "repo")
@@ -204,6 +198,17 @@ def carry_on_and_check(registry, marks):
     assert lost == [], "a spooled, validated reflection was lost"
     assert all(count == 1 for count in counts.values()), "a reflection was written twice"
     assert set(counts) == spooled
+
+
+def later_turns(registry, store):
+    """Work the queue, then the journals, as later Turns would, until nothing is queued."""
+    pm = make_plugin_manager()
+    for _ in range(10):  # later Turns: the queue, then the journals
+        replay_pending(pm, store, goal_id=f1.GOAL, agent_id=f1.AGENT, limit=None)
+        while reconcile(resolution(registry), provider_for=_provider(registry))["attempted_count"]:
+            pass
+        if not queued(store, f1.GOAL, f1.AGENT):
+            break
 
 
 def _provider(registry):
@@ -252,17 +257,11 @@ def test_kill_9_swept_from_the_moment_stdin_is_written_loses_nothing_queued(tmp_
     queued_turns = {
         entry["turn_key"]
         for marker in queued(store, f1.GOAL, f1.AGENT)
-        if (entry := carried_entry(store, marker)) is not None
+        if (entry := carried_entry(make_plugin_manager(), store, marker)) is not None
     }
     spool_dir = registry.parent / "repo" / ".local" / "turn-hooks" / "settlements"
     spooled = {json.loads(p.read_text())["turn_key"] for p in spool_dir.rglob("*.json")}
-    pm = make_plugin_manager()
-    for _ in range(10):  # later Turns: the queue, then the journals
-        replay_pending(pm, store, goal_id=f1.GOAL, agent_id=f1.AGENT, limit=None)
-        while reconcile(resolution(registry), provider_for=_provider(registry))["attempted_count"]:
-            pass
-        if not queued(store, f1.GOAL, f1.AGENT):
-            break
+    later_turns(registry, store)
     assert queued(store, f1.GOAL, f1.AGENT) == [], "every queued settlement was carried on"
     counts = records_by_turn(registry.parent / "repo")
     attested = {path.name.removeprefix("attested-") for path in marks.glob("attested-*")}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import filelock
 import pytest
@@ -18,6 +17,7 @@ from fixtures import f1
 from test_settlement_faults import (
     journal_states,
     logged,
+    plant,
     private_dirs,
     queue,
     queue_path,
@@ -28,8 +28,15 @@ from turn_support import bound_goal, hook_argv, hook_turn
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
-from hosts.settlement import SPOOL_SCHEMA, carried_entry, settlement_store, spool_path
+from hosts.settlement import (
+    MAX_SPOOL_BYTES,
+    SPOOL_SCHEMA,
+    carried_entry,
+    settlement_store,
+    spool_path,
+)
 from sidecars import lock_path
+from turn_hooks import make_plugin_manager
 
 
 def spool_of(registry, turn_id="t1"):
@@ -52,7 +59,7 @@ def test_a_spool_lock_held_past_its_timeout_still_queues_the_turn(tmp_path, dial
         assert result.returncode == 0
         assert not path.exists(), "the entry could not be spooled"
         [marker] = queue(registry)
-        carried = carried_entry(store, marker)
+        carried = carried_entry(make_plugin_manager(), store, marker)
         assert carried is not None and carried["schema_version"] == SPOOL_SCHEMA
         assert carried["host_result"], "the marker carries the Turn's result"
         assert os.stat(marker).st_mode & 0o777 == 0o600
@@ -70,12 +77,7 @@ def test_a_spool_lock_held_past_its_timeout_still_queues_the_turn(tmp_path, dial
 def test_a_corrupt_spool_entry_met_by_the_stop_hook_is_set_aside_and_replaced(tmp_path, content):
     registry = bound_goal(tmp_path)
     _, path = spool_of(registry)
-    private_dirs(path.parent)
-    if content == "fifo":
-        os.mkfifo(path, 0o600)
-    else:
-        path.write_bytes(content)
-        path.chmod(0o600)
+    plant(path, content)
     result = run(hook_argv(registry), json.dumps(stop_event(tmp_path)))
     assert result.returncode == 0
     assert len(stored_records(registry)) == 1, "settled at once"
@@ -94,11 +96,7 @@ def test_a_corrupt_spool_entry_met_by_the_worker_is_settled_from_the_marker(tmp_
     private_dirs(path.parent)
     with filelock.FileLock(str(lock_path(path)), mode=0o600):
         assert run(hook_argv(registry), json.dumps(stop_event(tmp_path))).returncode == 0
-        if content == "fifo":
-            os.mkfifo(path, 0o600)
-        else:
-            path.write_bytes(content)
-            path.chmod(0o600)
+        plant(path, content)
     summary = settle_pending(registry)
     assert (summary["settled_count"], summary["terminal_count"]) == (1, 0)
     assert len(stored_records(registry)) == 1
@@ -128,17 +126,61 @@ def test_a_marker_whose_copy_is_not_a_turn_ends_terminal_not_retried(tmp_path):
     assert settle_pending(registry)["queued_count"] == 0, "never retried"
 
 
-def test_the_marker_copy_is_what_the_stop_hook_spools(tmp_path):
-    """Same bytes in both: a rebuilt entry is the entry the hook would have written."""
+def test_the_entry_built_from_the_marker_is_the_one_the_stop_hook_spools(tmp_path):
+    """The hook writes its Turn, message and declaration ahead; what a worker builds
+    from them is what the hook itself spools for the same message."""
+    registry = bound_goal(tmp_path)
+    assert run(hook_argv(registry), json.dumps(stop_event(tmp_path, "t1"))).returncode == 0
+    store, spooled = spool_of(registry, "t1")
+    spooled_entry = json.loads(spooled.read_text())
+    _, path = spool_of(registry, "t2")
+    private_dirs(path.parent)
+    with filelock.FileLock(str(lock_path(path)), mode=0o600):
+        run(hook_argv(registry), json.dumps(stop_event(tmp_path, "t2")))
+        [marker] = queue(registry)
+    assert "event" in json.loads(marker.read_text()), "written ahead, before the plugins"
+    carried = carried_entry(make_plugin_manager(), store, marker)
+    assert carried is not None
+    for key in ("host_result", "validation_declaration", "last_message_sha256", "host"):
+        assert carried[key] == spooled_entry[key], key
+    assert carried["turn"]["host_turn_id"] == "t2"
+
+
+def test_a_message_kept_ahead_but_too_large_to_spool_leaves_no_marker(tmp_path):
+    """Under the bound as a message, over it as an entry: refused, and its record goes."""
+    registry = bound_goal(tmp_path)
+    event = stop_event(tmp_path)
+    event["last_assistant_message"] = message("x" * (MAX_SPOOL_BYTES - 200))
+    result = run(hook_argv(registry), json.dumps(event))
+    assert (result.returncode, json.loads(result.stdout)) == (0, {})
+    assert ("adapter", "settlement_spool_too_large") in logged()
+    assert queue(registry) == []
+
+
+def test_a_staged_reflection_is_carried_by_the_marker_once_taken(tmp_path):
+    """A value the model staged through the tool is gone from its sidecar once taken:
+    the marker then carries the built entry, so the worker learns that value."""
+    from hosts import staged
+
     registry = bound_goal(tmp_path)
     store, path = spool_of(registry)
     private_dirs(path.parent)
-    event = stop_event(tmp_path)
+    reflection = json.dumps(f1.REFLECTION, separators=(",", ":"))
+    staged.stage(
+        store,
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        session_id="s1",
+        turn_id="t1",
+        field="reward_memory_reflection_json",
+        value=reflection,
+    )
+    event = {"turn_id": "t1", "session_id": "s1", "last_assistant_message": "The test is fixed."}
+    event["cwd"] = str(tmp_path / "repo")
     with filelock.FileLock(str(lock_path(path)), mode=0o600):
-        run(hook_argv(registry), json.dumps(event))
+        assert run(hook_argv(registry), json.dumps(event)).returncode == 0
         [marker] = queue(registry)
-        carried = carried_entry(store, marker)
-    assert carried is not None
-    for key in ("turn_key", "host_result", "turn", "validation_declaration"):
-        assert carried[key], key
-    assert carried["validation_declaration"]["argv"][0] == sys.executable
+        assert json.loads(marker.read_text())["entry"]["host_result"], "the built entry"
+    assert not staged.staged_path(store, f1.GOAL, f1.AGENT, "s1").exists(), "taken"
+    assert settle_pending(registry)["settled_count"] == 1
+    assert len(stored_records(registry)) == 1
