@@ -67,7 +67,7 @@ from typing import Any
 import pluggy
 
 from hosts import after_reply, staged
-from hosts.hook_log import reasons_in, record, record_refusals
+from hosts.hook_log import log_root, reasons_in, record, record_refusals
 from hosts.render import extract_results
 from sidecars import (
     SidecarStore,
@@ -86,6 +86,7 @@ from turn_hooks import (
     SidecarCorrupt,
     SidecarError,
     SidecarLockTimeout,
+    SidecarWriteError,
     TurnContext,
     call_post_settlement,
     call_post_writeback,
@@ -159,6 +160,11 @@ ENV_SETTLE = "TURN_HOOKS_SETTLE"
 MAX_SPOOL_BYTES = 1024 * 1024
 """The host result and Turn one spool entry may hold (encoded). A quarter of the
 sidecar bound, so the verdict and receipts added later keep the entry readable."""
+PARK_DIR = "parked-settlements"
+PARKED_SCHEMA = "turn_hooks_parked_settlement_v0"
+MAX_PARKED = 32
+"""Turns of one (Goal, Agent) that may wait in the user's state directory while the
+Goal's sidecar root cannot be written (:func:`_park`); past it a Turn is not kept."""
 SET_ASIDE_SUFFIX = ".unreadable"
 """An unreadable spool entry is renamed to this suffix: kept for a person, never listed."""
 
@@ -919,24 +925,91 @@ def write_ahead(
     builds and settles the Turn (:func:`carried_entry`). One small fsynced file.
 
     ``True`` once written; ``False`` when it could not be, or the message is too
-    large to keep (:func:`settle` then writes its marker as it always did). Never
-    raises: this hook's faults are :func:`settle`'s to report.
+    large to keep (:func:`settle` then writes its marker as it always did). A Goal
+    whose sidecar root cannot be written (read-only, full) gets it parked in the
+    user's state directory instead (:func:`_park`). Never raises: this hook's faults
+    are :func:`settle`'s to report.
     """
     if len((final_message or "").encode("utf-8", "surrogatepass")) > MAX_SPOOL_BYTES:
         return False
-    record = {
+    event = {
         "turn": turn.to_json(),
         "final_message": final_message,
         "validation_declaration": _declaration(validation_argv, validation_timeout),
     }
     try:
         store = settlement_store(turn.registry, turn.goal_id)
-        name = spool_path(store, turn).name
-        marker = _queue_path(store, turn.goal_id, turn.agent_id, name)
-        store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": name, "event": record})
-    except (InvalidInputError, SidecarError, OSError):
+    except InvalidInputError:
+        return False  # no Goal of this binding: nothing is kept anywhere
+    name = spool_path(store, turn).name
+    marker = _queue_path(store, turn.goal_id, turn.agent_id, name)
+    try:
+        store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": name, "event": event})
+    except SidecarLockTimeout:
+        return False  # another Stop hook of this Turn writes it
+    except (SidecarError, OSError):
+        _park(turn, name, event)
         return False
     return True
+
+
+def _parking() -> SidecarStore:
+    return SidecarStore(log_root())  # the user's state directory, as the hook log's
+
+
+def _park(turn: TurnContext, name: str, event: dict[str, Any]) -> None:
+    """Keep a Turn whose Goal's sidecar root cannot be written (read-only, full) in the
+    user's state directory, where the hook log lives: ``parked-settlements/T(goal)/
+    T(agent)/NAME``, 0600, at most :data:`MAX_PARKED` per (Goal, Agent). The next
+    PreTurn of the Goal that can write its root again moves it into the queue
+    (:func:`_unpark`), and its worker settles it. Logged once, by name:
+    ``settlement_parked``, or ``settlement_not_kept`` when there is no room either.
+    """
+    parts = goal_agent_parts(PARK_DIR, turn.goal_id, turn.agent_id)
+    try:
+        parking = _parking()
+        if len(list(parking.iter_documents(*parts))) >= MAX_PARKED:
+            raise SidecarWriteError("the parked settlements are at their bound")
+        parking.write(
+            parking.path(*parts, name),
+            {"schema_version": PARKED_SCHEMA, "spool": name, "event": event},
+        )
+    except (SidecarError, OSError):
+        record(turn.host, "post_settlement", [("adapter", "settlement_not_kept")])
+        return
+    record(turn.host, "post_settlement", [("adapter", "settlement_parked")])
+
+
+def parked(goal_id: str | None, agent_id: str | None) -> int:
+    """How many Turns of one (Goal, Agent) wait in the user's state directory."""
+    try:
+        return len(list(_parking().iter_documents(*goal_agent_parts(PARK_DIR, goal_id, agent_id))))
+    except (SidecarError, OSError):
+        return 0
+
+
+def _unpark(store: SidecarStore, goal_id: str, agent_id: str) -> None:
+    """Move the Turns parked for this (Goal, Agent) (:func:`_park`) into its queue,
+    now that a PreTurn found the Goal usable; one that still cannot be written waits.
+    A parked file that cannot be read is removed and logged
+    (``settlement_parked_unreadable``): it would be retried on every Turn."""
+    parking = _parking()
+    parts = goal_agent_parts(PARK_DIR, goal_id, agent_id)
+    if not _any_json(parking.root.joinpath(*parts)):
+        return  # the common case: one failed directory listing
+    for path in list(parking.iter_documents(*parts)):
+        try:
+            event = (parking.read(path) or {}).get("event")
+        except SidecarCorrupt:
+            event = None
+        marker = _queue_path(store, goal_id, agent_id, path.name)
+        if isinstance(event, dict) and not os.path.lexists(marker):
+            store.write(
+                marker, {"schema_version": QUEUE_SCHEMA, "spool": path.name, "event": event}
+            )
+        elif not isinstance(event, dict):
+            record("unknown", "pre_turn", [("adapter", "settlement_parked_unreadable")])
+        parking.delete(path, drop_lock=True)
 
 
 def carried_entry(
@@ -1183,6 +1256,10 @@ def start_replay_worker(*, registry: str | None, goal_id: str, agent_id: str) ->
     store = binding_store(registry, goal_id)
     if store is None or not registry:
         return False  # a worker could only refuse the binding, as settle --pending does
+    try:
+        _unpark(store, goal_id, agent_id)
+    except (SidecarError, OSError):
+        pass  # still unwritable: the parked Turns wait for a later PreTurn
     directory = store.root.joinpath(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id))
     if not _any_json(directory):
         return False

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
+from pathlib import Path
 
 import filelock
 import pytest
 from fixtures import f1
 from test_settlement_faults import (
+    block,
+    files_below,
     journal_states,
     logged,
     plant,
@@ -30,11 +35,15 @@ from turn_support import run_process as run
 
 from hosts.settlement import (
     MAX_SPOOL_BYTES,
+    PARK_DIR,
+    QUEUE_DIR,
     SPOOL_SCHEMA,
     carried_entry,
+    parked,
     settlement_store,
     spool_path,
 )
+from hosts.status import settlements
 from sidecars import lock_path
 from turn_hooks import make_plugin_manager
 
@@ -184,3 +193,61 @@ def test_a_staged_reflection_is_carried_by_the_marker_once_taken(tmp_path):
     assert not staged.staged_path(store, f1.GOAL, f1.AGENT, "s1").exists(), "taken"
     assert settle_pending(registry)["settled_count"] == 1
     assert len(stored_records(registry)) == 1
+
+
+# --- a sidecar root that cannot be written --------------------------------------------
+
+
+def read_only(root):
+    """An argv prefix that runs a command while ``root`` is read-only. Root ignores
+    modes, so it gets a read-only bind mount of ``root`` in a mount namespace of the
+    command's own (the fault a read-only mount gives a user); anyone else gets 0500."""
+    if os.geteuid() != 0:
+        root.chmod(0o500)
+        return []
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("running as root with no mount namespace: the root cannot be read-only")
+    script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, "sh", str(root)]
+
+
+def test_a_turn_settled_while_the_root_is_read_only_is_stored_once_it_is_writable(tmp_path):
+    registry = bound_goal(tmp_path)
+    root = tmp_path / "repo" / ".local" / "turn-hooks"
+    private_dirs(root)
+    before = files_below(root)
+    prefix = read_only(root)
+    try:
+        result = run([*prefix, *hook_argv(registry)], json.dumps(stop_event(tmp_path)))
+    finally:
+        root.chmod(0o700)
+    assert result.returncode == 0
+    assert files_below(root) == before, "nothing could be written there"
+    assert logged().count(("adapter", "settlement_parked")) == 1, "said once, by name"
+    [waiting] = (Path(os.environ["TURN_HOOKS_STATE_DIR"]) / PARK_DIR).rglob("*.json")
+    assert os.stat(waiting).st_mode & 0o777 == 0o600
+    assert settlements(str(registry), f1.GOAL, f1.AGENT)["parked_settlement_count"] == 1
+    # The root is writable again: the next PreTurn queues the Turn, a worker settles it.
+    pre_turn = {"turn_id": "t2", "cwd": str(tmp_path / "repo"), "prompt": "next"}
+    assert run(hook_argv(registry, "pre-turn"), json.dumps(pre_turn)).returncode == 0
+    assert parked(f1.GOAL, f1.AGENT) == 0
+    deadline = time.monotonic() + 60
+    while queue(registry) and time.monotonic() < deadline:
+        settle_pending(registry)  # beside the PreTurn's own worker: one of them holds it
+        time.sleep(0.1)
+    assert queue(registry) == []
+    assert len(stored_records(registry)) == 1
+
+
+def test_parked_turns_are_bounded_and_the_loss_past_the_bound_is_named(tmp_path):
+    from hosts.settlement import MAX_PARKED, write_ahead
+
+    registry = bound_goal(tmp_path)
+    block(registry, QUEUE_DIR)  # the queue cannot be written: the Turns are parked
+    for index in range(MAX_PARKED + 1):
+        turn = hook_turn(registry, tmp_path, f"t{index}")
+        assert not write_ahead(
+            turn, final_message=message(), validation_argv=None, validation_timeout=None
+        )
+    assert parked(f1.GOAL, f1.AGENT) == MAX_PARKED
+    assert logged().count(("adapter", "settlement_not_kept")) == 1
