@@ -1036,14 +1036,16 @@ def carried_entry(
     argv, timeout = declaration.get("argv"), declaration.get("timeout_seconds")
     if turn is None or (message is not None and not isinstance(message, str)):
         return {"schema_version": SPOOL_SCHEMA}  # no Turn to settle: ends incomplete
-    host_result, _ = extract_results(message, settlement_result_fields(pm))
     argv = argv if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
     timeout = timeout if isinstance(timeout, int) and not isinstance(timeout, bool) else None
-    entry = _entry(pm, turn, host_result, message, argv, timeout)
     try:
+        host_result, _ = extract_results(message, settlement_result_fields(pm))
+        entry = _entry(pm, turn, host_result, message, argv, timeout)
         _check_spoolable(entry)
     except InvalidInputError:
         return None  # the hook refuses it too (settlement_spool_too_large)
+    except Exception:  # a plugin's reader failing on it: ends incomplete, never retried
+        return {"schema_version": SPOOL_SCHEMA}
     return entry
 
 

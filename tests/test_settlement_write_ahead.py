@@ -251,3 +251,25 @@ def test_parked_turns_are_bounded_and_the_loss_past_the_bound_is_named(tmp_path)
         )
     assert parked(f1.GOAL, f1.AGENT) == MAX_PARKED
     assert logged().count(("adapter", "settlement_not_kept")) == 1
+
+
+def test_a_record_no_entry_can_be_built_from_ends_terminal_not_retried(tmp_path, monkeypatch):
+    """A plugin's reader that fails on the record (a bug) must not stop the worker on
+    every Turn: the entry ends incomplete, its marker goes."""
+    from hosts import settlement
+
+    registry = bound_goal(tmp_path)
+    store, _ = spool_of(registry)
+    turn = hook_turn(registry, tmp_path)
+    assert settlement.write_ahead(
+        turn, final_message=message(), validation_argv=None, validation_timeout=None
+    )
+
+    def broken(pm, result):
+        raise RuntimeError("a reader's bug")
+
+    monkeypatch.setattr(settlement, "read_results", broken)
+    pm = make_plugin_manager()
+    summary = settlement.replay_pending(pm, store, goal_id=f1.GOAL, agent_id=f1.AGENT)
+    assert summary["terminal_count"] == 1
+    assert queue(registry) == []
