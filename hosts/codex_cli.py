@@ -17,7 +17,7 @@ from hosts.generic import INJECTED_SCHEMA as INJECTED_SCHEMA
 from hosts.generic import build_turn, carry_on_settlements, render_once
 from hosts.generic import delivered_refs as delivered_refs
 from hosts.hook_log import record_pre_turn
-from hosts.settlement import settle
+from hosts.settlement import settle, write_ahead
 from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
 
 HOST = "codex_cli"
@@ -49,12 +49,18 @@ def post_settlement(
     turn = build_turn(event, host=host, **binding)
     message = event.get("last_assistant_message")
     message = message if isinstance(message, str) else None
+    argv, timeout = validation_argv, validation_timeout
+    # Before the plugins load: a kill from here on leaves the Turn queued.
+    ahead = write_ahead(
+        turn, final_message=message, validation_argv=argv, validation_timeout=timeout
+    )
     settle(
         make_plugin_manager(),
         turn,
         final_message=message,
-        validation_argv=validation_argv,
-        validation_timeout=validation_timeout,
+        validation_argv=argv,
+        validation_timeout=timeout,
         detach=True,
+        ahead=ahead,
     )
     return {}

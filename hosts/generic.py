@@ -19,7 +19,13 @@ from hosts.channel import result_tools
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
 from hosts.render import render, without_refs
-from hosts.settlement import binding_store, settle, settlement_store, start_replay_worker
+from hosts.settlement import (
+    binding_store,
+    settle,
+    settlement_store,
+    start_replay_worker,
+    write_ahead,
+)
 from sidecars import path_token, read_stream
 from turn_hooks import (
     SidecarError,
@@ -243,13 +249,19 @@ def post_settlement(
         return style.settlement_output({})
     message = event.get(style.final_text_field)
     message = message if isinstance(message, str) else None
+    argv, timeout = validation_argv, validation_timeout
+    # Before the plugins load: a kill from here on leaves the Turn queued.
+    ahead = write_ahead(
+        turn, final_message=message, validation_argv=argv, validation_timeout=timeout
+    )
     receipt = settle(
         make_plugin_manager(),
         turn,
         final_message=message,
-        validation_argv=validation_argv,
-        validation_timeout=validation_timeout,
+        validation_argv=argv,
+        validation_timeout=timeout,
         detach=style.detached_settlement,
+        ahead=ahead,
     )
     return style.settlement_output(receipt or {})
 

@@ -6,22 +6,45 @@ keep its verdict in the spool, then dispatch ``post_settlement`` and store its
 receipt there too. Hosts have no quota owner here, so quota evidence is ``None``:
 absent, never fabricated.
 
-Nothing spooled is lost. Before the spool entry is written, a marker for it goes into
-the settlement queue; the marker is removed only once every plugin took the entry
+Nothing queued is lost. The first durable write of a Stop hook is its queue marker,
+the write-ahead record (:func:`write_ahead`): right after the hook parsed its stdin,
+before it loads the plugins, it carries the Turn, its final message and the
+validator's declaration, in one small fsynced file (the message is bounded by
+:data:`MAX_SPOOL_BYTES`). So it precedes everything that can wait or fail: the
+staging sidecar, the spool entry's lock and read, the validator. A value the model
+staged through a result tool is taken from its sidecar after that; the marker is then
+written again carrying the built spool entry, since the staged value is gone. The
+marker is removed only once every plugin took the entry
 (:func:`turn_hooks.settlement_is_taken`) on a verdict of its validator. A hook
-killed halfway, a journal lock held too long, a journal directory that could not be
-written: each leaves the marker, and :func:`replay_pending` (started detached by the
-next PreTurn, or run as ``turn-hooks settle --pending``) carries the entry on, the
-oldest first, to a final receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the
-typed terminal state ``settlement_attempts_exhausted``. The worker holds the
-entry's lock while it works, so two workers never settle one entry at once.
+killed halfway, an entry's lock held past its timeout (``settlement_spool_busy``), a
+journal lock held too long, a journal directory that could not be written: each leaves
+the marker, and :func:`replay_pending` (started detached by the next PreTurn, or run
+as ``turn-hooks settle --pending``) carries the entry on, the oldest first, to a final
+receipt or, after :data:`MAX_SETTLEMENT_ATTEMPTS`, to the typed terminal state
+``settlement_attempts_exhausted``. The worker holds the entry's lock while it works,
+so two workers never settle one entry at once. An entry that was never written, or
+can no longer be read, is built from the marker (:func:`carried_entry`, exactly as the
+hook builds it) and spooled under that lock (``settlement_rebuilt_from_queue``); the
+plugins' journals, keyed by the Turn, keep a Turn delivered twice from being learned
+twice.
+
+What remains, bounded: a hook killed before its marker is on disk leaves nothing, and
+the Turn is settled only if the host sends it again. That is a kill while the host
+still writes stdin or the interpreter starts, or in the few milliseconds from the end
+of stdin to the marker's fsync (3 to 16 ms measured on a loaded machine, nearly all
+of it the fsync); no validator has run by then, so nothing attested is lost. So is a
+kill in the millisecond between taking a staged value and the marker that carries it
+(the final message's own block, if any, is settled instead). A marker written before
+markers carried Turns is dropped when its entry is missing.
 
 What cannot be carried on is never retried for ever. A host result too large to spool
-is refused before anything is written (``settlement_spool_too_large``), and an entry
-that can no longer be read (garbled, over the sidecar bound, not a regular file) is
-set aside as ``settlement_spool_unreadable`` and its marker removed. A queue or spool
-that cannot be written costs the Turn its durability, not its settlement: the reason
-goes to the hook log and the settlement is still delivered inline.
+is refused and leaves no marker (``settlement_spool_too_large``). An entry that
+can no longer be read (garbled, over the sidecar bound, not a regular file) is set
+aside (``settlement_spool_unreadable``, renamed with :data:`SET_ASIDE_SUFFIX` for a
+person) and replaced by the Turn the hook or the marker holds; with neither, its
+marker is removed. A queue or spool that cannot be written costs the Turn its
+durability, not its settlement: the reason goes to the hook log and the settlement is
+still delivered inline.
 
 State lives only below the sidecar root of the Goal the binding registry names: with
 no usable registry or Goal a Stop hook writes nothing but its hook log line.
@@ -44,7 +67,7 @@ from typing import Any
 import pluggy
 
 from hosts import after_reply, staged
-from hosts.hook_log import reasons_in, record, record_refusals
+from hosts.hook_log import log_root, reasons_in, record, record_refusals
 from hosts.render import extract_results
 from sidecars import (
     SidecarStore,
@@ -63,6 +86,7 @@ from turn_hooks import (
     SidecarCorrupt,
     SidecarError,
     SidecarLockTimeout,
+    SidecarWriteError,
     TurnContext,
     call_post_settlement,
     call_post_writeback,
@@ -136,6 +160,11 @@ ENV_SETTLE = "TURN_HOOKS_SETTLE"
 MAX_SPOOL_BYTES = 1024 * 1024
 """The host result and Turn one spool entry may hold (encoded). A quarter of the
 sidecar bound, so the verdict and receipts added later keep the entry readable."""
+PARK_DIR = "parked-settlements"
+PARKED_SCHEMA = "turn_hooks_parked_settlement_v0"
+MAX_PARKED = 32
+"""Turns of one (Goal, Agent) that may wait in the user's state directory while the
+Goal's sidecar root cannot be written (:func:`_park`); past it a Turn is not kept."""
 SET_ASIDE_SUFFIX = ".unreadable"
 """An unreadable spool entry is renamed to this suffix: kept for a person, never listed."""
 
@@ -343,6 +372,7 @@ def settle(
     validation_argv: list[str] | None,
     validation_timeout: int | None = None,
     detach: bool = False,
+    ahead: bool = False,
 ) -> dict[str, Any] | None:
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
 
@@ -356,6 +386,9 @@ def settle(
     session carries the rest (validator, dispatch, receipt) under the entry's lock;
     the hook returns ``None`` as soon as the child holds that lock. A child killed at
     any point leaves the queue marker, so the next PreTurn's worker carries it on.
+
+    ``ahead``: the hook wrote this Turn's marker already (:func:`write_ahead`), so it
+    is written again only to carry a value taken from the staging sidecar.
     """
     store = settlement_store(turn.registry, turn.goal_id)
     if detach:
@@ -378,35 +411,22 @@ def settle(
         tooled = {}
         reasons.append(("adapter", "staged_result_unreadable"))
     host_result.update(tooled)
-    # Read before anything is kept: the spool, the validator and the plugin all see the
-    # canonical value, so the validator attests what is learned (read_result hook).
-    host_result, notes = read_results(pm, host_result)
-    record_refusals(turn.host, notes)
+    entry = _entry(pm, turn, host_result, final_message, validation_argv, validation_timeout)
     path = spool_path(store, turn)
-    entry: dict[str, Any] = {
-        "schema_version": SPOOL_SCHEMA,
-        "host": turn.host,
-        "turn_key": turn.turn_key,
-        "host_session_id": turn.host_session_id,
-        "observed_at": turn.observed_at,
-        "cwd": turn.cwd,
-        "host_result": host_result,
-        "last_message_sha256": hashlib.sha256(
-            (final_message or "").encode("utf-8", "surrogatepass")
-        ).hexdigest(),
-        "turn": turn.to_json(),
-        "validation_declaration": _declaration(validation_argv, validation_timeout),
-        "settlement_attempt_count": 1,
-    }
-    refusals = [note for note in notes if "detail" in note]
-    if refusals:  # private, for `turn-hooks status`: which field broke which rule
-        entry["result_refusals"] = refusals
     queued_entry = True
-    _check_spoolable(entry)
     try:
-        # The marker first: a kill before the entry exists leaves a marker pointing at
-        # nothing, which the next replay drops; the other order could lose the entry.
-        _enqueue(store, turn.goal_id, turn.agent_id, path)
+        _check_spoolable(entry)
+    except InvalidInputError:
+        if ahead:
+            _dequeue(store, path)  # its record is no settlement: nothing to carry on
+        raise
+    try:
+        # The marker before the entry: a kill before the entry exists leaves a marker
+        # that carries it. Written ahead already (:func:`write_ahead`) it holds the
+        # final message, from which a worker builds this same entry; only a value
+        # taken from the staging sidecar, gone now, needs the entry itself.
+        if not ahead or tooled:
+            _enqueue(store, turn.goal_id, turn.agent_id, path, entry)
     except SidecarLockTimeout:
         raise  # another Stop hook of this Turn holds it, and settles it
     except (SidecarError, OSError):
@@ -415,8 +435,17 @@ def settle(
     with contextlib.ExitStack() as held:
         spool: SidecarTransaction | None = None
         try:
-            spool = held.enter_context(store.transaction(path))
-            previous = spool.read() or {}
+            try:
+                spool, previous = _open_spool(held, store, path, reasons)
+            except SidecarLockTimeout:
+                if not queued_entry:
+                    raise  # nothing holds the Turn but this process
+                # The marker holds the Turn: whoever holds the entry, or a later
+                # worker once it is free, settles it from there.
+                record(
+                    turn.host, "post_settlement", [*reasons, ("adapter", "settlement_spool_busy")]
+                )
+                return None
             entry["observed_at"] = previous.get("observed_at", turn.observed_at)
             # A detached child counts its own delivery, as a replay does.
             entry["settlement_attempt_count"] = _attempts(previous) + (0 if detach else 1)
@@ -424,8 +453,6 @@ def settle(
                 entry["post_settlement"] = previous["post_settlement"]
             spool.write(entry)
             appended = spool.read() == entry
-        except SidecarLockTimeout:
-            raise
         except (SidecarError, OSError) as exc:
             # Not durable, but still delivered: the evidence says honestly that
             # nothing was appended, and each plugin decides what that is worth.
@@ -433,7 +460,7 @@ def settle(
             reason = "settlement_spool_unreadable" if unreadable else "settlement_spool_unwritable"
             reasons.append(("adapter", reason))
             if not unreadable:
-                _dequeue(store, path)  # no entry to carry on; an unreadable one is set aside
+                _dequeue(store, path)  # no entry to carry on; a later worker could not either
             spool, appended = None, False
         detached = (
             detach
@@ -471,6 +498,63 @@ def settle(
         )  # fmt: skip
     record(turn.host, "post_settlement", [*reasons, *reasons_in(receipt.get("results") or {})])
     return receipt
+
+
+def _open_spool(
+    held: contextlib.ExitStack, store: SidecarStore, path: Path, reasons: list[tuple[str, str]]
+) -> tuple[SidecarTransaction, dict[str, Any]]:
+    """The entry's transaction, held in ``held``, and what the entry holds (``{}`` for
+    none). An entry that cannot be read is set aside for a person and this Turn's
+    replaces it (``settlement_spool_unreadable`` goes to ``reasons``): a Turn is not
+    refused its spool for what an earlier one left there.
+    """
+    try:
+        spool = held.enter_context(store.transaction(path))
+    except SidecarCorrupt:  # not a regular file: refused before its lock is taken
+        _set_aside(path)
+        reasons.append(("adapter", "settlement_spool_unreadable"))
+        spool = held.enter_context(store.transaction(path))
+    try:
+        return spool, spool.read() or {}
+    except SidecarCorrupt:  # under the entry's lock, so no one else's entry is moved
+        _set_aside(path)
+        reasons.append(("adapter", "settlement_spool_unreadable"))
+        return spool, {}
+
+
+def _entry(
+    pm: pluggy.PluginManager,
+    turn: TurnContext,
+    host_result: dict[str, str],
+    final_message: str | None,
+    validation_argv: list[str] | None,
+    validation_timeout: int | None,
+) -> dict[str, Any]:
+    """The spool entry of a Turn: the same from the Stop hook and from a worker that
+    builds it from the hook's write-ahead record (:func:`carried_entry`)."""
+    # Read before anything is kept: the spool, the validator and the plugin all see the
+    # canonical value, so the validator attests what is learned (read_result hook).
+    host_result, notes = read_results(pm, host_result)
+    record_refusals(turn.host, notes)
+    entry: dict[str, Any] = {
+        "schema_version": SPOOL_SCHEMA,
+        "host": turn.host,
+        "turn_key": turn.turn_key,
+        "host_session_id": turn.host_session_id,
+        "observed_at": turn.observed_at,
+        "cwd": turn.cwd,
+        "host_result": host_result,
+        "last_message_sha256": hashlib.sha256(
+            (final_message or "").encode("utf-8", "surrogatepass")
+        ).hexdigest(),
+        "turn": turn.to_json(),
+        "validation_declaration": _declaration(validation_argv, validation_timeout),
+        "settlement_attempt_count": 1,
+    }
+    refusals = [note for note in notes if "detail" in note]
+    if refusals:  # private, for `turn-hooks status`: which field broke which rule
+        entry["result_refusals"] = refusals
+    return entry
 
 
 def _close_inherited(keep: int) -> None:  # pragma: no cover - forked children only
@@ -837,9 +921,156 @@ def _settled(entry: dict[str, Any]) -> bool:
     return isinstance(validation, dict) and settlement_is_taken(entry.get("post_settlement"))
 
 
-def _enqueue(store: SidecarStore, goal_id: str | None, agent_id: str | None, spool: Path) -> None:
+def _enqueue(
+    store: SidecarStore,
+    goal_id: str | None,
+    agent_id: str | None,
+    spool: Path,
+    entry: dict[str, Any],
+) -> None:
+    """The write-ahead record: the marker carries the entry as the Stop hook built it,
+    so a worker can settle the Turn when its spool entry was never written, or can
+    no longer be read (:func:`carried_entry`)."""
     marker = _queue_path(store, goal_id, agent_id, spool.name)
-    store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": spool.name})
+    store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": spool.name, "entry": entry})
+
+
+def write_ahead(
+    turn: TurnContext,
+    *,
+    final_message: str | None,
+    validation_argv: list[str] | None,
+    validation_timeout: int | None,
+) -> bool:
+    """The Stop hook's first durable write, as soon as it has its Turn: the queue
+    marker, carrying the Turn, its final message and the validator's declaration.
+    Before the plugins are loaded, the staging sidecar is read and the spool touched,
+    so a kill, a lock or a fault in any of them leaves a record from which a worker
+    builds and settles the Turn (:func:`carried_entry`). One small fsynced file.
+
+    ``True`` once written; ``False`` when it could not be, or the message is too
+    large to keep (:func:`settle` then writes its marker as it always did). A Goal
+    whose sidecar root cannot be written (read-only, full) gets it parked in the
+    user's state directory instead (:func:`_park`). Never raises: this hook's faults
+    are :func:`settle`'s to report.
+    """
+    if len((final_message or "").encode("utf-8", "surrogatepass")) > MAX_SPOOL_BYTES:
+        return False
+    event = {
+        "turn": turn.to_json(),
+        "final_message": final_message,
+        "validation_declaration": _declaration(validation_argv, validation_timeout),
+    }
+    try:
+        store = settlement_store(turn.registry, turn.goal_id)
+    except InvalidInputError:
+        return False  # no Goal of this binding: nothing is kept anywhere
+    name = spool_path(store, turn).name
+    marker = _queue_path(store, turn.goal_id, turn.agent_id, name)
+    try:
+        store.write(marker, {"schema_version": QUEUE_SCHEMA, "spool": name, "event": event})
+    except SidecarLockTimeout:
+        return False  # another Stop hook of this Turn writes it
+    except (SidecarError, OSError):
+        _park(turn, name, event)
+        return False
+    return True
+
+
+def _parking() -> SidecarStore:
+    return SidecarStore(log_root())  # the user's state directory, as the hook log's
+
+
+def _park(turn: TurnContext, name: str, event: dict[str, Any]) -> None:
+    """Keep a Turn whose Goal's sidecar root cannot be written (read-only, full) in the
+    user's state directory, where the hook log lives: ``parked-settlements/T(goal)/
+    T(agent)/NAME``, 0600, at most :data:`MAX_PARKED` per (Goal, Agent). The next
+    PreTurn of the Goal that can write its root again moves it into the queue
+    (:func:`_unpark`), and its worker settles it. Logged once, by name:
+    ``settlement_parked``, or ``settlement_not_kept`` when there is no room either.
+    """
+    parts = goal_agent_parts(PARK_DIR, turn.goal_id, turn.agent_id)
+    try:
+        parking = _parking()
+        if len(list(parking.iter_documents(*parts))) >= MAX_PARKED:
+            raise SidecarWriteError("the parked settlements are at their bound")
+        parking.write(
+            parking.path(*parts, name),
+            {"schema_version": PARKED_SCHEMA, "spool": name, "event": event},
+        )
+    except (SidecarError, OSError):
+        record(turn.host, "post_settlement", [("adapter", "settlement_not_kept")])
+        return
+    record(turn.host, "post_settlement", [("adapter", "settlement_parked")])
+
+
+def parked(goal_id: str | None, agent_id: str | None) -> int:
+    """How many Turns of one (Goal, Agent) wait in the user's state directory."""
+    try:
+        return len(list(_parking().iter_documents(*goal_agent_parts(PARK_DIR, goal_id, agent_id))))
+    except (SidecarError, OSError):
+        return 0
+
+
+def _unpark(store: SidecarStore, goal_id: str, agent_id: str) -> None:
+    """Move the Turns parked for this (Goal, Agent) (:func:`_park`) into its queue,
+    now that a PreTurn found the Goal usable; one that still cannot be written waits.
+    A parked file that cannot be read is removed and logged
+    (``settlement_parked_unreadable``): it would be retried on every Turn."""
+    parking = _parking()
+    parts = goal_agent_parts(PARK_DIR, goal_id, agent_id)
+    if not _any_json(parking.root.joinpath(*parts)):
+        return  # the common case: one failed directory listing
+    for path in list(parking.iter_documents(*parts)):
+        try:
+            event = (parking.read(path) or {}).get("event")
+        except SidecarCorrupt:
+            event = None
+        marker = _queue_path(store, goal_id, agent_id, path.name)
+        if isinstance(event, dict) and not os.path.lexists(marker):
+            store.write(
+                marker, {"schema_version": QUEUE_SCHEMA, "spool": path.name, "event": event}
+            )
+        elif not isinstance(event, dict):
+            record("unknown", "pre_turn", [("adapter", "settlement_parked_unreadable")])
+        parking.delete(path, drop_lock=True)
+
+
+def carried_entry(
+    pm: pluggy.PluginManager, store: SidecarStore, marker: Path
+) -> dict[str, Any] | None:
+    """The spool entry a queue marker carries (the entry itself, or one built from the
+    hook's write-ahead record as the hook builds it), ``None`` when it carries neither
+    (a marker written before markers carried entries) or cannot be read. Never raises
+    for the marker's content."""
+    try:
+        document = store.read(marker) or {}
+    except (SidecarError, OSError):
+        return None
+    entry = document.get("entry")
+    if isinstance(entry, dict) and entry.get("schema_version") == SPOOL_SCHEMA:
+        return entry
+    record = document.get("event")
+    if not isinstance(record, dict):
+        return None
+    turn = _spooled_turn(record)
+    message = record.get("final_message")
+    declaration = record.get("validation_declaration")
+    declaration = declaration if isinstance(declaration, dict) else {}
+    argv, timeout = declaration.get("argv"), declaration.get("timeout_seconds")
+    if turn is None or (message is not None and not isinstance(message, str)):
+        return {"schema_version": SPOOL_SCHEMA}  # no Turn to settle: ends incomplete
+    argv = argv if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
+    timeout = timeout if isinstance(timeout, int) and not isinstance(timeout, bool) else None
+    try:
+        host_result, _ = extract_results(message, settlement_result_fields(pm))
+        entry = _entry(pm, turn, host_result, message, argv, timeout)
+        _check_spoolable(entry)
+    except InvalidInputError:
+        return None  # the hook refuses it too (settlement_spool_too_large)
+    except Exception:  # a plugin's reader failing on it: ends incomplete, never retried
+        return {"schema_version": SPOOL_SCHEMA}
+    return entry
 
 
 def _dequeue(store: SidecarStore, spool: Path) -> None:
@@ -887,7 +1118,8 @@ def replay_pending(
     validated (unless the spool holds a verdict) and dispatched again under its lock;
     an entry another worker holds is left to it (``busy``). Outcomes: ``settled``
     (final now), ``open`` (delivered, still retryable), ``terminal``, ``dropped`` (a
-    marker whose entry was never written: the hook died before it spooled anything),
+    marker that carries no entry, whose entry was never written: an older hook died
+    before it spooled anything; a marker's copy is spooled and delivered instead),
     ``busy`` and ``failed`` (its sidecar is unusable; the reason codes say why).
     """
     markers = queued(store, goal_id, agent_id)
@@ -902,7 +1134,7 @@ def replay_pending(
     for marker in markers if limit is None else markers[:limit]:
         spool = leased.path(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id), marker.name)
         try:
-            outcome = _replay_one(pm, leased, spool)
+            outcome = _replay_one(pm, leased, spool, marker)
         except SidecarLockTimeout:
             outcome = "busy"
         except SidecarError as exc:
@@ -916,16 +1148,23 @@ def replay_pending(
 REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 
-def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path) -> str:
+def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path, marker: Path) -> str:
+    """Carry the entry at ``path`` on; where it was never written or can no longer be
+    read, the copy its ``marker`` carries (:func:`carried_entry`) replaces it."""
+    carried = None
     try:
-        store.read(path)  # lock-free: what can never be read must not be retried for ever
+        # Lock-free: what can never be read must not be retried for ever.
+        if store.read(path) is None:
+            carried = carried_entry(pm, store, marker)
     except SidecarCorrupt:
-        _set_aside(path)
-        _dequeue(store, path)
+        _set_aside(path)  # a file that is not regular is refused its lock: moved first
         record("unknown", "settlement_replay", [("adapter", "settlement_spool_unreadable")])
-        return "terminal"
+        carried = carried_entry(pm, store, marker)
+        if carried is None:
+            _dequeue(store, path)
+            return "terminal"
     with store.transaction(path) as spool:
-        return _replay_entry(pm, store, spool, event="settlement_replay")[0]
+        return _replay_entry(pm, store, spool, event="settlement_replay", carried=carried)[0]
 
 
 def _replay_entry(
@@ -937,6 +1176,7 @@ def _replay_entry(
     reasons: tuple[tuple[str, str], ...] = (),
     turn: TurnContext | None = None,
     inline: bool = False,
+    carried: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any] | None]:
     """Deliver one spooled entry whose lock the caller holds: (outcome, receipt).
 
@@ -952,7 +1192,9 @@ def _replay_entry(
     the host goes on; a replaying worker reads entries it did not write, and pays.
     """
     path = spool.path
-    entry = spool.read()
+    entry = _spooled_or_carried(spool, carried)
+    if carried is not None and entry is carried:
+        reasons = (*reasons, ("adapter", "settlement_rebuilt_from_queue"))
     if entry is None or _settled(entry):
         _dequeue(store, path)
         return ("dropped" if entry is None else "settled"), None
@@ -985,6 +1227,31 @@ def _replay_entry(
     return ("settled" if _settled(entry) else "open"), receipt
 
 
+def _spooled_or_carried(
+    spool: SidecarTransaction, carried: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The entry under the caller's lock: the spooled one, else the marker's copy
+    (``carried``), spooled now, when the Stop hook never wrote the entry (a kill, its
+    lock held past the timeout) or it can no longer be read (set aside first, as
+    :func:`_replay_one` sets aside an entry with no copy). The copy is spooled with
+    no delivery counted: it was never delivered from the spool.
+
+    :raises SidecarCorrupt: the entry is unreadable and there is no copy.
+    """
+    try:
+        entry = spool.read()
+    except SidecarCorrupt:
+        if carried is None:
+            raise
+        _set_aside(spool.path)
+        entry = None
+    if entry is not None or carried is None:
+        return entry
+    carried["settlement_attempt_count"] = 0
+    spool.write(carried)
+    return carried
+
+
 def _set_aside(path: Path) -> None:
     """Move an unreadable entry out of the listing, kept for a person to look at."""
     with contextlib.suppress(OSError):  # gone, or in the way: its marker goes anyway
@@ -1015,6 +1282,10 @@ def start_replay_worker(*, registry: str | None, goal_id: str, agent_id: str) ->
     store = binding_store(registry, goal_id)
     if store is None or not registry:
         return False  # a worker could only refuse the binding, as settle --pending does
+    try:
+        _unpark(store, goal_id, agent_id)
+    except (SidecarError, OSError):
+        pass  # still unwritable: the parked Turns wait for a later PreTurn
     directory = store.root.joinpath(*goal_agent_parts(QUEUE_DIR, goal_id, agent_id))
     if not _any_json(directory):
         return False

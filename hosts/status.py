@@ -319,7 +319,10 @@ def settlements(
     registry: str | None, goal_id: str, agent_id: str, *, output: bool = False
 ) -> dict[str, Any]:
     """The host's side of one binding's settlements: how many wait in the queue (a
-    killed Stop hook leaves one there) and how the newest spooled Turn ended,
+    killed Stop hook leaves one there), how many in the user's state directory
+    (``parked_settlement_count``: Turns settled while the Goal's sidecar root could
+    not be written, carried on by the next PreTurn that can), and how the newest
+    spooled Turn ended,
     whatever its outcome: the validator's verdict and each plugin's status.
 
     Why the validator did not pass is public (its reason code, its exit status and
@@ -330,10 +333,12 @@ def settlements(
     (``validator_output_tail``), for a person who asked for it (``turn-hooks status
     --validation-output``).
     """
-    from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, queued
+    from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, parked, queued
     from sidecars import goal_agent_parts
 
     view: dict[str, Any] = {"queued_settlement_count": 0, "last_turn_settlement": None}
+    # Turns a read-only sidecar root made wait in the user's state directory.
+    view["parked_settlement_count"] = parked(goal_id, agent_id)
     store = binding_store(registry, goal_id)
     if store is None:
         return view

@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -29,7 +30,7 @@ from turn_support import ROOT, bound_goal, hook_argv, reflection_message, resolu
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.turn.reconcile import reconcile
-from hosts.settlement import queued, replay_pending, settlement_store
+from hosts.settlement import carried_entry, queued, replay_pending, settlement_store
 from turn_hooks import make_plugin_manager
 
 EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
@@ -184,14 +185,8 @@ def carry_on_and_check(registry, marks):
     spooled Turn the validator attested is exactly one record."""
     time.sleep(1)  # let validators orphaned by a kill finish their output
     store = settlement_store(str(registry), f1.GOAL)
-    pm = make_plugin_manager()
     assert queued(store, f1.GOAL, f1.AGENT), "some kills interrupted a settlement"
-    for _ in range(10):  # later Turns: the queue, then the journals
-        replay_pending(pm, store, goal_id=f1.GOAL, agent_id=f1.AGENT, limit=None)
-        while reconcile(resolution(registry), provider_for=_provider(registry))["attempted_count"]:
-            pass
-        if not queued(store, f1.GOAL, f1.AGENT):
-            break
+    later_turns(registry, store)
     assert queued(store, f1.GOAL, f1.AGENT) == [], "every spooled settlement was carried on"
 
     counts = records_by_turn(registry.parent / "repo")
@@ -206,8 +201,74 @@ def carry_on_and_check(registry, marks):
     assert set(counts) == spooled
 
 
+def later_turns(registry, store):
+    """Work the queue, then the journals, as later Turns would, until nothing is queued."""
+    pm = make_plugin_manager()
+    for _ in range(10):  # later Turns: the queue, then the journals
+        replay_pending(pm, store, goal_id=f1.GOAL, agent_id=f1.AGENT, limit=None)
+        while reconcile(resolution(registry), provider_for=_provider(registry))["attempted_count"]:
+            pass
+        if not queued(store, f1.GOAL, f1.AGENT):
+            break
+
+
 def _provider(registry):
     store = EmbeddedSqliteProvider(
         registry.parent / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
     )
     return lambda binding: store
+
+
+SWEEP = 20
+"""Kills of the sweep below: offsets from 0 ms, closest together at the start."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dialect", ["plain", "claude-code"], ids=["inline", "detached"])
+def test_kill_9_swept_from_the_moment_stdin_is_written_loses_nothing_queued(tmp_path, dialect):
+    """Issue 37: kills from 0 ms after the event is on the hook's stdin, densest in
+    the first tenth of a settlement (where a hook used to die before its marker).
+    Every Turn that was queued, spooled or attested is learned once, after later
+    workers; a hook killed before its marker left nothing and ran no validator.
+
+    Whether a hook had read its whole stdin is read back from the offset of the file
+    it was handed (it shares the parent's open file), not from a clock."""
+    registry = bound_goal(tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    argv = [*hook_argv(registry, validator=marking_validator(marks)), "--dialect", dialect]
+    spread = whole_settlement(registry, argv, marks, env=UNMEASURED)
+    store = settlement_store(str(registry), f1.GOAL)
+    unread: set[str] = set()
+    for run in range(SWEEP):
+        event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": reflection_message()}
+        stdin = tmp_path / f"event-{run:03d}.json"
+        stdin.write_text(json.dumps(event))
+        with open(stdin, "rb") as handle:
+            process = subprocess.Popen(
+                argv, stdin=handle, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cwd=ROOT, env=UNMEASURED,
+            )  # fmt: skip
+            time.sleep(spread * (run / SWEEP) ** 2)
+            kill_all_with(str(registry))
+            process.wait(timeout=30)
+            if os.lseek(handle.fileno(), 0, os.SEEK_CUR) < stdin.stat().st_size:
+                unread.add(event["turn_id"])
+    time.sleep(1)  # let validators orphaned by a kill finish their output
+    queued_turns = {
+        entry["turn_key"]
+        for marker in queued(store, f1.GOAL, f1.AGENT)
+        if (entry := carried_entry(make_plugin_manager(), store, marker)) is not None
+    }
+    spool_dir = registry.parent / "repo" / ".local" / "turn-hooks" / "settlements"
+    spooled = {json.loads(p.read_text())["turn_key"] for p in spool_dir.rglob("*.json")}
+    later_turns(registry, store)
+    assert queued(store, f1.GOAL, f1.AGENT) == [], "every queued settlement was carried on"
+    counts = records_by_turn(registry.parent / "repo")
+    attested = {path.name.removeprefix("attested-") for path in marks.glob("attested-*")}
+    kept = attested | queued_turns | spooled
+    assert kept, "some kills landed after the marker"
+    assert sorted(turn for turn in kept if counts.get(turn, 0) != 1) == [], "one record each"
+    assert all(count == 1 for count in counts.values()), "a reflection was written twice"
+    assert set(counts) == kept, "nothing learned that was not queued"
+    assert not kept & unread, "a hook killed before it read its event kept nothing"

@@ -338,13 +338,18 @@ def plant_spool_entry(registry, content):
     turn = hook_turn(registry, None, "t-garbled")
     path = spool_path(store, turn)
     store.write(queue_path(store, path), {"schema_version": "x", "spool": path.name})
+    plant(path, content)
+    return path
+
+
+def plant(path, content):
+    """``content`` at ``path``, 0600: bytes, or a FIFO for ``"fifo"``."""
     private_dirs(path.parent)
     if content == "fifo":
         os.mkfifo(path, 0o600)
     else:
         path.write_bytes(content)
         path.chmod(0o600)
-    return path
 
 
 @pytest.mark.parametrize(

@@ -255,6 +255,8 @@ def test_the_settlement_hook_exits_promptly_with_a_fifo_spool_or_journal(tmp_pat
         path.unlink()
         os.mkfifo(path, 0o600)
     assert _settle(registry, tmp_path).returncode == 0
+    if kind == "settlements":  # set aside unopened, for a person; the Turn spooled anew
+        written = [path.with_name(path.name + ".unreadable") for path in written]
     assert all(stat.S_ISFIFO(os.lstat(path).st_mode) for path in written)
 
 
