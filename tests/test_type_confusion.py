@@ -221,3 +221,28 @@ def test_a_hook_never_crashes_on_an_event_value_of_the_wrong_type(bound, monkeyp
             if "internal_error" in logged or "internal_error" in out:
                 crashes.append((path, kind, logged))
     assert crashes == []
+
+
+STORED_RECEIPT = {
+    "status": "observed",
+    "results": {
+        "reward_memory": {"status": "activated", "reconciliation_state": "completed"},
+        "second": {"status": "runtime_unavailable", "reconciliation_state": "pending"},
+    },
+}
+
+
+@pytest.mark.parametrize("function", ["settlement_is_final", "settlement_is_taken"])
+def test_a_stored_receipt_of_the_wrong_shape_is_not_final_nor_a_crash(function):
+    # The fuzzer (benchmarks/fuzz_entry_points.py) found a list as a result's
+    # ``status`` raising ``unhashable type`` in the retryable-status lookup; a spooled
+    # receipt is read back from disk, so every place may hold any JSON value.
+    import turn_hooks
+
+    check = getattr(turn_hooks, function)
+    for path in places(STORED_RECEIPT):
+        for value in WRONG_TYPES.values():
+            assert check(replaced(STORED_RECEIPT, path, value)) in (True, False), path
+    # A status that is not a string is not a known final one: deliver again.
+    receipt = replaced(STORED_RECEIPT, ("results", "second"), {"status": ["activated"]})
+    assert turn_hooks.settlement_is_final(receipt) is False

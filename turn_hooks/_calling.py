@@ -438,10 +438,17 @@ def _is_final(previous: Mapping[str, Any], hook_id: str, capability_id: str) -> 
 
 
 def _result_is_final(result: Mapping[str, Any]) -> bool:
-    return (
-        result.get("status") not in RETRYABLE_STATUSES
-        and result.get("reconciliation_state") not in OPEN_RECONCILIATION_STATES
-    )
+    status, state = result.get("status"), result.get("reconciliation_state")
+    # Read back from a spool, either may hold any JSON value: one of another type is a
+    # malformed result, never final (and a list cannot be looked up in a set).
+    if not isinstance(status, str | None) or not isinstance(state, str | None):
+        return False
+    return status not in RETRYABLE_STATUSES and state not in OPEN_RECONCILIATION_STATES
+
+
+def _is_open(result: Mapping[str, Any]) -> bool:
+    state = result.get("reconciliation_state")
+    return isinstance(state, str) and state in OPEN_RECONCILIATION_STATES
 
 
 def replayed(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -468,11 +475,7 @@ def settlement_is_taken(receipt: Mapping[str, Any] | None) -> bool:
         return False
     results = receipt.get("results")
     return isinstance(results, Mapping) and all(
-        isinstance(result, Mapping)
-        and (
-            _result_is_final(result)
-            or result.get("reconciliation_state") in OPEN_RECONCILIATION_STATES
-        )
+        isinstance(result, Mapping) and (_result_is_final(result) or _is_open(result))
         for result in results.values()
     )
 
@@ -531,7 +534,10 @@ def _dispatch_post_settlement(
     return models.PostSettlementReceipt(
         status=(
             "runtime_unavailable"
-            if any(receipt.get("status") in RETRYABLE_STATUSES for receipt in results.values())
+            if any(
+                isinstance(receipt.get("status"), str) and receipt["status"] in RETRYABLE_STATUSES
+                for receipt in results.values()
+            )
             else "observed"
         ),
         results=results,
