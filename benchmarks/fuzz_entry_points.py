@@ -59,6 +59,7 @@ for _path in (str(ROOT / "tests"), str(ROOT)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from document_paths import paths as places  # noqa: E402
 from fixtures import f1  # noqa: E402
 
 from hosts import cli  # noqa: E402
@@ -264,17 +265,6 @@ def _document_bases() -> dict[str, Any]:
 
 
 # --- mutation ----------------------------------------------------------------------------
-
-
-def places(document: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place in ``document``, the root first."""
-    yield prefix
-    if isinstance(document, dict):
-        for key, value in document.items():
-            yield from places(value, (*prefix, key))
-    elif isinstance(document, list):
-        for index, value in enumerate(document):
-            yield from places(value, (*prefix, index))
 
 
 HOLE = "@@fuzz-hole@@"
