@@ -66,7 +66,7 @@ from typing import Any
 
 import pluggy
 
-from hosts import after_reply, staged
+from hosts import after_reply, spill, staged
 from hosts.hook_log import log_root, reasons_in, record, record_refusals
 from hosts.render import extract_results
 from sidecars import (
@@ -953,7 +953,28 @@ def write_ahead(
     whose sidecar root cannot be written (read-only, full) gets it parked in the
     user's state directory instead (:func:`_park`). Never raises: this hook's faults
     are :func:`settle`'s to report.
+
+    The hook's stdin spill (:mod:`hosts.spill`) is removed on return, whatever it
+    is: the Turn is kept from here on, or refused by name.
     """
+    try:
+        return _write_ahead(
+            turn,
+            final_message=final_message,
+            validation_argv=validation_argv,
+            validation_timeout=validation_timeout,
+        )
+    finally:
+        spill.release()
+
+
+def _write_ahead(
+    turn: TurnContext,
+    *,
+    final_message: str | None,
+    validation_argv: list[str] | None,
+    validation_timeout: int | None,
+) -> bool:
     if len((final_message or "").encode("utf-8", "surrogatepass")) > MAX_SPOOL_BYTES:
         return False
     event = {
