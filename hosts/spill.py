@@ -77,7 +77,8 @@ _held: list[tuple[int, Path]] = []
 
 
 def incoming_dir() -> Path:
-    """``<state>/incoming``: where Stop hooks spill their stdin (:func:`hosts.hook_log.log_root`)."""
+    """``<state>/incoming``, where Stop hooks spill their stdin (``<state>``:
+    :func:`hosts.hook_log.log_root`)."""
     return log_root() / INCOMING_DIR
 
 
@@ -156,8 +157,8 @@ def _count(directory: Path) -> int:
     except FileNotFoundError:
         store = SidecarStore(directory.parent)
         # The sidecar store's own checks and 0700 directories, for its own root.
-        store._check_tree(directory)  # noqa: SLF001
-        store._ensure_dirs(directory)  # noqa: SLF001
+        store._check_tree(directory)
+        store._ensure_dirs(directory)
         return _listed(directory)
 
 

@@ -40,9 +40,14 @@ SPREAD = 1.3
 on this machine first (a fixed bound of seconds landed almost every kill after the
 settlement on a fast machine, and left nothing to carry on): every stage is hit."""
 SCRIPT = shutil.which("turn-hooks", path=str(Path(sys.executable).parent))
-UNMEASURED = {key: value for key, value in os.environ.items() if key != "COVERAGE_PROCESS_CONFIG"}
-"""The hook processes run unmeasured: the delays are drawn over an ordinary hook's
-run, and coverage's start-up in each child would move every kill before the spool."""
+
+
+def unmeasured() -> dict[str, str]:
+    """The environment of the hook processes: this test's (its own state directory,
+    where killed hooks leave their spills), unmeasured. The delays are drawn over an
+    ordinary hook's run, and coverage's start-up in each child would move every kill
+    before the spool."""
+    return {key: value for key, value in os.environ.items() if key != "COVERAGE_PROCESS_CONFIG"}
 
 
 def marking_validator(directory):
@@ -100,10 +105,10 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path, dialect):
     validator = marking_validator(marks)
     draw = random.Random(13)
     argv = [*hook_argv(registry, validator=validator), "--dialect", dialect]
-    spread = SPREAD * whole_settlement(registry, argv, marks, env=UNMEASURED)
+    spread = SPREAD * whole_settlement(registry, argv, marks, env=unmeasured())
     for run in range(RUNS):
         event = {"turn_id": f"turn-{run:03d}", "last_assistant_message": reflection_message()}
-        process = start_hook(argv, event, env=UNMEASURED)
+        process = start_hook(argv, event, env=unmeasured())
         time.sleep(draw.uniform(0, spread))
         kill_all_with(str(registry))
         process.wait(timeout=30)
@@ -119,7 +124,7 @@ def test_kill_9_of_a_warm_stop_at_random_points_loses_and_doubles_nothing(tmp_pa
     validator and after the write."""
     run_dir = Path(tempfile.mkdtemp(dir=resident_support.BASE))
     env = dict(
-        UNMEASURED,
+        unmeasured(),
         TURN_HOOKS_RESIDENT="1",
         TURN_HOOKS_RESIDENT_DIR=str(run_dir),
         TURN_HOOKS_RESIDENT_IDLE_SECONDS="120",
@@ -183,8 +188,12 @@ def whole_settlement(registry, argv, marks, env):
 def carry_on_and_check(registry, marks):
     """Work the queue and reconcile the journals as later Turns would; then every
     spooled Turn the validator attested is exactly one record."""
+    from hosts import spill
+
     time.sleep(1)  # let validators orphaned by a kill finish their output
     store = settlement_store(str(registry), f1.GOAL)
+    while spill.recover():  # the next PreTurns: Turns of hooks killed before their marker
+        pass
     assert queued(store, f1.GOAL, f1.AGENT), "some kills interrupted a settlement"
     later_turns(registry, store)
     assert queued(store, f1.GOAL, f1.AGENT) == [], "every spooled settlement was carried on"
@@ -221,11 +230,6 @@ def _provider(registry):
 
 SWEEP = 40
 """Kills of the sweep below: offsets from 0 ms, closest together at the start."""
-
-
-def unmeasured() -> dict[str, str]:
-    """:data:`UNMEASURED`, with this test's own state directory (set after import)."""
-    return {key: value for key, value in os.environ.items() if key != "COVERAGE_PROCESS_CONFIG"}
 
 
 @pytest.mark.slow

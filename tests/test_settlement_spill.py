@@ -193,9 +193,10 @@ def test_a_spill_with_no_event_is_removed_quietly(tmp_path):
 def test_links_and_fifos_in_incoming_are_refused_never_followed(tmp_path):
     registry = bound_goal(tmp_path)
     target = tmp_path / "target"
-    content = header(
-        goal_id=f1.GOAL, agent_id=f1.AGENT, registry=str(registry), event="post-settlement"
-    ) + json.dumps(event()).encode()
+    content = (
+        header(goal_id=f1.GOAL, agent_id=f1.AGENT, registry=str(registry), event="post-settlement")
+        + json.dumps(event()).encode()
+    )
     target.write_bytes(content)
     directory = private_incoming()
     (directory / "a.spill").symlink_to(target)
@@ -250,22 +251,23 @@ def test_a_fresh_part_is_left_and_an_old_dead_one_removed(tmp_path):
 
 
 def test_a_spill_for_a_goal_whose_root_cannot_be_written_is_parked(tmp_path):
-    from hosts.settlement import parked
-
     from test_settlement_faults import block
 
-    from hosts.settlement import QUEUE_DIR
+    from hosts.settlement import QUEUE_DIR, parked
 
     registry = bound_goal(tmp_path)
     block(registry, QUEUE_DIR)  # the queue cannot be written: the Turn is parked
-    content = header(
-        host_name="generic",
-        event="post-settlement",
-        goal_id=f1.GOAL,
-        agent_id=f1.AGENT,
-        registry=str(registry),
-        validation_argv=[sys.executable, "-c", "pass"],
-    ) + json.dumps(event()).encode()
+    content = (
+        header(
+            host_name="generic",
+            event="post-settlement",
+            goal_id=f1.GOAL,
+            agent_id=f1.AGENT,
+            registry=str(registry),
+            validation_argv=[sys.executable, "-c", "pass"],
+        )
+        + json.dumps(event()).encode()
+    )
     plant("x.spill", content)
     assert spill.recover() == 1
     assert spills() == []
