@@ -305,12 +305,13 @@ def _rebuild(data: bytes) -> str:
         binding = _binding(header)
     except InvalidInputError:
         return "settlement_spill_unreadable"
-    from hosts.settlement import write_ahead
+    from hosts.settlement import settlement_store, write_ahead
     from sidecars import serves_directory
 
     if not serves_directory(binding["registry"], binding["goal_id"], event.get("cwd")):
         return "empty"  # not this Goal's Turn: the hook would have kept nothing
     try:
+        settlement_store(binding["registry"], binding["goal_id"])
         built = _stop_turn(header, event, binding)
     except (InvalidInputError, SidecarError) as exc:
         return exc.reason_code  # what the hook would have logged instead
@@ -319,13 +320,14 @@ def _rebuild(data: bytes) -> str:
     turn, message = built
     argv = header.get("validation_argv")
     timeout = header.get("validation_timeout_seconds")
-    write_ahead(
+    queued = write_ahead(
         turn,
         final_message=message,
         validation_argv=argv if _strings(argv) else None,
         validation_timeout=timeout if type(timeout) is int else None,
     )
-    record(turn.host, "pre_turn", [("adapter", "settlement_rebuilt_from_spill")])
+    if queued:  # else it was parked, or refused, and said so itself
+        record(turn.host, "pre_turn", [("adapter", "settlement_rebuilt_from_spill")])
     return "rebuilt"
 
 

@@ -273,3 +273,38 @@ def test_a_spill_for_a_goal_whose_root_cannot_be_written_is_parked(tmp_path):
     assert spills() == []
     assert parked(f1.GOAL, f1.AGENT) == 1
     assert ("adapter", "settlement_parked") in logged()
+
+
+def test_a_spill_whose_goal_is_gone_is_removed_with_the_bindings_reason(tmp_path):
+    content = (
+        header(
+            event="post-settlement",
+            goal_id=f1.GOAL,
+            agent_id=f1.AGENT,
+            registry=str(tmp_path / "absent.json"),
+        )
+        + json.dumps(event()).encode()
+    )
+    path = plant("x.spill", content)
+    assert spill.recover() == 0
+    assert not path.exists()
+    assert logged() == [("adapter", "registry_unreadable")]
+
+
+def test_a_relative_registry_is_read_from_the_hooks_directory(tmp_path):
+    registry = bound_goal(tmp_path)
+    content = (
+        header(
+            event="post-settlement",
+            goal_id=f1.GOAL,
+            agent_id=f1.AGENT,
+            registry=registry.name,
+            cwd=str(registry.parent),
+            dialect="plain",
+        )
+        + json.dumps(event()).encode()
+    )
+    plant("x.spill", content)
+    assert spill.recover() == 1
+    assert len(queue(registry)) == 1
+    assert logged() == [("adapter", "settlement_rebuilt_from_spill")]
