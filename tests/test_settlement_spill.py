@@ -21,7 +21,14 @@ import pytest
 from fixtures import f1
 from resident_support import wait_for
 from test_settlement_faults import logged, queue, settle_pending, stored_records
-from turn_support import ROOT, bound_goal, hook_argv, journals_after_settlement
+from turn_support import (
+    DEMO_VALIDATOR,
+    ROOT,
+    bound_goal,
+    hook_argv,
+    journals_after_settlement,
+    settled_spools,
+)
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
@@ -308,3 +315,31 @@ def test_a_relative_registry_is_read_from_the_hooks_directory(tmp_path):
     assert spill.recover() == 1
     assert len(queue(registry)) == 1
     assert logged() == [("adapter", "settlement_rebuilt_from_spill")]
+
+
+def test_a_dead_gemini_stop_is_settled_under_its_own_turn_not_the_next(tmp_path):
+    """Gemini has no turn id: BeforeAgent mints one that AfterAgent reads back. The
+    next BeforeAgent recovers the dead AfterAgent's spill before it mints its own."""
+    registry = bound_goal(tmp_path)
+    repo = str(registry.parent / "repo")
+    before = ["--dialect", "gemini"]
+    first = {"session_id": "s", "hook_event_name": "BeforeAgent", "cwd": repo}
+    first.update(timestamp="2026-12-01T10:00:00Z", prompt="p")
+    assert run([*hook_argv(registry, "pre-turn"), *before], json.dumps(first)).returncode == 0
+    content = header(
+        event="post-settlement",
+        dialect="gemini",
+        goal_id=f1.GOAL,
+        agent_id=f1.AGENT,
+        registry=str(registry),
+        validation_argv=DEMO_VALIDATOR,
+    )
+    stop = {"session_id": "s", "hook_event_name": "AfterAgent", "cwd": repo}
+    plant("x.spill", content + json.dumps({**stop, "prompt_response": message()}).encode())
+    second = {**first, "timestamp": "2026-12-01T10:05:00Z"}
+    assert run([*hook_argv(registry, "pre-turn"), *before], json.dumps(second)).returncode == 0
+    assert spills() == []
+    wait_for(lambda: queue(registry) == [], what="the PreTurn's worker")
+    entries = settled_spools(registry.parent / "repo")
+    assert [entry["turn"]["host_turn_id"] for entry in entries] == ["s:2026-12-01T10:00:00Z"]
+    assert len(stored_records(registry)) == 1
