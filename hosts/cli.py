@@ -235,7 +235,7 @@ def _hook_output(host_name: str, event: str, dialect: str) -> tuple[bool, str]:
 def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     # A hook must never block or break the Turn: any failure prints {} and exits 0
     # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
-    from hosts import generic
+    from hosts import generic, spill
 
     adapter: Any = generic
     if args.host_name != "generic":  # imported only for its hooks: each import is per Turn
@@ -257,13 +257,17 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             from hosts.install import validation_argv
 
             argv = validation_argv(args)
-        event = generic.parse_event(generic.read_hook_stdin())
         binding = {
             "goal_id": args.goal_id,
             "agent_id": args.agent_id,
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
             "prompt_in_recall": not args.no_prompt_in_recall,
         }
+        if args.event == "post-settlement":
+            event = generic.parse_event(_spilled_stdin(args, binding, argv))
+        else:
+            event = generic.parse_event(generic.read_hook_stdin())
+            spill.recover()  # a dead Stop hook's Turn, before this Turn (Gemini's id)
         # Hooks are installed machine-wide: another repository's Turn is not this
         # Goal's, so it gets no recall, no staging, no validator and no settlement.
         from sidecars import serves_directory
@@ -292,6 +296,32 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         reason = exc.reason_code if isinstance(exc, TurnHooksError) else "internal_error"
         record(host, args.event.replace("-", "_"), [("adapter", reason)])
         return (None if quiet else {}), "Nothing added"
+    finally:
+        spill.release()  # a hook that ends leaves no spill: one left means its writer died
+
+
+def _spilled_stdin(
+    args: argparse.Namespace, binding: dict[str, Any], validation: list[str] | None
+) -> bytes:
+    """A Stop hook's stdin, moved into a spill first (:mod:`hosts.spill`): with the
+    header a later PreTurn needs to build the Turn if this hook is killed."""
+    from hosts import spill
+    from hosts.generic import MAX_EVENT_CHARS
+
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # removed under the hook: a relative registry is then unresolved
+        cwd = None
+    header = {
+        "host_name": args.host_name,
+        "event": args.event,
+        "dialect": getattr(args, "dialect", "plain"),
+        **binding,
+        "validation_argv": validation,
+        "validation_timeout_seconds": args.validation_timeout_seconds,
+        "cwd": cwd,
+    }
+    return spill.take_stdin(header, limit=MAX_EVENT_CHARS, reason_prefix="hook_input")
 
 
 def _guess_hook(arguments: list[str]) -> tuple[bool, str, str]:

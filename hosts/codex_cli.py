@@ -18,7 +18,7 @@ from hosts.generic import build_turn, carry_on_settlements, render_once
 from hosts.generic import delivered_refs as delivered_refs
 from hosts.hook_log import record_pre_turn
 from hosts.settlement import settle, write_ahead
-from turn_hooks import call_pre_turn, make_plugin_manager, project_contributions
+from turn_hooks import TurnContext, call_pre_turn, make_plugin_manager, project_contributions
 
 HOST = "codex_cli"
 
@@ -37,6 +37,16 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
 
 
+def stop_turn(
+    event: dict[str, Any], *, host: str = HOST, **binding: Any
+) -> tuple[TurnContext, str | None]:
+    """(Turn, final message) of a Stop event, as :func:`post_settlement` settles it;
+    shared with the recovery of a dead hook's spill (:func:`hosts.spill.recover`)."""
+    turn = build_turn(event, host=host, **binding)
+    message = event.get("last_assistant_message")
+    return turn, message if isinstance(message, str) else None
+
+
 def post_settlement(
     event: dict[str, Any],
     *,
@@ -46,9 +56,7 @@ def post_settlement(
     **binding: Any,
 ) -> dict[str, Any]:
     """Stop: spool the successful turn and settle it detached; Codex gets ``{}``."""
-    turn = build_turn(event, host=host, **binding)
-    message = event.get("last_assistant_message")
-    message = message if isinstance(message, str) else None
+    turn, message = stop_turn(event, host=host, **binding)
     argv, timeout = validation_argv, validation_timeout
     # Before the plugins load: a kill from here on leaves the Turn queued.
     ahead = write_ahead(

@@ -231,6 +231,23 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
     return style.pre_turn_output(render_once(turn, projection, binding["goal_id"], tools))
 
 
+def stop_turn(
+    event: dict[str, Any], *, dialect: str = "plain", **binding: Any
+) -> tuple[TurnContext, str | None] | None:
+    """(Turn, final message) of a Stop event, as :func:`post_settlement` settles it;
+    ``None`` (logged) when the dialect says the Turn did not complete. Shared with the
+    recovery of a dead hook's spill (:func:`hosts.spill.recover`)."""
+    style = DIALECTS[dialect]
+    if dialect == "gemini":
+        _gemini_turn(event, binding, starting=False)
+    turn = build_turn(event, host=style.host, **binding)
+    if style.final_text_marks_success and style.final_text_field not in event:
+        record(style.host, "post_settlement", [("adapter", "host_turn_not_completed")])
+        return None
+    message = event.get(style.final_text_field)
+    return turn, message if isinstance(message, str) else None
+
+
 def post_settlement(
     event: dict[str, Any],
     *,
@@ -241,14 +258,10 @@ def post_settlement(
 ) -> Any:
     """Settle a successful Turn: validator, spool readback, ``post_settlement``."""
     style = DIALECTS[dialect]
-    if dialect == "gemini":
-        _gemini_turn(event, binding, starting=False)
-    turn = build_turn(event, host=style.host, **binding)
-    if style.final_text_marks_success and style.final_text_field not in event:
-        record(style.host, "post_settlement", [("adapter", "host_turn_not_completed")])
+    built = stop_turn(event, dialect=dialect, **binding)
+    if built is None:
         return style.settlement_output({})
-    message = event.get(style.final_text_field)
-    message = message if isinstance(message, str) else None
+    turn, message = built
     argv, timeout = validation_argv, validation_timeout
     # Before the plugins load: a kill from here on leaves the Turn queued.
     ahead = write_ahead(

@@ -28,13 +28,16 @@ hook builds it) and spooled under that lock (``settlement_rebuilt_from_queue``);
 plugins' journals, keyed by the Turn, keep a Turn delivered twice from being learned
 twice.
 
-What remains, bounded: a hook killed before its marker is on disk leaves nothing, and
-the Turn is settled only if the host sends it again. That is a kill while the host
-still writes stdin or the interpreter starts, or in the few milliseconds from the end
-of stdin to the marker's fsync (3 to 16 ms measured on a loaded machine, nearly all
-of it the fsync); no validator has run by then, so nothing attested is lost. So is a
-kill in the millisecond between taking a staged value and the marker that carries it
-(the final message's own block, if any, is settled instead). A marker written before
+Before the marker, the hook's stdin is already kept: the hook moves it into a
+locked spill file in the user's state directory before it parses anything, and
+removes the spill once :func:`write_ahead` returns (:mod:`hosts.spill`); the next
+PreTurn queues the Turn of a spill whose hook died. What remains, bounded: a hook
+killed before it has consumed its stdin leaves nothing (the host still holds the
+event; no validator has run), and so does one killed in the few milliseconds from
+the end of stdin to the marker's fsync when the state directory could not take a
+spill (``settlement_spill_unavailable``, ``settlement_spill_full``). So is a kill in
+the millisecond between taking a staged value and the marker that carries it (the
+final message's own block, if any, is settled instead). A marker written before
 markers carried Turns is dropped when its entry is missing.
 
 What cannot be carried on is never retried for ever. A host result too large to spool
@@ -66,7 +69,7 @@ from typing import Any
 
 import pluggy
 
-from hosts import after_reply, staged
+from hosts import after_reply, spill, staged
 from hosts.hook_log import log_root, reasons_in, record, record_refusals
 from hosts.render import extract_results
 from sidecars import (
@@ -953,7 +956,28 @@ def write_ahead(
     whose sidecar root cannot be written (read-only, full) gets it parked in the
     user's state directory instead (:func:`_park`). Never raises: this hook's faults
     are :func:`settle`'s to report.
+
+    The hook's stdin spill (:mod:`hosts.spill`) is removed on return, whatever it
+    is: the Turn is kept from here on, or refused by name.
     """
+    try:
+        return _write_ahead(
+            turn,
+            final_message=final_message,
+            validation_argv=validation_argv,
+            validation_timeout=validation_timeout,
+        )
+    finally:
+        spill.release()
+
+
+def _write_ahead(
+    turn: TurnContext,
+    *,
+    final_message: str | None,
+    validation_argv: list[str] | None,
+    validation_timeout: int | None,
+) -> bool:
     if len((final_message or "").encode("utf-8", "surrogatepass")) > MAX_SPOOL_BYTES:
         return False
     event = {

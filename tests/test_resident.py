@@ -787,6 +787,30 @@ def test_a_warm_codex_stop_replies_first_then_settles_in_its_own_child(tmp_path,
     assert servers(run_dir) == [server], "served warm"
 
 
+def test_a_warm_stop_takes_its_stdin_through_a_spill_it_removes(tmp_path, run_dir):
+    """The resident child spills the stdin the client handed it (issue 37), and a
+    finished call leaves no spill behind: a pipe and a regular file alike."""
+    from test_settlement_faults import queue
+
+    from hosts import spill
+
+    env = environment(run_dir)
+    server = started_server(tmp_path, run_dir, env)
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "t1", "last_assistant_message": "done"}
+    piped = hook(registry, "post-settlement", payload, env)
+    assert (piped.returncode, piped.stderr) == (0, "")
+    assert json.loads(piped.stdout)["status"] == "observed"
+    filed = popen(registry, "post-settlement", {**payload, "turn_id": "t2"}, env)
+    assert json.loads(filed.communicate(timeout=120)[0])["status"] == "observed"
+    assert filed.returncode == 0
+    assert servers(run_dir) == [server], "served warm"
+    incoming = Path(os.environ["TURN_HOOKS_STATE_DIR"]) / spill.INCOMING_DIR
+    assert incoming.is_dir(), "the calls spilled their stdin"
+    assert list(incoming.iterdir()) == []
+    wait_for(lambda: queue(registry) == [], what="the settlements")
+
+
 def test_a_warm_pre_turn_writes_its_hook_log_after_its_reply(tmp_path, run_dir):
     """A warm PreTurn's hook log entries are written by the call's child once the host
     has the answer: the same entries a cold call writes, in its own process."""
