@@ -39,8 +39,8 @@ def block_request(field: str) -> str:
     when there is a value: the block is in the answer the user reads, so it is asked
     for compact and never empty."""
     return (
-        f"When there is a {field} value as described above, end your final message with "
-        f"one <{field}>…</{field}> block holding it, written compactly. {NONE_WANTED}"
+        f"When {field} has a value, end your final message with one <{field}>…</{field}> "
+        f"block holding it, written compactly. {NONE_WANTED}"
     )
 
 
@@ -48,8 +48,8 @@ def tool_request(field: str, tool: str) -> str:
     """The line asking the model to hand ``field`` over through the host's ``tool``,
     out of the user's sight: the field's only channel, so no block is asked for."""
     return (
-        f"When there is a {field} value as described above, call the {tool} tool with it "
-        f"as the arguments, and keep it out of your answer. {NONE_WANTED}"
+        f"When {field} has a value, call the {tool} tool with it as the arguments, and keep "
+        f"it out of your answer. {NONE_WANTED}"
     )
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from fixtures import f1
-from test_codex_real import CACHE, VALIDATOR
+from test_codex_real import CACHE, HAIKU, VALIDATOR, tools_bytes
+from test_recall_quality import learn
 from turn_support import journals_after_settlement
 
 from capabilities.reward_memory.plugin import REFLECTION_TOOL
@@ -147,6 +148,42 @@ def hook_context(request: dict) -> str:
     [text] = [t for t in strings(request.get("messages")) if PREFIX in t]
     ours = text[text.index(PREFIX) + len(PREFIX) :]
     return ours[: ours.index(REQUEST_END) + len(REQUEST_END)]
+
+
+def test_an_unrelated_prompt_gets_no_memory_and_under_1_kb_of_context(claude, tmp_path):
+    """Issue 38, in real Claude Code with memories stored: no memory, and our injected
+    text under 1 KB by block and by tool. What Claude Code adds on its own once an MCP
+    server is configured is measured, not ours."""
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    learn(registry)
+    (tmp_path / "settings.json").write_text(json.dumps(settings(registry)))
+    config = tmp_path / "cfg"
+    with FakeMessages() as fake:
+        fake.reply("Leaves let go.")
+        assert ask(claude, tmp_path, fake, HAIKU).returncode == 0
+        argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--home", str(config)]
+        argv += ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+        argv += ["--validation-command-json", json.dumps(VALIDATOR)]
+        subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
+        (tmp_path / "settings.json").write_text("{}")  # the install's hooks alone now
+        fake.reply("Leaves let go.")
+        assert ask(claude, tmp_path, fake, HAIKU).returncode == 0
+        block, served = fake.requests
+    for request, end in (
+        (block, block_request(FIELD)),
+        (served, tool_request(FIELD, "record_reflection")),
+    ):
+        assert HAIKU in json.dumps(request) and "[memory " not in json.dumps(request)
+        context = hook_context(request)
+        assert context.endswith(end) and len(context.encode()) < 1024, context
+    mine = [t for t in served["tools"] if t["name"] == TOOL]
+    added = tools_bytes(served["tools"]) - tools_bytes(block["tools"])
+    print(
+        f"\nclaude context bytes: block {len(hook_context(block).encode())}, "
+        f"tool {len(hook_context(served).encode())}; tools list {tools_bytes(block['tools'])} -> "
+        f"{tools_bytes(served['tools'])} with MCP: ours {tools_bytes(mine)}, "
+        f"Claude Code's own {added - tools_bytes(mine)}"
+    )
 
 
 def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(claude, tmp_path):

@@ -320,13 +320,13 @@ def test_guidance_becomes_one_context_item_per_memory_in_the_lines_hosts_showed(
     assert guidance_items({"guidance": GUIDANCE}) == [
         ContextItem(
             ref="candidate:a",
-            text="[memory 1] candidate:a (procedural_experience)\n"
+            text="[memory 1] candidate:a\n"
             "  summary: run the module's tests first\n"
             "  trigger: a change touches one module\n"
             "  action: run its tests\n"
             "  stop condition: the tests pass",
         ),
-        ContextItem(ref="None", text="[memory 2] None (None)\n  summary: no ref"),
+        ContextItem(ref="None", text="[memory 2] None\n  summary: no ref"),
     ]
     assert guidance_items(None) == guidance_items({"guidance": "x"}) == []
 

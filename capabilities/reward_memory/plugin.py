@@ -21,54 +21,39 @@ if TYPE_CHECKING:
 SLOT = "reward_memory_recall"
 RESULT_FIELD = "reward_memory_reflection_json"
 
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 500}
-_ITEMS = {"type": "array", "minItems": 1, "maxItems": 5, "items": _TEXT}
-_REFS = {"type": "string", "minLength": 1, "maxLength": 180}
-
-
-def _closed(*, optional: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": [key for key in properties if key not in optional],
-        "additionalProperties": False,
-    }
+_TEXT = {"type": "string"}
 
 
 REFLECTION_TOOL = {
     "name": "record_reflection",
-    "description": (
-        "Record this Turn's reflection (the reward_memory_reflection_json value, "
-        "turn_reward_memory_reflection_v1) out of the user's sight: nothing of it goes in "
-        "your answer. "
-        "Call it only when independent evidence from this Turn showed a reusable way of "
-        "working; it is settled, validated and learned when the Turn ends."
-    ),
-    # The reader (contract/reader.py) fills the constants and the experience's refs when
-    # they are left out, as the instructions now let the model do: optional here too.
-    "input_schema": _closed(
-        optional=("schema_version", "status", "surface_id"),
-        schema_version={"type": "string", "const": "turn_reward_memory_reflection_v1"},
-        status={"type": "string", "enum": ["eligible"]},
-        surface_id={"type": "string", "minLength": 1, "maxLength": 160},
-        outcome_kind={"type": "string", "enum": ["research", "simulation", "real", "engineering"]},
-        content_summary=_TEXT,
-        reasoning_summary=_TEXT,
-        confidence={"type": "string", "enum": ["low", "medium", "high"]},
-        evidence_refs={"type": "array", "minItems": 1, "maxItems": 5, "items": _REFS},
-        experience=_closed(
-            optional=("schema_version", "evidence_refs"),
-            schema_version={"type": "string", "const": "procedural_experience_contract_v0"},
-            applicability=_ITEMS,
-            observed_outcome=_TEXT,
-            attribution=_TEXT,
-            future_behavior=_closed(
-                trigger=_TEXT, action=_TEXT, validation=_TEXT, stop_condition=_TEXT
-            ),
-            limitations=_ITEMS,
-            evidence_refs={"type": "array", "minItems": 1, "maxItems": 5, "items": _REFS},
-        ),
-    ),
+    "description": "Stages this Turn's reward_memory_reflection_json.",
+    # The model receives this with every request of a session (issue 38: at most 600
+    # bytes as listed). So the schema carries the shape the model fills in (the six
+    # keys, the two enums) and no prose: the instructions state the rules, and the
+    # experience's keys. The server checks the arguments against it for the model's
+    # early word; the tolerant reader (contract/reader.py) decides the substance at
+    # settlement, as for the block, so both channels learn exactly the same things.
+    # A stricter schema here refused what the reader accepts (six refs, a ref written
+    # as a phrase, a single string for a list) and cost 1.9 KB per request.
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "outcome_kind": {"enum": ["research", "simulation", "real", "engineering"]},
+            "content_summary": _TEXT,
+            "reasoning_summary": _TEXT,
+            "confidence": {"enum": ["low", "medium", "high"]},
+            "evidence_refs": {"type": "array", "items": _TEXT},
+            "experience": {"type": "object"},
+        },
+        "required": [
+            "outcome_kind",
+            "content_summary",
+            "reasoning_summary",
+            "confidence",
+            "evidence_refs",
+            "experience",
+        ],
+    },
     # The field's own bound (turn/pre_turn.py RESULT_FIELD_MAX): the tool stages no more.
     "max_chars": 2400,
 }

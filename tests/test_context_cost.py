@@ -1,0 +1,192 @@
+"""What reward memory costs the model's context (issue 38), in UTF-8 bytes.
+
+Three limits, each measured where a host meets it: through the real hook processes
+and the real ``turn-hooks mcp serve``, on every host and channel.
+
+* A Turn that recalls nothing adds at most 1 KB: the instructions and the reflection
+  request, by block or by tool (the request names one channel, never both).
+* Our tool definitions (the ``tools/list`` entries, as compact JSON) take at most 600
+  bytes in all: the model receives them again with every request of a session.
+* A recalled memory renders in at most 400 bytes and keeps, however long its fields,
+  its ref intact and a line for each of the summary, the trigger, the action, the
+  validation and the stop condition: when the lesson applies, what to do, how to
+  check it and where it ends.
+
+What a host adds on its own once any MCP server is configured (Codex's resource
+tools) is not ours: the real-host tests measure and report it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from fixtures import f1
+from test_host_generic import CHANNEL_HOSTS, _pre_turn_text, _serve, hook
+from test_recall_quality import MEMORIES, learn
+from turn_support import ROOT, bound_goal
+
+from capabilities.reward_memory.turn.host_view import ELLIPSIS, ITEM_BYTES, guidance_items
+from hosts.render import NONE_WANTED
+
+NO_RECALL_BYTES = 1024
+TOOLS_BYTES = 600
+FIELD = "reward_memory_reflection_json"
+LABELS = ("summary", "trigger", "action", "validation", "stop condition")
+REF = "candidate:64084ef9c0a1976d8d52"  # the shape the store gives: 20 hex digits
+
+
+def size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+@pytest.fixture
+def homes(tmp_path, monkeypatch):
+    """Codex's and Claude Code's homes, empty: no MCP server of ours until served."""
+    codex, claude = tmp_path / "codex-home", tmp_path / "claude-home"
+    for home in (codex, claude):
+        home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    return codex, claude
+
+
+@pytest.mark.parametrize("host", list(CHANNEL_HOSTS))
+def test_a_turn_that_recalls_nothing_adds_at_most_1_kb_on_every_host_and_channel(
+    tmp_path, homes, host
+):
+    registry = bound_goal(tmp_path)
+    block = _pre_turn_text(host, registry, 1)
+    _serve("codex-cli", homes[0])
+    _serve("claude-code", homes[1])
+    served = _pre_turn_text(host, registry, 2)
+    for text in (block, served):
+        assert FIELD in text and text.endswith(NONE_WANTED), "the request is there, whole"
+        assert "[memory " not in text
+        assert size(text) <= NO_RECALL_BYTES, text
+    if CHANNEL_HOSTS[host][2] is not None:  # the hosts that run our MCP server
+        assert "record_reflection" in served and f"<{FIELD}>" not in served
+    else:
+        assert served == block
+
+
+def _tools_list(registry) -> list[dict]:
+    lines = [
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "hosts.cli", "mcp", "serve", "--registry", str(registry)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=registry.parent / "repo",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[1])["result"]["tools"]
+
+
+def test_our_tool_definitions_take_at_most_600_bytes_in_all(tmp_path):
+    tools = _tools_list(bound_goal(tmp_path))
+    assert [tool["name"] for tool in tools] == ["record_reflection"]
+    listed = sum(
+        size(json.dumps(tool, ensure_ascii=False, separators=(",", ":"))) for tool in tools
+    )
+    assert listed <= TOOLS_BYTES
+    [tool] = tools
+    # What the model needs of the shape is still in it: the six keys and both enums.
+    schema = tool["inputSchema"]
+    keys = "outcome_kind content_summary reasoning_summary confidence evidence_refs experience"
+    assert set(schema["required"]) == set(keys.split())
+    assert schema["properties"]["confidence"]["enum"] == ["low", "medium", "high"]
+    assert "\n" not in tool["description"], "one line"
+
+
+def _memory(**fields: str) -> dict:
+    behaviour = {
+        "trigger": "a change touches one module",
+        "action": "run that module's tests first",
+        "validation": "focused tests pass before the full suite",
+        "stop_condition": "the change spans several modules",
+    }
+    summary = fields.pop("summary", "Run the focused test module before the full suite.")
+    behaviour.update(fields)
+    return {
+        "candidate_ref": REF,
+        "target_class": "procedural_experience",
+        "content_summary": summary,
+        "experience": {**copy.deepcopy(f1.EXPERIENCE), "future_behavior": behaviour},
+    }
+
+
+def _lines(text: str) -> dict[str, str]:
+    head, *rest = text.split("\n")
+    assert head == f"[memory 1] {REF}", "the ref stays whole"
+    return dict(line.strip().split(": ", 1) for line in rest)
+
+
+def test_a_typical_memory_renders_whole_in_under_400_bytes():
+    [item] = guidance_items({"guidance": [_memory()]})
+    assert item.ref == REF and size(item.text) <= ITEM_BYTES
+    assert _lines(item.text) == {
+        "summary": "Run the focused test module before the full suite.",
+        "trigger": "a change touches one module",
+        "action": "run that module's tests first",
+        "validation": "focused tests pass before the full suite",
+        "stop condition": "the change spans several modules",
+    }
+
+
+WORDS = "when the nightly build of the façade module fails on a flaky network test, "
+LONG = (WORDS * 8)[:500]  # each field at the contract's 500 characters, some 2-byte
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {key: LONG for key in ("summary", "trigger", "action", "validation", "stop_condition")},
+        {"action": LONG},
+        {"summary": LONG, "stop_condition": "日本語のテキスト" * 62},
+    ],
+    ids=["all-long", "one-long", "multibyte"],
+)
+def test_a_memory_with_500_character_fields_is_cut_to_400_bytes_keeping_every_part(fields):
+    whole = _lines(guidance_items({"guidance": [_memory()]})[0].text)
+    [item] = guidance_items({"guidance": [_memory(**fields)]})
+    assert item.ref == REF and size(item.text) <= ITEM_BYTES
+    lines = _lines(item.text)
+    assert tuple(lines) == LABELS, "every part keeps its line"
+    for label, text in lines.items():
+        key = "summary" if label == "summary" else label.replace(" ", "_")
+        if key in fields:  # cut: the start of the field, marked as cut
+            assert text.endswith(ELLIPSIS) and len(text) > 20
+            assert " ".join(fields[key].split()).startswith(text.removesuffix(ELLIPSIS))
+        else:  # one long field never crowds out the short ones
+            assert text == whole[label]
+
+
+def test_a_long_ref_is_never_cut():
+    long_ref = "candidate:" + "f" * 120
+    [item] = guidance_items({"guidance": [{**_memory(action=LONG), "candidate_ref": long_ref}]})
+    assert item.ref == long_ref and item.text.startswith(f"[memory 1] {long_ref}\n")
+    assert size(item.text) <= ITEM_BYTES
+
+
+def test_a_recalled_memory_reaches_the_host_within_400_bytes(tmp_path):
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    text = hook(
+        {"turn_id": "t2", "prompt": "rebased schemas migrations, what first?"},
+        registry,
+        None,
+        "pre-turn",
+    )["additional_context"]
+    [item] = [part for part in text.split("\n\n") if part.startswith("[memory ")]
+    assert size(item) <= ITEM_BYTES
+    assert MEMORIES[0][1] in item, "whole: the trigger is there as learned"
