@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -187,12 +187,3 @@ def held_stems(
         ({stems[w] for w in head if w in stems}, {stems[w] for w in body if w in stems})
         for head, body in zip(heads, bodies, strict=True)
     ]
-
-
-def held_weight(weights: Mapping[str, float], head: set[str], body: set[str]) -> float:
-    """The weight of the stems a text holds, those in its head :data:`HEAD_WEIGHT` times."""
-    return sum(
-        weight * (HEAD_WEIGHT if term in head else 1.0)
-        for term, weight in weights.items()
-        if term in head or term in body
-    )
