@@ -5,7 +5,8 @@ for "flaky"). Stemming joins forms of one word, never two words, so each informa
 word of a query also stands for its alternatives in the synonym table
 (:mod:`capabilities.providers.synonyms`). A record holding an alternative counts for
 the word, :data:`SYNONYM_FACTOR` as much as holding the word itself; an alternative of
-several words ("pull request" for "PR") counts only where the record holds them all.
+several words ("pull request" for "PR") counts only where the record holds them all,
+and a phrase of the query ("pull request") stands for its alternatives ("PR") too.
 One rule for the embedded store and for OpenViking's lexical re-rank, so a synonym
 counts the same in both.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from capabilities.providers.synonyms import alternatives
+from capabilities.providers.synonyms import alternatives, phrase_alternatives
 from capabilities.providers.terms import HEAD_WEIGHT, STOP_WORDS, _Stems, _words
 
 SYNONYM_FACTOR = 0.8
@@ -62,11 +63,17 @@ def query_words(query: str, stem: _Stems, *, expand: bool = True) -> QueryWords:
     """The informative words of ``query`` (stop words dropped), stemmed, with their
     alternatives when ``expand`` (a store indexed before stemming is searched without:
     its words are unstemmed, and an alternative's stem would match nothing there)."""
-    words = [word for word in _words(query) if word not in STOP_WORDS]
+    every = _words(query)
+    words = [word for word in every if word not in STOP_WORDS]
     if not words:
         return QueryWords({}, {})
     own = stem.of(words)
-    found = alternatives(own) if expand else {}
+    found = dict(alternatives(own)) if expand else {}
+    # A phrase's alternative ("pr" for "pull request") stands for each of its words,
+    # as a record holding the phrase holds each of them.
+    for phrase, others in (phrase_alternatives(every) if expand else {}).items():
+        for word in phrase:
+            found[word] = (*found.get(word, ()), *others)
     spelled = sorted({w for phrases in found.values() for phrase in phrases for w in phrase})
     stems_of = stem.of(spelled) if spelled else {}
     variants: dict[str, tuple[Variant, ...]] = {}
@@ -77,8 +84,11 @@ def query_words(query: str, stem: _Stems, *, expand: bool = True) -> QueryWords:
         mine: list[Variant] = [(frozenset((term,)), 1.0)]
         texts = [word]
         for phrase in found.get(word, ()):
-            need = frozenset(stems_of[w] for w in phrase if w in stems_of)
-            if need and len(need) == len(set(phrase)) and need != {term}:
+            # A phrase's stop words ("out of memory") are matched by FTS5's phrase,
+            # not required of a record's stems: they say nothing of its topic.
+            informative = {w for w in phrase if w not in STOP_WORDS}
+            need = frozenset(stems_of[w] for w in informative if w in stems_of)
+            if need and len(need) == len(informative) and need != {term}:
                 mine.append((need, SYNONYM_FACTOR))
                 texts.append(" ".join(phrase))
         variants[term] = tuple(mine)
