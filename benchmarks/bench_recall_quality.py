@@ -314,7 +314,7 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "bytes_per_empty_turn": baseline,
         "bytes_per_recalled_memory": per_item,
         "misses": [
-            f"{r['expect']} ({r['kind']}, {r['half']}): {r['prompt'][:70]}"
+            f"{r['expect']} ({r['kind']}, {r['half']}): {' '.join(r['prompt'].split())[:70]}"
             for r in labelled
             if r["expect"] not in r["got"][:5]
         ]
