@@ -159,7 +159,7 @@ def test_a_malformed_line_is_refused_with_its_number(line, reason):
 def test_importing_the_module_reads_no_table():
     # It sits on every PreTurn: a Turn that never asks for an alternative pays nothing.
     code = (
-        "from capabilities.providers import synonyms; print(synonyms._index.cache_info().currsize)"
+        "from capabilities.providers import synonyms; print(synonyms._table.cache_info().currsize)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
