@@ -4,12 +4,21 @@ The memories of ``recall_quality.json`` are ingested into a bound Goal's store t
 the real ingest path (event, candidate, standing policy, write and exact readback);
 then every prompt runs through ``turn-hooks host generic pre-turn``, one process per
 prompt as a host runs it, and the memories in the rendered context are read back by
-their summaries. Reported: recall@1 and recall@5 over the labelled prompts (overall
-and per kind), the share of no-match prompts and of trivial prompts that receive no
-memory, and the mean number of memories injected per prompt.
+their summaries. Reported: recall@1 and recall@5 over the labelled prompts (overall,
+per kind and on synonyms and abbreviations together), the share of no-match prompts
+(per kind) and of trivial prompts that receive no memory, the mean number of memories
+injected per prompt, and the bytes of context a Turn injects (the hook's
+``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
+recalled memory.
+
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held`` prompts are
+only reported (the data file says how the halves were drawn). Every figure is given
+for the development half, the held-out half and all prompts side by side, with the
+issue's targets beside the held-out figures.
 
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
+    python benchmarks/bench_recall_quality.py --half held --json figures.json
 
 The OpenViking half starts ``openviking-server`` on loopback with the deterministic
 fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache).
@@ -64,13 +73,39 @@ PLACEHOLDERS = {
 _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 
+GROUPS = ("prompts", "no_match", "trivial")
+"""The data's prompt groups: labelled, matching no memory, acknowledging only."""
+HALVES = ("dev", "held")
+TARGETS = {
+    "recall@1": 0.85,
+    "recall@5": 0.95,
+    "recall@5 syn+abbrev": 0.85,
+    "no-match silence": 0.90,
+}
+"""Issue 38's targets for the held-out half: shares at least this high."""
+BYTE_TARGETS = {"bytes per Turn that recalled nothing": 1024, "bytes per recalled memory": 400}
+"""Issue 38's targets for the injected context: at most this many bytes."""
+
+
 def load() -> dict[str, Any]:
-    """The benchmark data, with the secret placeholders filled in."""
+    """The benchmark data, with the secret placeholders filled in.
+
+    Every prompt of every group is an object with ``prompt`` and ``half``; a
+    no-match prompt has a ``kind`` too.
+    """
     data: dict[str, Any] = json.loads(DATA.read_text())
-    for prompt in data["prompts"]:
-        for mark, value in PLACEHOLDERS.items():
-            prompt["prompt"] = prompt["prompt"].replace(mark, value)
+    for group in GROUPS:
+        for case in data[group]:
+            for mark, value in PLACEHOLDERS.items():
+                case["prompt"] = case["prompt"].replace(mark, value)
     return data
+
+
+def half_of(data: dict[str, Any], half: str) -> dict[str, Any]:
+    """The prompts of one half (``dev`` or ``held``), or all of them (``all``)."""
+    if half == "all":
+        return data
+    return {**data, **{g: [c for c in data[g] if c["half"] == half] for g in GROUPS}}
 
 
 def event_for(memory: dict[str, str]) -> dict[str, Any]:
@@ -117,8 +152,11 @@ _CITED = re.compile(r"<memory uri=\"(viking://[^\"]+)\"|^- \[[^\]]*\] .* \((viki
 bullet of its fallback digest."""
 
 
-def plugin_injected(argv: list[str], prompt: str, turn_id: str, env: dict[str, str]) -> list[str]:
-    """The record URIs one run of OpenViking's ``auto-recall.mjs`` cited, in order."""
+def plugin_injected(
+    argv: list[str], prompt: str, turn_id: str, env: dict[str, str]
+) -> tuple[list[str], int]:
+    """The record URIs one run of OpenViking's ``auto-recall.mjs`` cited, in order, and
+    the UTF-8 bytes of the context it injected."""
     # A session of its own per prompt: within one, the server holds back what it
     # already delivered, and our hook here runs with no session either.
     event = {"session_id": f"bench-{turn_id}", "turn_id": turn_id, "prompt": prompt}
@@ -129,7 +167,7 @@ def plugin_injected(argv: list[str], prompt: str, turn_id: str, env: dict[str, s
     )
     output = json.loads(result.stdout or "{}").get("hookSpecificOutput") or {}
     text = output.get("additionalContext") or ""
-    return [block or bullet for block, bullet in _CITED.findall(text)]
+    return [block or bullet for block, bullet in _CITED.findall(text)], len(text.encode())
 
 
 def lesson_text(memory: dict[str, str]) -> str:
@@ -173,8 +211,11 @@ def seed_experiences(memories: list[dict[str, str]], settings: dict[str, str], p
     return where
 
 
-def injected(registry: Path, prompt: str, turn_id: str, env: dict[str, str]) -> list[str]:
-    """The summaries of the memories one real pre-turn hook process injected, in order."""
+def injected(
+    registry: Path, prompt: str, turn_id: str, env: dict[str, str]
+) -> tuple[list[str], int]:
+    """The summaries of the memories one real pre-turn hook process injected, in order,
+    and the UTF-8 bytes of all the context it injected (instructions and items)."""
     argv = [sys.executable, "-m", "hosts.cli", "host", "generic", "pre-turn"]
     argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
     event = json.dumps({"turn_id": turn_id, "prompt": prompt})
@@ -182,121 +223,276 @@ def injected(registry: Path, prompt: str, turn_id: str, env: dict[str, str]) -> 
         argv, input=event, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
     )
     text = json.loads(result.stdout or "{}").get("additional_context") or ""
-    return _ITEM.findall(text)
+    return _ITEM.findall(text), len(text.encode())
 
 
-Arm = Callable[[str, str], list[str]]
-"""One recall path: (prompt, turn id) -> the memory ids it injected, in order."""
+Arm = Callable[[str, str], tuple[list[str], int]]
+"""One recall path: (prompt, turn id) -> the memory ids it injected, in order, and the
+bytes of context it injected."""
 
 
 def ours(registry: Path, data: dict[str, Any], env: dict[str, str]) -> Arm:
     """Our pre-turn hook process, its items read back by their summaries."""
     by_summary = {memory["summary"]: memory["id"] for memory in data["memories"]}
-    return lambda prompt, turn: [
-        by_summary.get(s, "?") for s in injected(registry, prompt, turn, env)
-    ]
+
+    def run(prompt: str, turn: str) -> tuple[list[str], int]:
+        summaries, size = injected(registry, prompt, turn, env)
+        return [by_summary.get(s, "?") for s in summaries], size
+
+    return run
 
 
-def measure(data: dict[str, Any], arms: dict[str, Arm]) -> dict[str, dict[str, Any]]:
-    """Run every prompt through every arm, one prompt at a time, and score what came back."""
-    hits1: dict[str, dict[str, list[bool]]] = {arm: defaultdict(list) for arm in arms}
-    hits5: dict[str, dict[str, list[bool]]] = {arm: defaultdict(list) for arm in arms}
-    reached: dict[str, list[bool]] = {arm: [] for arm in arms}
-    counts: dict[str, list[int]] = {arm: [] for arm in arms}
-    misses: dict[str, list[str]] = {arm: [] for arm in arms}
-    for index, case in enumerate(data["prompts"]):
-        for arm, run in arms.items():
-            got = list(dict.fromkeys(run(case["prompt"], f"p{index}")))
-            counts[arm].append(len(got))
-            reached[arm].append(case["expect"] in got)
-            for kind in ("all", case["kind"]):
-                hits1[arm][kind].append(got[:1] == [case["expect"]])
-                hits5[arm][kind].append(case["expect"] in got[:5])
-            if case["expect"] not in got[:5]:
-                misses[arm].append(f"{case['expect']} ({case['kind']}): {case['prompt'][:70]}")
-    empty: dict[str, dict[str, tuple[int, int]]] = {arm: {} for arm in arms}
-    for group in ("no_match", "trivial"):
-        received: dict[str, list[int]] = {arm: [] for arm in arms}
-        for index, prompt in enumerate(data[group]):
+def measure(data: dict[str, Any], arms: dict[str, Arm]) -> dict[str, list[dict[str, Any]]]:
+    """Run every prompt through every arm, one prompt at a time: what each Turn got.
+
+    One row per prompt and arm: its group, kind, half, labelled memory (if any), the
+    memory ids injected (in order, each once) and the bytes of context injected.
+    """
+    rows: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
+    for group in GROUPS:
+        for index, case in enumerate(data[group]):
             for arm, run in arms.items():
-                received[arm].append(len(run(prompt, f"{group}{index}")))
-        for arm, numbers in received.items():
-            empty[arm][group] = (sum(1 for n in numbers if n == 0), len(numbers))
-            counts[arm].extend(numbers)
+                got, size = run(case["prompt"], f"{group}{index}")
+                rows[arm].append(
+                    {
+                        "group": group,
+                        "kind": case.get("kind", "trivial"),
+                        "half": case["half"],
+                        "expect": case.get("expect"),
+                        "prompt": case["prompt"],
+                        "got": list(dict.fromkeys(got)),
+                        "bytes": size,
+                    }
+                )
+    return rows
+
+
+def _pair(flags: list[bool]) -> list[int]:
+    return [sum(flags), len(flags)]
+
+
+def _mean(numbers: list[float]) -> float | None:
+    return sum(numbers) / len(numbers) if numbers else None
+
+
+def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of one arm over some Turns; a share is ``[hits, prompts]``.
+
+    Bytes per recalled memory is the marginal cost: what Turns with memories carry
+    beyond the mean Turn that recalled nothing, divided by the memories they carry.
+    """
+    labelled = [r for r in rows if r["group"] == "prompts"]
+    hits1: dict[str, list[bool]] = defaultdict(list)
+    hits5: dict[str, list[bool]] = defaultdict(list)
+    for row in labelled:
+        kinds = ["all", row["kind"]] + (["syn+abbrev"] if row["kind"] in ("syn", "abbrev") else [])
+        for kind in kinds:
+            hits1[kind].append(row["got"][:1] == [row["expect"]])
+            hits5[kind].append(row["expect"] in row["got"][:5])
+    silent: dict[str, list[bool]] = defaultdict(list)
+    for row in rows:
+        if row["group"] == "no_match":
+            for kind in ("all", row["kind"]):
+                silent[kind].append(not row["got"])
+    empty = [r["bytes"] for r in rows if not r["got"]]
+    recalled = [r for r in rows if r["got"]]
+    baseline = _mean(empty)
+    items = sum(len(r["got"]) for r in recalled)
+    per_item = (
+        sum(r["bytes"] - baseline for r in recalled) / items
+        if items and baseline is not None
+        else None
+    )
     return {
-        arm: {
-            "recall_at_1": {k: (sum(v), len(v)) for k, v in hits1[arm].items()},
-            "recall_at_5": {k: (sum(v), len(v)) for k, v in hits5[arm].items()},
-            "reached": (sum(reached[arm]), len(reached[arm])),
-            "empty": empty[arm],
-            "mean_injected": sum(counts[arm]) / len(counts[arm]),
-            "misses": misses[arm],
-        }
-        for arm in arms
+        "recall_at_1": {k: _pair(v) for k, v in hits1.items()},
+        "recall_at_5": {k: _pair(v) for k, v in hits5.items()},
+        "reached": _pair([r["expect"] in r["got"] for r in labelled]),
+        "no_match_silent": {k: _pair(v) for k, v in silent.items()},
+        "trivial_silent": _pair([not r["got"] for r in rows if r["group"] == "trivial"]),
+        "mean_injected": _mean([len(r["got"]) for r in rows]),
+        "bytes_per_turn": _mean([r["bytes"] for r in rows]),
+        "bytes_per_empty_turn": baseline,
+        "bytes_per_recalled_memory": per_item,
+        "misses": [
+            f"{r['expect']} ({r['kind']}, {r['half']}): {' '.join(r['prompt'].split())[:70]}"
+            for r in labelled
+            if r["expect"] not in r["got"][:5]
+        ]
+        + [
+            f"no-match ({r['kind']}, {r['half']}) got {','.join(r['got'])}: {r['prompt'][:60]}"
+            for r in rows
+            if r["group"] == "no_match" and r["got"]
+        ],
     }
 
 
-def share(pair: tuple[int, int]) -> str:
-    """A share with its counts: ``0.84 (138/165)``."""
+def by_half(rows: list[dict[str, Any]], half: str) -> dict[str, dict[str, Any]]:
+    """The figures per half asked for: ``dev``, ``held`` and ``all``, or just one."""
+    halves = [*HALVES, "all"] if half == "all" else [half]
+    return {h: score([r for r in rows if h == "all" or r["half"] == h]) for h in halves}
+
+
+def share(pair: list[int] | tuple[int, int] | None) -> str:
+    """A share with its counts: ``0.84 (138/165)``; a dash when there is nothing to count."""
+    if not pair or not pair[1]:
+        return "-"
     return f"{pair[0] / pair[1]:.2f} ({pair[0]}/{pair[1]})"
 
 
-def report(title: str, result: dict[str, Any], seconds: float, verbose: bool) -> None:
-    """One arm's table: recall by prompt kind, then the empty shares."""
+def _ratio(pair: list[int] | None) -> float | None:
+    return pair[0] / pair[1] if pair and pair[1] else None
+
+
+def verdicts(figures: dict[str, Any]) -> dict[str, bool | None]:
+    """Whether one half's figures meet each of the issue's targets (None: not measured)."""
+    measured = {
+        "recall@1": _ratio(figures["recall_at_1"].get("all")),
+        "recall@5": _ratio(figures["recall_at_5"].get("all")),
+        "recall@5 syn+abbrev": _ratio(figures["recall_at_5"].get("syn+abbrev")),
+        "no-match silence": _ratio(figures["no_match_silent"].get("all")),
+    }
+    out: dict[str, bool | None] = {}
+    for name, floor in TARGETS.items():
+        value = measured[name]
+        out[name] = None if value is None else value >= floor
+    sizes = {
+        "bytes per Turn that recalled nothing": figures["bytes_per_empty_turn"],
+        "bytes per recalled memory": figures["bytes_per_recalled_memory"],
+    }
+    for name, ceiling in BYTE_TARGETS.items():
+        out[name] = None if sizes[name] is None else sizes[name] <= ceiling
+    return out
+
+
+def _number(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def report(title: str, halves: dict[str, dict[str, Any]], seconds: float, verbose: bool) -> None:
+    """One arm's table: every figure per half, the targets beside the held-out half."""
+    names = list(halves)
+    target_col = "held" in halves
     print(f"\n## {title} ({seconds:.0f} s)\n")
-    print("| prompts | recall@1 | recall@5 |")
-    print("|---|---:|---:|")
-    for kind in sorted(result["recall_at_5"], key=lambda k: (k != "all", k)):
-        print(
-            f"| {kind} | {share(result['recall_at_1'][kind])} "
-            f"| {share(result['recall_at_5'][kind])} |"
+    print("| measure | " + " | ".join(names) + (" | target (held) |" if target_col else " |"))
+    print("|---|" + "---:|" * (len(names) + target_col))
+
+    def row(label: str, cells: list[str], target: str = "") -> None:
+        tail = f" {target} |" if target_col else ""
+        print(f"| {label} | " + " | ".join(cells) + " |" + tail)
+
+    held = verdicts(halves["held"]) if target_col else {}
+
+    def mark(name: str, text: str) -> str:
+        return f"{text} {'met' if held.get(name) else 'not met' if held.get(name) is False else ''}"
+
+    kinds = sorted(
+        {k for f in halves.values() for k in f["recall_at_5"]}, key=lambda k: (k != "all", k)
+    )
+    for measure, key in (("recall@1", "recall_at_1"), ("recall@5", "recall_at_5")):
+        for kind in kinds:
+            name = measure if kind == "all" else f"{measure} {kind}"
+            goal = TARGETS.get(name)
+            row(
+                name,
+                [share(f[key].get(kind)) for f in halves.values()],
+                mark(name, f">= {goal:.2f}") if goal else "",
+            )
+    row("labelled memory anywhere in the output", [share(f["reached"]) for f in halves.values()])
+    silent = sorted(
+        {k for f in halves.values() for k in f["no_match_silent"]}, key=lambda k: (k != "all", k)
+    )
+    for kind in silent:
+        name = "no-match silence" if kind == "all" else f"no-match silence {kind}"
+        goal = TARGETS.get(name)
+        row(
+            name,
+            [share(f["no_match_silent"].get(kind)) for f in halves.values()],
+            mark(name, f">= {goal:.2f}") if goal else "",
         )
-    print(f"\nno-match prompts with no memory: {share(result['empty']['no_match'])}")
-    print(f"trivial prompts with no memory: {share(result['empty']['trivial'])}")
-    print(f"memories injected per prompt (mean): {result['mean_injected']:.2f}")
+    row("trivial silence", [share(f["trivial_silent"]) for f in halves.values()])
+    row(
+        "memories injected per prompt (mean)",
+        [_number(f["mean_injected"], 2) for f in halves.values()],
+    )
+    row("bytes injected per Turn (mean)", [_number(f["bytes_per_turn"]) for f in halves.values()])
+    for name, key in (
+        ("bytes per Turn that recalled nothing", "bytes_per_empty_turn"),
+        ("bytes per recalled memory", "bytes_per_recalled_memory"),
+    ):
+        goal = BYTE_TARGETS[name]
+        row(name, [_number(f[key]) for f in halves.values()], mark(name, f"<= {goal}"))
     if verbose:
-        print("\nmissed at 5:\n" + "\n".join(result["misses"]))
+        for half, figures in halves.items():
+            if half != "all" or len(halves) == 1:
+                print(f"\nmissed at 5 and no-match prompts answered, {half} half:")
+                print("\n".join(figures["misses"]) or "(none)")
 
 
-def side_by_side(results: dict[str, dict[str, Any]]) -> None:
-    """The arms of one interleaved run in one table."""
+def side_by_side(results: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """The arms of one interleaved run in one table, per half."""
     names = list(results)
     print("\n## side by side, one interleaved run\n")
-    print("| measure | " + " | ".join(names) + " |")
-    print("|---|" + "---:|" * len(names))
+    halves = list(next(iter(results.values())))
+    print("| measure | half | " + " | ".join(names) + " |")
+    print("|---|---|" + "---:|" * len(names))
     rows = {
-        "recall@1": lambda r: r["recall_at_1"]["all"],
-        "recall@5": lambda r: r["recall_at_5"]["all"],
-        "labelled memory anywhere in the output": lambda r: r["reached"],
-        "no-match prompts with no memory": lambda r: r["empty"]["no_match"],
-        "trivial prompts with no memory": lambda r: r["empty"]["trivial"],
+        "recall@1": lambda r: share(r["recall_at_1"].get("all")),
+        "recall@5": lambda r: share(r["recall_at_5"].get("all")),
+        "recall@5 syn+abbrev": lambda r: share(r["recall_at_5"].get("syn+abbrev")),
+        "labelled memory anywhere in the output": lambda r: share(r["reached"]),
+        "no-match silence": lambda r: share(r["no_match_silent"].get("all")),
+        "trivial silence": lambda r: share(r["trivial_silent"]),
+        "memories injected per prompt (mean)": lambda r: _number(r["mean_injected"], 2),
+        "bytes injected per Turn (mean)": lambda r: _number(r["bytes_per_turn"]),
     }
     for label, pick in rows.items():
-        print(f"| {label} | " + " | ".join(share(pick(results[n])) for n in names) + " |")
-    means = " | ".join(f"{results[n]['mean_injected']:.2f}" for n in names)
-    print(f"| memories injected per prompt (mean) | {means} |")
+        for half in halves:
+            print(
+                f"| {label} | {half} | " + " | ".join(pick(results[n][half]) for n in names) + " |"
+            )
+
+
+def figures_json(store: str, results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Machine-readable figures of one store's arms: per arm, per half, with verdicts."""
+    return {
+        f"{store}, {arm}": {
+            half: {
+                **{k: v for k, v in figures.items() if k != "misses"},
+                "meets": verdicts(figures),
+            }
+            for half, figures in halves.items()
+        }
+        for arm, halves in results.items()
+    }
 
 
 def thin(data: dict[str, Any], every: int) -> dict[str, Any]:
-    """Every ``every``-th prompt of each group (all memories stay stored)."""
+    """Every ``every``-th prompt of each group and half (all memories stay stored)."""
     if every <= 1:
         return data
     return {
         **data,
-        **{group: data[group][::every] for group in ("prompts", "no_match", "trivial")},
+        **{
+            group: [c for h in HALVES for c in [c for c in data[group] if c["half"] == h][::every]]
+            for group in GROUPS
+        },
     }
 
 
-def run_embedded(data: dict[str, Any], env: dict[str, str], verbose: bool) -> None:
-    """The embedded store: seed, then every prompt through our hook."""
+def run_embedded(
+    data: dict[str, Any], env: dict[str, str], half: str, verbose: bool
+) -> dict[str, Any]:
+    """The embedded store: seed, then every prompt through our hook; its figures."""
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         config = f1.config("embedded_sqlite")
         registry = f1.write_goal(root, config)
         seed(config, root / "repo", data["memories"])
         started = time.monotonic()
-        result = measure(data, {"ours": ours(registry, data, env)})["ours"]
-        report("embedded store", result, time.monotonic() - started, verbose)
+        rows = measure(data, {"ours": ours(registry, data, env)})["ours"]
+        halves = by_half(rows, half)
+        report("embedded store", halves, time.monotonic() - started, verbose)
+        return figures_json("embedded store", {"ours": halves})
 
 
 def node_binary() -> Path | None:
@@ -339,9 +535,12 @@ def plugin_arm(
 
     argv = [str(node), plugin]
     # Only the lessons count: the server also renders category overviews.
-    return lambda prompt, turn: [
-        name for uri in plugin_injected(argv, prompt, turn, plugin_env) if (name := owner(uri))
-    ]
+
+    def run(prompt: str, turn: str) -> tuple[list[str], int]:
+        uris, size = plugin_injected(argv, prompt, turn, plugin_env)
+        return [name for uri in uris if (name := owner(uri))], size
+
+    return run
 
 
 FLOORS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -382,7 +581,7 @@ def score_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
         mark = f'"content_summary":{summaries[case["expect"]]}'
         hits = [score for score, abstract in scored(case["prompt"]) if mark in abstract]
         labelled.append(hits[0] if hits else None)
-    unmatched = [max((s for s, _ in scored(p)), default=0.0) for p in data["no_match"]]
+    unmatched = [max((s for s, _ in scored(c["prompt"])), default=0.0) for c in data["no_match"]]
     found = sorted(s for s in labelled if s is not None)
     print("\n## OpenViking score floors (measured on our scope, not applied)\n")
     print(
@@ -402,9 +601,10 @@ def score_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
 
 
 def run_openviking(
-    data: dict[str, Any], env: dict[str, str], verbose: bool, floors_only: bool = False
-) -> None:
-    """One OpenViking server: our hook and, when given, OpenViking's plugin, interleaved."""
+    data: dict[str, Any], env: dict[str, str], half: str, verbose: bool, floors_only: bool = False
+) -> dict[str, Any]:
+    """One OpenViking server: our hook and, when given, OpenViking's plugin, interleaved;
+    their figures."""
     from ovserver.server import start_server, stop_server
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -424,19 +624,21 @@ def run_openviking(
             seed(config, root / "repo", data["memories"])
             if floors_only:
                 score_floors(data, settings)
-                return
+                return {}
             arms = {"ours": ours(registry, data, {**env, **settings})}
             plugin = plugin_arm(settings, data, env, root / "plugin-home")
             if plugin is not None:
                 arms["OpenViking auto-recall.mjs"] = plugin
             started = time.monotonic()
-            results = measure(data, arms)
+            rows = measure(data, arms)
             seconds = time.monotonic() - started
-            for name, result in results.items():
-                report(f"OpenViking 0.5.2, {name}", result, seconds, verbose)
+            results = {name: by_half(arm_rows, half) for name, arm_rows in rows.items()}
+            for name, halves in results.items():
+                report(f"OpenViking 0.5.2, {name}", halves, seconds, verbose)
             if len(results) > 1:
                 side_by_side(results)
             score_floors(data, settings)
+            return figures_json("OpenViking 0.5.2", results)
         finally:
             stop_server(server)
 
@@ -453,18 +655,46 @@ def main() -> None:
         help="on OpenViking, only measure what score floors would keep",
     )
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
+    parser.add_argument(
+        "--half",
+        choices=("dev", "held", "all"),
+        default="all",
+        help="run only the development half (tune on it), only the held-out half "
+        "(report it), or both, side by side (default)",
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
+    )
     args = parser.parse_args()
-    data = thin(load(), args.every)
+    data = thin(half_of(load(), args.half), args.every)
+    counts = {
+        group: {h: sum(1 for c in data[group] if c["half"] == h) for h in HALVES}
+        for group in GROUPS
+    }
     print(
-        f"{len(data['memories'])} memories, {len(data['prompts'])} labelled prompts, "
-        f"{len(data['no_match'])} no-match prompts, {len(data['trivial'])} trivial prompts"
+        f"{len(data['memories'])} memories; dev/held: "
+        + ", ".join(
+            f"{counts[g]['dev']}/{counts[g]['held']} {label}"
+            for g, label in zip(GROUPS, ("labelled", "no-match", "trivial"), strict=True)
+        )
+        + " prompts"
     )
     env = dict(os.environ, TURN_HOOKS_RESIDENT="0")
     env.pop("TURN_HOOKS_SQLITE_PATH", None)
+    figures: dict[str, Any] = {}
     if not args.no_embedded:
-        run_embedded(data, env, args.verbose)
+        figures |= run_embedded(data, env, args.half, args.verbose)
     if args.openviking:
-        run_openviking(data, env, args.verbose, args.floors_only)
+        figures |= run_openviking(data, env, args.half, args.verbose, args.floors_only)
+    if args.json:
+        document = {
+            "half": args.half,
+            "every": args.every,
+            "prompts": counts,
+            "targets": {**TARGETS, **BYTE_TARGETS},
+            "results": figures,
+        }
+        args.json.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ SHARED = f"{USER}/memories/goals/g/experience"
 FILLERS = 2600
 LIMITS = (1, 5, 15)
 GOLDEN = ROOT / "tests" / "golden" / "embedded_search_order.json"
+PINNED = {"prompts": 165, "no_match": 25, "trivial": 7}
+"""How many prompts of each group of the quality data the golden file pins."""
 
 
 def _data() -> dict:
@@ -71,10 +73,13 @@ def records() -> list[tuple[str, str, str]]:
 
 
 def queries() -> list[str]:
-    """Every prompt of the quality data, and a few that stress the edges."""
+    """The pinned prompts of the quality data, and a few that stress the edges."""
     data = _data()
-    found = [case["prompt"] for case in data["prompts"]]
-    found += data["no_match"] + data["trivial"]
+    # The golden file was recorded with the first prompts of each group; the prompts
+    # added later (a held-out half among them) are the quality benchmark's, not the pin's.
+    found = [case["prompt"] for case in data["prompts"][: PINNED["prompts"]]]
+    for group in ("no_match", "trivial"):
+        found += [case["prompt"] for case in data[group][: PINNED[group]]]
     found += ["the", "", "case", "check", "run the check", '"quoted" AND OR NEAR(x)', "migration*"]
     return found
 

@@ -46,6 +46,7 @@ def test_wheel_ships_schemas_and_type_markers(wheel):
     assert "turn_hooks/schemas/turn_context.json" in names
     assert "hosts/dsh/turn_hooks_dsh.mjs" in names, "the DSH plugin ships in the package"
     assert "conformance/dsh_hmr_shim.mjs" in names
+    assert "capabilities/providers/synonyms.txt" in names, "recall's synonym table ships"
     for package in ("turn_hooks", "capabilities", "sidecars", "hosts", "conformance"):
         assert f"{package}/py.typed" in names
 

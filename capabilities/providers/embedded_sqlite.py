@@ -53,6 +53,7 @@ from capabilities.providers.base import (
     ProviderPermissionError,
     ProviderScopeError,
 )
+from capabilities.providers.query import QueryWords, Variant, query_words
 from capabilities.providers.scopes import classify_scope
 from capabilities.providers.terms import (
     HEAD_WEIGHT,
@@ -63,7 +64,6 @@ from capabilities.providers.terms import (
     _Stems,
     _words,
     held_stems,
-    held_weight,
 )
 from sidecars import kind_problem
 from turn_hooks import ProviderUnavailable
@@ -112,47 +112,58 @@ def _partition(uri: str) -> tuple[str, str]:
     return scope.user or "", scope.peer or ""
 
 
-def _unstemmed(words: list[str]) -> dict[str, str]:
-    """A store made before stemming indexes each word as it is."""
-    return {word: word for word in words}
+def _unstemmed(query: str) -> QueryWords:
+    """A store made before stemming indexes each word as it is, and has no alternatives."""
+    words = [word for word in _words(query) if word not in STOP_WORDS]
+    return QueryWords(
+        {word: ((frozenset((word,)), 1.0),) for word in words}, {word: (word,) for word in words}
+    )
+
+
+def _group(texts: tuple[str, ...]) -> str:
+    """One query word's FTS5 group: the word or any of its alternatives, each quoted, so
+    FTS5 syntax in a query is matched literally, never run (a quoted text of several
+    words is a phrase)."""
+    quoted = [f'"{text}"' for text in texts]
+    return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
 def _fts_queries(
     connection: sqlite3.Connection, query: str, stem: _Stems | None
-) -> tuple[list[str], dict[str, float]]:
-    """FTS5 queries for ``query``, most precise first: all known terms, then any.
+) -> tuple[list[str], dict[str, float], QueryWords]:
+    """FTS5 queries for ``query``, most precise first: all known words, then any.
 
-    Each term is quoted, so FTS5 syntax in a query is matched literally, never run;
-    it is the query's own word, which FTS5 stems as it stemmed the records (a stem
-    stemmed again may change). Stop words and terms no record contains are dropped
-    (they cannot match). The AND query finds the records that share every remaining
-    term; the OR query fills up with the rarest terms within :data:`MATCH_BUDGET`
-    (see there), so neither grows with the store. ``stem`` is ``None`` on a store
-    whose index predates stemming. Also returns each stem's rarity weight
-    (:func:`_weights`), for :func:`_relevant`.
+    Each informative word (:func:`~capabilities.providers.query.query_words`) is a
+    group of itself and its alternatives (:func:`_group`); FTS5 stems them as it
+    stemmed the records (a stem stemmed again may change). Words that no record holds
+    in any form are dropped (they cannot match). The AND query finds the records that
+    hold every remaining word; the OR query fills up with the rarest words within
+    :data:`MATCH_BUDGET` (see there), so neither grows with the store. ``stem`` is
+    ``None`` on a store whose index predates stemming. Also returns each word's rarity
+    weight (:func:`_weights`) and the words themselves, for :func:`_relevant`.
     """
-    words = [word for word in _words(query) if word not in STOP_WORDS]
-    stems = stem(words) if stem is not None and words else _unstemmed(words)
-    if not stems:
-        return [], {}
+    words = query_words(query, stem) if stem is not None else _unstemmed(query)
+    if not words.variants:
+        return [], {}, words
+    stems = sorted(words.stems)
     marks = ",".join("?" * len(stems))
     frequencies = dict(
         connection.execute(
-            f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0", list(stems)
+            f"SELECT term, docs FROM term_docs WHERE term IN ({marks}) AND docs > 0", stems
         ).fetchall()
     )
-    weights = _weights(connection, stems, frequencies) if stem is not None else {}
-    # A term that most records hold tells them apart no better than none: it cannot
+    weights = _weights(connection, words, frequencies) if stem is not None else {}
+    # A word that most records hold tells them apart no better than none: it cannot
     # make a record relevant (its weight is near 0), yet ranking its matches would be
     # a search over most of the store. (A store indexed before stemming has no gate.)
     known = sorted(
-        (frequencies[t], stems[t])
-        for t in stems
-        if t in frequencies and weights.get(t, 1.0) >= COMMON_WEIGHT
+        (count, term)
+        for term, variants in words.variants.items()
+        if (count := _matches(variants, frequencies)) and weights.get(term, 1.0) >= COMMON_WEIGHT
     )
     known = known[:MAX_QUERY_TERMS]
     if not known:
-        return [], weights
+        return [], weights, words
     chosen: list[str] = []
     matched = 0
     for count, term in known:
@@ -160,10 +171,16 @@ def _fts_queries(
             break
         chosen.append(term)
         matched += count
-    queries = [" OR ".join(f'"{term}"' for term in chosen)]
+    queries = [" OR ".join(_group(words.phrases[term]) for term in chosen)]
     if len(known) > 1:
-        queries.insert(0, " AND ".join(f'"{term}"' for _count, term in known))
-    return queries, weights
+        queries.insert(0, " AND ".join(_group(words.phrases[term]) for _count, term in known))
+    return queries, weights, words
+
+
+def _matches(variants: tuple[Variant, ...], frequencies: dict[str, int]) -> int:
+    """At most how many records hold one of a word's variants: each variant's rarest
+    stem's count, summed (0 when some stem of every variant is in no record)."""
+    return sum(min(frequencies.get(s, 0) for s in need) for need, _factor in variants)
 
 
 COMMON_WEIGHT = 0.1
@@ -185,20 +202,32 @@ just because the store holds few records."""
 
 
 def _weights(
-    connection: sqlite3.Connection, stems: dict[str, str], frequencies: dict[str, int]
+    connection: sqlite3.Connection, words: QueryWords, frequencies: dict[str, int]
 ) -> dict[str, float]:
-    """Each query stem's rarity in ``(0, 1]``: its idf over the idf of a term no record has.
+    """Each query word's rarity in ``(0, 1]``: its idf over the idf of a term no record has.
 
     Relative to the store's size, so the floor means the same in a store of ten
-    records and of ten thousand; a term no record holds weighs 1 (it still counts
-    in how much of the query a record covers).
+    records and of ten thousand. A word no record holds weighs as its rarest known
+    alternative, or 1 when it has none (it still counts in how much of the query a
+    record covers): "DB" in a store that only says "database" weighs what
+    "database" weighs.
     """
     # The highest rowid, not count(*): one index lookup instead of a scan, and exact
     # until a record is deleted (rare: retiring a record keeps it).
     records = connection.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
     total = records + PRIOR_RECORDS
     top = math.log(total)
-    return {t: math.log(total / frequencies[t]) / top if t in frequencies else 1.0 for t in stems}
+
+    def rarity(need: frozenset[str]) -> float | None:
+        counts = [frequencies[s] for s in need if s in frequencies]
+        return math.log(total / min(counts)) / top if len(counts) == len(need) else None
+
+    weights = {}
+    for term, variants in words.variants.items():
+        own = rarity(variants[0][0])
+        others = [w for need, _f in variants[1:] if (w := rarity(need)) is not None]
+        weights[term] = own if own is not None else max(others, default=1.0)
+    return weights
 
 
 Stems = tuple[str, str] | None
@@ -209,22 +238,23 @@ Row = tuple[str, float, str, Stems]
 
 
 def _relevant(
-    rows: list[Row], weights: dict[str, float], stem: _Stems
+    rows: list[Row], weights: dict[str, float], words: QueryWords, stem: _Stems
 ) -> list[tuple[str, float, str]]:
     """The rows relevant enough to return, most relevant first, scored by relevance.
 
-    A record's relevance is the weight of the query stems it holds, those in its
-    summary or trigger counted :data:`HEAD_WEIGHT` times. It qualifies at
-    :data:`RELEVANCE_FLOOR`, or when it covers :data:`RELEVANCE_COVER` of the query's
-    whole weight. Nothing qualifying means nothing returned: the OR query's matches
-    on a common word or two never fill the limit for a query that matches nothing.
-    The stems are the ones stored with each record; a record without them (written
-    by an older version) is parsed and stemmed here, to the same sets.
+    A record's relevance is the weight of the query words it holds, in their own
+    form or another (:meth:`QueryWords.held`), those in its summary or trigger
+    counted :data:`HEAD_WEIGHT` times. It qualifies at :data:`RELEVANCE_FLOOR`, or
+    when it covers :data:`RELEVANCE_COVER` of the query's whole weight. Nothing
+    qualifying means nothing returned: the OR query's matches on a common word or two
+    never fill the limit for a query that matches nothing. The stems are the ones
+    stored with each record; a record without them (written by an older version) is
+    parsed and stemmed here, to the same sets.
     """
     if not rows:
         return []
     unstored = [text for _uri, _rank, text, stems in rows if stems is None]
-    made = iter(held_stems(unstored, weights, stem) if unstored else [])
+    made = iter(held_stems(unstored, words.stems, stem) if unstored else [])
     held = [
         next(made) if stems is None else (set(stems[0].split()), set(stems[1].split()))
         for _uri, _rank, _text, stems in rows
@@ -232,7 +262,7 @@ def _relevant(
     reach = HEAD_WEIGHT * sum(weights.values())
     kept = []
     for (uri, _rank, text, _stems), (head, body) in zip(rows, held, strict=True):
-        score = held_weight(weights, head, body)
+        score = words.held(weights, head, body)
         if score >= RELEVANCE_FLOOR or score >= RELEVANCE_COVER * reach:
             kept.append((uri, score, text))
     return sorted(kept, key=lambda row: -row[1])
@@ -564,7 +594,7 @@ class EmbeddedSqliteProvider:
         with self._connect(timeout) as connection:
             self._ensure_schema(connection)
             stem = _stemmer() if self._stemmed(connection) else None
-            matches, weights = _fts_queries(connection, query, stem)
+            matches, weights, words = _fts_queries(connection, query, stem)
             stored = stem is not None and self._has_stems(connection)
             for match in matches:
                 # The first of two is the AND query, which mostly matches one record
@@ -579,7 +609,7 @@ class EmbeddedSqliteProvider:
         rows = list(found.values())[:limit]
         if stem is None:
             return [(uri, score, text) for uri, score, text, _stems in rows]
-        return _relevant(rows, weights, stem)
+        return _relevant(rows, weights, words, stem)
 
     def _stemmed(self, connection: sqlite3.Connection) -> bool:
         """Whether the index is the stemmed one (a store never goes back: once seen, kept)."""

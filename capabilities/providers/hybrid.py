@@ -3,8 +3,9 @@
 OpenViking ranks by embedding similarity alone. An embedding of a whole record sees
 its boilerplate as much as its lesson, so the record holding the prompt's own rare
 words is often not first. One search asks for more candidates than it returns
-(:data:`CANDIDATES`); each gains up to :data:`LEXICAL_WEIGHT` for the query's word
-stems its text holds (the porter stems the embedded store searches with), weighted
+(:data:`CANDIDATES`); each gains up to :data:`LEXICAL_WEIGHT` for the query's words
+its text holds, in their own form or another (:mod:`capabilities.providers.query`,
+as the embedded store searches), weighted
 by their rarity among the candidates, those in its summary or trigger counting
 :data:`~capabilities.providers.terms.HEAD_WEIGHT` times. The server's
 similarity still decides between candidates with the same words, and a candidate with
@@ -17,14 +18,8 @@ import dataclasses
 import math
 
 from capabilities.providers.base import Hit
-from capabilities.providers.terms import (
-    HEAD_WEIGHT,
-    STOP_WORDS,
-    _stemmer,
-    _words,
-    held_stems,
-    held_weight,
-)
+from capabilities.providers.query import query_words
+from capabilities.providers.terms import HEAD_WEIGHT, _stemmer, held_stems
 
 CANDIDATES = 50
 """How many rows the one search asks the server for, to re-rank. More candidates let a
@@ -44,11 +39,13 @@ def rerank(query: str, rows: list[tuple[Hit, str]]) -> list[Hit]:
     server's order. Without a query stem any candidate holds, the order is the server's.
     """
     stem = _stemmer()
-    words = [word for word in _words(query) if word not in STOP_WORDS]
-    terms = set(stem.of(words).values()) if words else set()
-    held = held_stems([text for _hit, text in rows], terms, stem)
-    counts = {term: sum(1 for head, body in held if term in head or term in body) for term in terms}
-    # Rarity among the candidates: a stem every candidate holds tells them apart by nothing.
+    words = query_words(query, stem)
+    held = held_stems([text for _hit, text in rows], words.stems, stem)
+    counts = {
+        term: sum(1 for head, body in held if words.held({term: 1.0}, head, body))
+        for term in words.variants
+    }
+    # Rarity among the candidates: a word every candidate holds tells them apart by nothing.
     weights = {
         term: math.log((len(rows) + 1) / (count + 0.5)) for term, count in counts.items() if count
     }
@@ -57,6 +54,6 @@ def rerank(query: str, rows: list[tuple[Hit, str]]) -> list[Hit]:
         return [hit for hit, _text in rows]
     ranked = []
     for (hit, _text), (head, body) in zip(rows, held, strict=True):
-        share = held_weight(weights, head, body)
+        share = words.held(weights, head, body)
         ranked.append(dataclasses.replace(hit, score=hit.score + LEXICAL_WEIGHT * share / reach))
     return sorted(ranked, key=lambda hit: -hit.score)

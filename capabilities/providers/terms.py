@@ -15,7 +15,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -23,10 +23,22 @@ TOKENIZE = "tokenize = 'porter unicode61 remove_diacritics 2'"
 or "rebase". Stores made before it have no ``SEARCH_INDEX`` mark and an index of
 unstemmed words; a writer rebuilds it once (``embedded_sqlite._rebuild_index``)."""
 STOP_WORDS = frozenset(
-    "a about an and any are as at be been but by can could do does for from had has have "
-    "how i if in into is it its just me my of on or our so should than that the their them "
-    "then there these they this to us was we were what when where which while who why will "
-    "with would you your".split()
+    # The Snowball project's English stop word list (snowballstem.org, BSD licence),
+    # with its contractions as this module splits them ("don't" is "don" and "t"),
+    # less the particles that name a state in software work ("out of memory", "scale
+    # up", "the service is down", "turn it off", "rolled over", "under load") and the
+    # negations a symptom is named by ("not responding", "no space left") ...
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his "
+    "himself she her hers herself it its itself they them their theirs themselves what "
+    "which who whom this that these those am is are was were be been being have has had "
+    "having do does did doing would should could ought a an the and but if or because as "
+    "until while of at by for with about against between into through during before after "
+    "above below to from in on again further then once here "
+    "there when where why how all any both each few more most other some such "
+    "own same so than too very cannot s t d ll m ve isn aren wasn weren hasn haven "
+    "hadn doesn don didn won wouldn shan shouldn couldn mustn let "
+    # ... and the few words of asking it lacks.
+    "can just will".split()
 )
 """Words a query never searches on: they say how a developer asks, not what about."""
 
@@ -187,12 +199,3 @@ def held_stems(
         ({stems[w] for w in head if w in stems}, {stems[w] for w in body if w in stems})
         for head, body in zip(heads, bodies, strict=True)
     ]
-
-
-def held_weight(weights: Mapping[str, float], head: set[str], body: set[str]) -> float:
-    """The weight of the stems a text holds, those in its head :data:`HEAD_WEIGHT` times."""
-    return sum(
-        weight * (HEAD_WEIGHT if term in head else 1.0)
-        for term, weight in weights.items()
-        if term in head or term in body
-    )
