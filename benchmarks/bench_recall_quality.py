@@ -83,7 +83,10 @@ TARGETS = {
     "no-match silence": 0.90,
 }
 """Issue 38's targets for the held-out half: shares at least this high."""
-BYTE_TARGETS = {"bytes per Turn that recalled nothing": 1024, "bytes per recalled memory": 400}
+BYTE_TARGETS = {
+    "bytes per Turn that recalled nothing": 1024,
+    "bytes per memory item (largest)": 400,
+}
 """Issue 38's targets for the injected context: at most this many bytes."""
 
 
@@ -154,7 +157,7 @@ bullet of its fallback digest."""
 
 def plugin_injected(
     argv: list[str], prompt: str, turn_id: str, env: dict[str, str]
-) -> tuple[list[str], int]:
+) -> tuple[list[str], int, list[int]]:
     """The record URIs one run of OpenViking's ``auto-recall.mjs`` cited, in order, and
     the UTF-8 bytes of the context it injected."""
     # A session of its own per prompt: within one, the server holds back what it
@@ -167,7 +170,7 @@ def plugin_injected(
     )
     output = json.loads(result.stdout or "{}").get("hookSpecificOutput") or {}
     text = output.get("additionalContext") or ""
-    return [block or bullet for block, bullet in _CITED.findall(text)], len(text.encode())
+    return [block or bullet for block, bullet in _CITED.findall(text)], len(text.encode()), []
 
 
 def lesson_text(memory: dict[str, str]) -> str:
@@ -211,11 +214,16 @@ def seed_experiences(memories: list[dict[str, str]], settings: dict[str, str], p
     return where
 
 
+_ITEM_TEXT = re.compile(r"^\[memory \d+\] .*?(?=\n\n|\Z)", re.MULTILINE | re.DOTALL)
+"""One rendered memory item: from its ``[memory N]`` line to the blank line after it."""
+
+
 def injected(
     registry: Path, prompt: str, turn_id: str, env: dict[str, str]
-) -> tuple[list[str], int]:
+) -> tuple[list[str], int, list[int]]:
     """The summaries of the memories one real pre-turn hook process injected, in order,
-    and the UTF-8 bytes of all the context it injected (instructions and items)."""
+    the UTF-8 bytes of all the context it injected (instructions and items), and the
+    bytes of each memory item."""
     argv = [sys.executable, "-m", "hosts.cli", "host", "generic", "pre-turn"]
     argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
     event = json.dumps({"turn_id": turn_id, "prompt": prompt})
@@ -223,21 +231,22 @@ def injected(
         argv, input=event, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
     )
     text = json.loads(result.stdout or "{}").get("additional_context") or ""
-    return _ITEM.findall(text), len(text.encode())
+    items = [len(item.encode()) for item in _ITEM_TEXT.findall(text)]
+    return _ITEM.findall(text), len(text.encode()), items
 
 
-Arm = Callable[[str, str], tuple[list[str], int]]
-"""One recall path: (prompt, turn id) -> the memory ids it injected, in order, and the
-bytes of context it injected."""
+Arm = Callable[[str, str], tuple[list[str], int, list[int]]]
+"""One recall path: (prompt, turn id) -> the memory ids it injected, in order, the
+bytes of context it injected, and the bytes of each memory item (where known)."""
 
 
 def ours(registry: Path, data: dict[str, Any], env: dict[str, str]) -> Arm:
     """Our pre-turn hook process, its items read back by their summaries."""
     by_summary = {memory["summary"]: memory["id"] for memory in data["memories"]}
 
-    def run(prompt: str, turn: str) -> tuple[list[str], int]:
-        summaries, size = injected(registry, prompt, turn, env)
-        return [by_summary.get(s, "?") for s in summaries], size
+    def run(prompt: str, turn: str) -> tuple[list[str], int, list[int]]:
+        summaries, size, items = injected(registry, prompt, turn, env)
+        return [by_summary.get(s, "?") for s in summaries], size, items
 
     return run
 
@@ -252,7 +261,7 @@ def measure(data: dict[str, Any], arms: dict[str, Arm]) -> dict[str, list[dict[s
     for group in GROUPS:
         for index, case in enumerate(data[group]):
             for arm, run in arms.items():
-                got, size = run(case["prompt"], f"{group}{index}")
+                got, size, items = run(case["prompt"], f"{group}{index}")
                 rows[arm].append(
                     {
                         "group": group,
@@ -262,6 +271,7 @@ def measure(data: dict[str, Any], arms: dict[str, Arm]) -> dict[str, list[dict[s
                         "prompt": case["prompt"],
                         "got": list(dict.fromkeys(got)),
                         "bytes": size,
+                        "item_bytes": items,
                     }
                 )
     return rows
@@ -313,6 +323,8 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "bytes_per_turn": _mean([r["bytes"] for r in rows]),
         "bytes_per_empty_turn": baseline,
         "bytes_per_recalled_memory": per_item,
+        "largest_item_bytes": max((b for r in rows for b in r["item_bytes"]), default=None),
+        "mean_item_bytes": _mean([b for r in rows for b in r["item_bytes"]]),
         "misses": [
             f"{r['expect']} ({r['kind']}, {r['half']}): {' '.join(r['prompt'].split())[:70]}"
             for r in labelled
@@ -357,7 +369,7 @@ def verdicts(figures: dict[str, Any]) -> dict[str, bool | None]:
         out[name] = None if value is None else value >= floor
     sizes = {
         "bytes per Turn that recalled nothing": figures["bytes_per_empty_turn"],
-        "bytes per recalled memory": figures["bytes_per_recalled_memory"],
+        "bytes per memory item (largest)": figures["largest_item_bytes"],
     }
     for name, ceiling in BYTE_TARGETS.items():
         out[name] = None if sizes[name] is None else sizes[name] <= ceiling
@@ -417,10 +429,16 @@ def report(title: str, halves: dict[str, dict[str, Any]], seconds: float, verbos
     row("bytes injected per Turn (mean)", [_number(f["bytes_per_turn"]) for f in halves.values()])
     for name, key in (
         ("bytes per Turn that recalled nothing", "bytes_per_empty_turn"),
-        ("bytes per recalled memory", "bytes_per_recalled_memory"),
+        ("bytes per memory item (largest)", "largest_item_bytes"),
+        ("bytes per memory item (mean)", "mean_item_bytes"),
+        (
+            "bytes a Turn grows by per recalled memory, guidance included",
+            "bytes_per_recalled_memory",
+        ),
     ):
-        goal = BYTE_TARGETS[name]
-        row(name, [_number(f[key]) for f in halves.values()], mark(name, f"<= {goal}"))
+        goal = BYTE_TARGETS.get(name)
+        verdict = mark(name, f"<= {goal}") if goal else ""
+        row(name, [_number(f[key]) for f in halves.values()], verdict)
     if verbose:
         for half, figures in halves.items():
             if half != "all" or len(halves) == 1:
@@ -536,9 +554,9 @@ def plugin_arm(
     argv = [str(node), plugin]
     # Only the lessons count: the server also renders category overviews.
 
-    def run(prompt: str, turn: str) -> tuple[list[str], int]:
-        uris, size = plugin_injected(argv, prompt, turn, plugin_env)
-        return [name for uri in uris if (name := owner(uri))], size
+    def run(prompt: str, turn: str) -> tuple[list[str], int, list[int]]:
+        uris, size, items = plugin_injected(argv, prompt, turn, plugin_env)
+        return [name for uri in uris if (name := owner(uri))], size, items
 
     return run
 
