@@ -9,8 +9,9 @@ relevant by the embedded store's own rule
 (:meth:`~capabilities.providers.query.QueryWords.relevance`): the weight of the
 query's words its text holds, in their own form or another, those in its summary or
 trigger counting :data:`~capabilities.providers.terms.HEAD_WEIGHT` times. A kept
-candidate gains up to :data:`LEXICAL_WEIGHT` for that weight, so the server's
-similarity still decides between candidates holding the same words.
+candidate gains up to :data:`LEXICAL_WEIGHT` for the words it holds (weighted by
+their rarity among the candidates alone, the order measured before the gate), so the
+server's similarity still decides between candidates holding the same words.
 
 The gate's weight of a word is its rarity among the candidates
 (:meth:`~capabilities.providers.query.QueryWords.rarity`), since the server tells
