@@ -14,6 +14,7 @@ from fixtures import f1
 from capabilities.providers._errors import ProviderAuthError, ProviderRequestError
 from capabilities.providers.base import ProviderPermissionError, ProviderTimeout
 from capabilities.providers.client import OpenVikingSettings, ProviderClient
+from capabilities.providers.hybrid import CANDIDATES, LEXICAL_WEIGHT
 from capabilities.providers.openviking import OpenVikingProvider
 from capabilities.providers.retry import default_retrying
 from capabilities.providers.sync import sync
@@ -192,16 +193,32 @@ def test_timeouts_map_to_provider_timeout():
 def test_search_keeps_record_rows_only():
     rows = {
         "memories": [
-            {"uri": URI, "level": 2, "score": 0.9, "abstract": "a"},
-            {"uri": f1.SCOPE_REF, "level": 1, "score": 0.5},
+            {"uri": URI, "level": 2, "score": 0.9, "abstract": "Rotate the signing key."},
+            {"uri": f1.SCOPE_REF, "level": 1, "score": 0.5, "abstract": "Rotate the key."},
         ],
         "resources": [],
         "total": 2,
     }
     hits = provider(lambda request: ok(rows)).search(
-        f1.SCOPE_REF, "q", limit=5, actor_peer_id=f1.PEER
+        f1.SCOPE_REF, "rotate the signing key", limit=5, actor_peer_id=f1.PEER
     )
-    assert [(hit.uri, hit.score) for hit in hits] == [(URI, 0.9)]
+    # The record holds every word of the query: its score gains the whole lexical share.
+    assert [(hit.uri, hit.score) for hit in hits] == [(URI, 0.9 + LEXICAL_WEIGHT)]
+
+
+@pytest.mark.parametrize("returned", [CANDIDATES - 1, CANDIDATES])
+def test_a_full_page_of_candidates_is_gated_as_a_sample_of_the_store(returned, monkeypatch):
+    from capabilities.providers import openviking
+
+    seen = []
+    monkeypatch.setattr(
+        openviking, "rerank", lambda query, rows, *, sample: seen.append(sample) or []
+    )
+    page = [{"uri": f"{URI}{i}", "level": 2, "score": 0.5} for i in range(returned)]
+    provider(lambda request: ok({"memories": page, "resources": []})).search(
+        f1.SCOPE_REF, "rotate the key", limit=5, actor_peer_id=f1.PEER
+    )
+    assert seen == [returned == CANDIDATES], "a short page is the whole store"
 
 
 def test_settings_resolution_order(monkeypatch, tmp_path):

@@ -564,17 +564,20 @@ FILLERS = [
 ]
 
 
-def test_one_search_ranks_the_record_naming_the_prompts_words_first(ov_env):
-    # The fake embedder hashes every word of a record's JSON alike, so the fillers
-    # come close to the prompt on boilerplate; the lesson that names the prompt's own
-    # (stemmed) words must still come first, from the same single search.
-    server_provider = provider(ov_env)
-    goal = "ov-hybrid-rank"
-    lesson = "Run the migration check before rebasing the schema branch."
-    uris = seed_active_records(server_provider, goal, len(FILLERS) + 1, [*FILLERS, lesson])
+LESSON = "Run the migration check before rebasing the schema branch."
+
+
+def lesson_among_fillers(server, goal):
+    """``goal``'s store on the server: the fillers and the lesson, last. Returns the
+    provider, the scope, the peer and the records' URIs."""
+    server_provider = provider(server)
+    uris = seed_active_records(server_provider, goal, len(FILLERS) + 1, [*FILLERS, LESSON])
     scope = goal_config(goal)["project_provider_binding"]["corpus_scopes"][0]["scope_ref"]
-    peer = peer_token(goal, f1.AGENT)
-    query = "I'm about to rebase the schema branch, what should I check on migrations first?"
+    return server_provider, scope, peer_token(goal, f1.AGENT), uris
+
+
+def server_order(server_provider, scope, peer, query):
+    """The record URIs the server's own search returns for ``query``, in its order."""
     raw = server_provider.client.request(
         "POST",
         "/api/v1/search/find",
@@ -582,8 +585,29 @@ def test_one_search_ranks_the_record_naming_the_prompts_words_first(ov_env):
         body={"query": query, "target_uri": scope, "limit": 5},
         timeout=30,
     )
-    vector_order = [row["uri"] for row in raw["memories"] if row.get("level") == 2]
+    return [row["uri"] for row in raw["memories"] if row.get("level") == 2]
+
+
+def test_one_search_ranks_the_record_naming_the_prompts_words_first(ov_env):
+    # The fake embedder hashes every word of a record's JSON alike, so the fillers
+    # come close to the prompt on boilerplate; the lesson that names the prompt's own
+    # (stemmed) words must still come first, from the same single search.
+    server_provider, scope, peer, uris = lesson_among_fillers(ov_env, "ov-hybrid-rank")
+    query = "I'm about to rebase the schema branch, what should I check on migrations first?"
+    vector_order = server_order(server_provider, scope, peer, query)
     assert vector_order[0] != uris[-1], "the server alone does not put the lesson first"
     hits = server_provider.search(scope, query, limit=3, actor_peer_id=peer)
-    assert hits[0].uri == uris[-1]
-    assert len(hits) == 3
+    assert [hit.uri for hit in hits] == [uris[-1]], "the fillers are about none of its words"
+
+
+def test_a_prompt_about_nothing_stored_gets_no_memory_a_related_one_does(ov_env):
+    # The server always returns its nearest records, however far; the relevance gate
+    # keeps only those the prompt is about. "settings" and "file" are in every filler,
+    # so sharing them is not enough.
+    server_provider, scope, peer, uris = lesson_among_fillers(ov_env, "ov-relevance-gate")
+    unrelated = "write a haiku about autumn leaves for the settings file"
+    assert server_order(server_provider, scope, peer, unrelated), "the server answers"
+    assert server_provider.search(scope, unrelated, limit=5, actor_peer_id=peer) == []
+    related = "anything to check on the migrations before I rebase the schema branch?"
+    hits = server_provider.search(scope, related, limit=5, actor_peer_id=peer)
+    assert [hit.uri for hit in hits] == [uris[-1]]

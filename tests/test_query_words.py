@@ -120,4 +120,20 @@ def test_the_re_rank_counts_an_alternative_for_its_word():
         (Hit(uri=f"{A}/b.json", score=0.4, summary="b"), record("Vacuum the database weekly.")),
     ]
     ranked = rerank("vacuum the db", rows)
-    assert [hit.uri for hit in ranked] == [f"{A}/b.json", f"{A}/a.json"]
+    assert [hit.uri for hit in ranked] == [f"{A}/b.json"], "a is about neither word: dropped"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["DB dump", "reporting flaky ones", "rebase my PR before review", "pull the image", "gadget"],
+)
+def test_openviking_candidates_are_gated_by_the_embedded_stores_rule(store, text):
+    # A page of candidates shorter than asked is the whole store: the gate then keeps
+    # exactly the records the embedded store would return, by the same rule.
+    every = store.list(A, limit=100, actor_peer_id="peer-a")
+    texts = {uri: store.read_exact(uri, actor_peer_id="peer-a") for uri in every}
+    candidates = [(Hit(uri=uri, score=0.5, summary=""), texts[uri]) for uri in every]
+    gated = {hit.uri for hit in rerank(text, candidates)}
+    searched = {hit.uri for hit in store.search(A, text, limit=100, actor_peer_id="peer-a")}
+    assert gated == searched
+    assert searched, "each query is about something stored"

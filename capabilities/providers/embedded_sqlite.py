@@ -36,7 +36,6 @@ Every ``sqlite3.Error``, a corrupt or truncated file included, becomes
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import sqlite3
@@ -56,7 +55,6 @@ from capabilities.providers.base import (
 from capabilities.providers.query import QueryWords, Variant, query_words
 from capabilities.providers.scopes import classify_scope
 from capabilities.providers.terms import (
-    HEAD_WEIGHT,
     STOP_WORDS,
     TOKENIZE,
     _head_and_body,
@@ -188,46 +186,14 @@ COMMON_WEIGHT = 0.1
 in a store of 10,000 records it is held by more than about 4,000 of them."""
 
 
-RELEVANCE_FLOOR = 1.8
-"""The relevance a record needs to be returned (:func:`_relevant`): about two rare
-query terms, or one in its summary or trigger and a common one. Tuned on
-``benchmarks/recall_quality.json``, where every floor from 1.7 to 1.9 meets the
-recall and no-match targets, so no single prompt decides it."""
-RELEVANCE_COVER = 0.7
-"""A record that covers this share of all the query could match also qualifies: a one-
-or two-word query cannot reach the floor, but a record holding every word it has fits."""
-PRIOR_RECORDS = 60
-"""Records assumed absent of every term, so that in a small store no term looks common
-just because the store holds few records."""
-
-
 def _weights(
     connection: sqlite3.Connection, words: QueryWords, frequencies: dict[str, int]
 ) -> dict[str, float]:
-    """Each query word's rarity in ``(0, 1]``: its idf over the idf of a term no record has.
-
-    Relative to the store's size, so the floor means the same in a store of ten
-    records and of ten thousand. A word no record holds weighs as its rarest known
-    alternative, or 1 when it has none (it still counts in how much of the query a
-    record covers): "DB" in a store that only says "database" weighs what
-    "database" weighs.
-    """
+    """Each query word's rarity in ``(0, 1]`` over the whole store (:meth:`QueryWords.rarity`)."""
     # The highest rowid, not count(*): one index lookup instead of a scan, and exact
     # until a record is deleted (rare: retiring a record keeps it).
     records = connection.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
-    total = records + PRIOR_RECORDS
-    top = math.log(total)
-
-    def rarity(need: frozenset[str]) -> float | None:
-        counts = [frequencies[s] for s in need if s in frequencies]
-        return math.log(total / min(counts)) / top if len(counts) == len(need) else None
-
-    weights = {}
-    for term, variants in words.variants.items():
-        own = rarity(variants[0][0])
-        others = [w for need, _f in variants[1:] if (w := rarity(need)) is not None]
-        weights[term] = own if own is not None else max(others, default=1.0)
-    return weights
+    return words.rarity(frequencies, records)
 
 
 Stems = tuple[str, str] | None
@@ -244,8 +210,10 @@ def _relevant(
 
     A record's relevance is the weight of the query words it holds, in their own
     form or another (:meth:`QueryWords.held`), those in its summary or trigger
-    counted :data:`HEAD_WEIGHT` times. It qualifies at :data:`RELEVANCE_FLOOR`, or
-    when it covers :data:`RELEVANCE_COVER` of the query's whole weight. Nothing
+    counted :data:`~capabilities.providers.terms.HEAD_WEIGHT` times. It qualifies at
+    :data:`~capabilities.providers.query.RELEVANCE_FLOOR`, or when it covers
+    :data:`~capabilities.providers.query.RELEVANCE_COVER` of the query's whole weight
+    (:meth:`QueryWords.relevance`, the same rule as for OpenViking's candidates). Nothing
     qualifying means nothing returned: the OR query's matches on a common word or two
     never fill the limit for a query that matches nothing. The stems are the ones
     stored with each record; a record without them (written by an older version) is
@@ -259,12 +227,12 @@ def _relevant(
         next(made) if stems is None else (set(stems[0].split()), set(stems[1].split()))
         for _uri, _rank, _text, stems in rows
     ]
-    reach = HEAD_WEIGHT * sum(weights.values())
-    kept = []
-    for (uri, _rank, text, _stems), (head, body) in zip(rows, held, strict=True):
-        score = words.held(weights, head, body)
-        if score >= RELEVANCE_FLOOR or score >= RELEVANCE_COVER * reach:
-            kept.append((uri, score, text))
+    scores = words.relevance(weights, held)
+    kept = [
+        (uri, score, text)
+        for (uri, _rank, text, _stems), score in zip(rows, scores, strict=True)
+        if score is not None
+    ]
     return sorted(kept, key=lambda row: -row[1])
 
 

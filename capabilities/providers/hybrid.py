@@ -1,24 +1,38 @@
-"""A lexical re-rank of a vector search's candidates: hybrid ranking for OpenViking.
+"""A lexical re-rank and relevance gate of a vector search's candidates, for OpenViking.
 
-OpenViking ranks by embedding similarity alone. An embedding of a whole record sees
-its boilerplate as much as its lesson, so the record holding the prompt's own rare
-words is often not first. One search asks for more candidates than it returns
-(:data:`CANDIDATES`); each gains up to :data:`LEXICAL_WEIGHT` for the query's words
-its text holds, in their own form or another (:mod:`capabilities.providers.query`,
-as the embedded store searches), weighted
-by their rarity among the candidates, those in its summary or trigger counting
-:data:`~capabilities.providers.terms.HEAD_WEIGHT` times. The server's
-similarity still decides between candidates with the same words, and a candidate with
-none of them can still win on meaning (a synonym).
+OpenViking ranks by embedding similarity alone, and always returns its nearest rows,
+however far they are. An embedding of a whole record sees its boilerplate as much as
+its lesson, so the record holding the prompt's own rare words is often not first,
+and a prompt about nothing stored still gets the nearest records. One search asks
+for more candidates than it returns (:data:`CANDIDATES`); each is kept only if it is
+relevant by the embedded store's own rule
+(:meth:`~capabilities.providers.query.QueryWords.relevance`): the weight of the
+query's words its text holds, in their own form or another, those in its summary or
+trigger counting :data:`~capabilities.providers.terms.HEAD_WEIGHT` times. A kept
+candidate gains up to :data:`LEXICAL_WEIGHT` for the words it holds (weighted by
+their rarity among the candidates alone, the order measured before the gate), so the
+server's similarity still decides between candidates holding the same words.
+
+The gate's weight of a word is its rarity among the candidates
+(:meth:`~capabilities.providers.query.QueryWords.rarity`), since the server tells
+nothing of the rest of the store. A short page is the whole scope, so the store's
+own prior of absent records applies and the gate is exactly the embedded store's. A
+full page is a sample of a larger store, chosen for its closeness to the prompt; the
+records it leaves out are not known to lack any word, so it has no prior: measured
+against exact store-wide counts (benchmarks/RESULTS.md, "OpenViking relevance gate"),
+the prior only made words look rarer than they are. The gate rests on the words, not
+on the similarity: the score's scale is the configured embedder's, so no floor on it
+means the same on two servers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 
 from capabilities.providers.base import Hit
-from capabilities.providers.query import query_words
+from capabilities.providers.query import PRIOR_RECORDS, query_words
 from capabilities.providers.terms import HEAD_WEIGHT, _stemmer, held_stems
 
 CANDIDATES = 50
@@ -32,28 +46,38 @@ ones that are merely close in embedding space, not so much that the server's sco
 stops counting between candidates that hold the same words."""
 
 
-def rerank(query: str, rows: list[tuple[Hit, str]]) -> list[Hit]:
-    """``rows`` (each hit with its text, as the server returned them) in hybrid order.
+def rerank(query: str, rows: list[tuple[Hit, str]], *, sample: bool = False) -> list[Hit]:
+    """The relevant ones of ``rows`` (each hit with its text, as the server returned
+    them), in hybrid order.
 
-    A hit's score becomes its similarity plus its lexical share; ties keep the
-    server's order. Without a query stem any candidate holds, the order is the server's.
+    ``sample`` says the server's page was full: the store holds more than ``rows``.
+    A kept hit's score becomes its similarity plus its lexical share, weighted by
+    the words' rarity among the candidates (a word every candidate holds tells them
+    apart by nothing); ties keep the server's order. A query without an informative
+    word keeps nothing, as on the embedded store.
     """
     stem = _stemmer()
     words = query_words(query, stem)
+    if not rows or not words.variants:
+        return []
     held = held_stems([text for _hit, text in rows], words.stems, stem)
+    frequencies = Counter(s for _head, body in held for s in body)
+    gate = words.relevance(
+        words.rarity(frequencies, len(rows), 0 if sample else PRIOR_RECORDS), held
+    )
     counts = {
         term: sum(1 for head, body in held if words.held({term: 1.0}, head, body))
         for term in words.variants
     }
-    # Rarity among the candidates: a word every candidate holds tells them apart by nothing.
     weights = {
         term: math.log((len(rows) + 1) / (count + 0.5)) for term, count in counts.items() if count
     }
-    reach = HEAD_WEIGHT * sum(weights.values())
-    if not reach:
-        return [hit for hit, _text in rows]
-    ranked = []
-    for (hit, _text), (head, body) in zip(rows, held, strict=True):
-        share = words.held(weights, head, body)
-        ranked.append(dataclasses.replace(hit, score=hit.score + LEXICAL_WEIGHT * share / reach))
+    reach = HEAD_WEIGHT * sum(weights.values()) or 1.0
+    ranked = [
+        dataclasses.replace(
+            hit, score=hit.score + LEXICAL_WEIGHT * words.held(weights, head, body) / reach
+        )
+        for (hit, _text), (head, body), relevance in zip(rows, held, gate, strict=True)
+        if relevance is not None
+    ]
     return sorted(ranked, key=lambda hit: -hit.score)

@@ -88,9 +88,11 @@ class OpenVikingProvider:
 
         One search asks for :data:`~capabilities.providers.hybrid.CANDIDATES` rows (or
         ``limit``, if more), and their abstracts are re-ranked by the query's words
-        (:func:`~capabilities.providers.hybrid.rerank`). Directory-level rows (level 0,
-        1) are dropped.
+        (:func:`~capabilities.providers.hybrid.rerank`): only the ones relevant to it
+        are returned, so a query about nothing stored gets nothing. Directory-level rows
+        (level 0, 1) are dropped.
         """
+        asked = max(limit, CANDIDATES)
         result = self.client.request(
             "POST",
             "/api/v1/search/find",
@@ -98,7 +100,7 @@ class OpenVikingProvider:
             body={
                 "query": query,
                 "target_uri": _checked(scope_ref),
-                "limit": max(limit, CANDIDATES),
+                "limit": asked,
             },
             timeout=timeout,
         )
@@ -119,7 +121,7 @@ class OpenVikingProvider:
                 summary=abstract[:200],
             )
             hits.append((hit, abstract))
-        return rerank(query, hits)[:limit]
+        return rerank(query, hits, sample=len(rows) >= asked)[:limit]
 
     def list(
         self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float = 5.0

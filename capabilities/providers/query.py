@@ -13,7 +13,8 @@ counts the same in both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from capabilities.providers.synonyms import alternatives, phrase_alternatives
@@ -22,6 +23,18 @@ from capabilities.providers.terms import HEAD_WEIGHT, STOP_WORDS, _Stems, _words
 SYNONYM_FACTOR = 0.8
 """What holding an alternative counts for, against holding the query's own word: the
 record names the same thing, a little less surely (a table cannot know every sense)."""
+
+RELEVANCE_FLOOR = 1.8
+"""The relevance a record needs to be recalled (:meth:`QueryWords.relevance`): about
+two rare query terms, or one in its summary or trigger and a common one. Tuned on
+``benchmarks/recall_quality.json``, where every floor from 1.7 to 1.9 meets the
+recall and no-match targets, so no single prompt decides it."""
+RELEVANCE_COVER = 0.7
+"""A record that covers this share of all the query could match also qualifies: a one-
+or two-word query cannot reach the floor, but a record holding every word it has fits."""
+PRIOR_RECORDS = 60
+"""Records assumed absent of every term (:meth:`QueryWords.rarity`), so that among few
+records no term looks common just because there are few."""
 
 Variant = tuple[frozenset[str], float]
 """Stems a record must all hold to count for a query word, and what that counts for."""
@@ -57,6 +70,51 @@ class QueryWords:
                     best = max(best, factor)
             total += weight * best
         return total
+
+    def rarity(
+        self, frequencies: Mapping[str, int], records: int, prior: int = PRIOR_RECORDS
+    ) -> dict[str, float]:
+        """Each query word's rarity in ``(0, 1]``: its idf over the idf of a term no
+        record has, among ``records`` records of which ``frequencies[stem]`` hold a stem,
+        plus ``prior`` that hold none (:data:`PRIOR_RECORDS`).
+
+        Relative to the count, so the floor means the same among ten records and ten
+        thousand. A word no record holds weighs as its rarest known alternative, or 1
+        when it has none (it still counts in how much of the query a record covers):
+        "DB" where the records only say "database" weighs what "database" weighs.
+        """
+        total = records + prior
+        top = math.log(max(total, 2))
+
+        def rarity(need: frozenset[str]) -> float | None:
+            counts = [frequencies[s] for s in need if frequencies.get(s)]
+            return math.log(total / min(counts)) / top if len(counts) == len(need) else None
+
+        weights = {}
+        for term, variants in self.variants.items():
+            own = rarity(variants[0][0])
+            others = [w for need, _f in variants[1:] if (w := rarity(need)) is not None]
+            weights[term] = own if own is not None else max(others, default=1.0)
+        return weights
+
+    def relevance(
+        self, weights: Mapping[str, float], held: Sequence[tuple[set[str], set[str]]]
+    ) -> list[float | None]:
+        """Each text's relevance (its stems' head and whole meaning in ``held``), or
+        ``None`` where it is not relevant enough to recall.
+
+        A text's relevance is the weight of the query words it holds, in their own
+        form or another (:meth:`held`). It qualifies at :data:`RELEVANCE_FLOOR`, or
+        when it covers :data:`RELEVANCE_COVER` of the query's whole weight: two shared
+        common words never make a text relevant. One rule for the embedded store and
+        for OpenViking's candidates.
+        """
+        reach = HEAD_WEIGHT * sum(weights.values())
+        scores = [self.held(weights, head, body) for head, body in held]
+        return [
+            score if score >= RELEVANCE_FLOOR or score >= RELEVANCE_COVER * reach else None
+            for score in scores
+        ]
 
 
 def query_words(query: str, stem: _Stems, *, expand: bool = True) -> QueryWords:
