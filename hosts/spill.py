@@ -273,6 +273,43 @@ def _recover_one(path: Path) -> int:
         os.close(fd)
 
 
+def waiting(goal_id: str | None, agent_id: str | None) -> int:
+    """How many dead Stop hooks' spills of one (Goal, Agent) wait for the next PreTurn
+    (``turn-hooks status``). Read only: a spill whose writer lives (its lock is held)
+    is not counted, and nothing is taken, changed or logged."""
+    import fcntl
+
+    directory = incoming_dir()
+    try:
+        if kind_problem(os.lstat(directory).st_mode, directory=True):
+            return 0
+        with os.scandir(directory) as entries:
+            names = [entry.name for entry in entries if entry.name.endswith(SUFFIX)]
+    except OSError:
+        return 0
+    count = 0
+    for name in names:
+        try:
+            fd = os.open(directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue  # taken meanwhile, or not a file we may read
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            header = json.loads(os.pread(fd, MAX_HEADER + 1, 0).partition(b"\n")[0])
+        except (OSError, ValueError):
+            continue  # its writer lives, or it is unreadable (the PreTurn says so)
+        finally:
+            os.close(fd)
+        if isinstance(header, dict) and (header.get("goal_id"), header.get("agent_id")) == (
+            goal_id,
+            agent_id,
+        ):
+            count += 1
+    return count
+
+
 def _max_event() -> int:
     from hosts.generic import MAX_EVENT_CHARS
 

@@ -321,7 +321,9 @@ def settlements(
     """The host's side of one binding's settlements: how many wait in the queue (a
     killed Stop hook leaves one there), how many in the user's state directory
     (``parked_settlement_count``: Turns settled while the Goal's sidecar root could
-    not be written, carried on by the next PreTurn that can), and how the newest
+    not be written, carried on by the next PreTurn that can), how many in stdin
+    spills of Stop hooks that died before their marker (``spilled_settlement_count``,
+    queued by the next PreTurn: :mod:`hosts.spill`), and how the newest
     spooled Turn ended,
     whatever its outcome: the validator's verdict and each plugin's status.
 
@@ -333,12 +335,15 @@ def settlements(
     (``validator_output_tail``), for a person who asked for it (``turn-hooks status
     --validation-output``).
     """
+    from hosts import spill
     from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, parked, queued
     from sidecars import goal_agent_parts
 
     view: dict[str, Any] = {"queued_settlement_count": 0, "last_turn_settlement": None}
     # Turns a read-only sidecar root made wait in the user's state directory.
     view["parked_settlement_count"] = parked(goal_id, agent_id)
+    # Turns of Stop hooks killed before their marker, kept in their stdin spills.
+    view["spilled_settlement_count"] = spill.waiting(goal_id, agent_id)
     store = binding_store(registry, goal_id)
     if store is None:
         return view

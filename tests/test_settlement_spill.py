@@ -343,3 +343,21 @@ def test_a_dead_gemini_stop_is_settled_under_its_own_turn_not_the_next(tmp_path)
     entries = settled_spools(registry.parent / "repo")
     assert [entry["turn"]["host_turn_id"] for entry in entries] == ["s:2026-12-01T10:00:00Z"]
     assert len(stored_records(registry)) == 1
+
+
+def test_status_counts_a_dead_writers_spill_of_its_binding_only(tmp_path):
+    from hosts.status import settlements
+
+    registry = bound_goal(tmp_path)
+    dead_writer(tmp_path, registry)
+    header = {"schema_version": spill.SPILL_SCHEMA, "goal_id": "other-goal", "agent_id": f1.AGENT}
+    plant("9-other.spill", json.dumps(header).encode() + b"\n{}")
+    live = plant("9-live.spill", json.dumps({**header, "goal_id": f1.GOAL}).encode() + b"\n{}")
+    with open(live, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # its writer lives: not waiting yet
+        view = settlements(str(registry), f1.GOAL, f1.AGENT)
+    assert view["spilled_settlement_count"] == 1
+    assert len(spills()) == 3, "counting takes, changes and removes nothing"
+    live.unlink()
+    spill.recover()
+    assert settlements(str(registry), f1.GOAL, f1.AGENT)["spilled_settlement_count"] == 0
