@@ -84,6 +84,18 @@ def _cmd_plugins(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _cmd_schema(args: argparse.Namespace) -> tuple[Any, str]:
+    from turn_hooks.errors import InvalidInputError
+
+    try:
+        return _schema_result(args)
+    except OSError as exc:  # a name the system refuses (too long), a file where a directory is
+        raise InvalidInputError(
+            f"the schema directory cannot be used ({exc.strerror}); name a directory you can write",
+            reason_code="schema_output_unusable",
+        ) from None
+
+
+def _schema_result(args: argparse.Namespace) -> tuple[Any, str]:
     from turn_hooks.schema import REGENERATE_COMMAND, SCHEMA_DIR, render_schemas, write_schemas
 
     if args.check:
@@ -92,7 +104,7 @@ def _cmd_schema(args: argparse.Namespace) -> tuple[Any, str]:
             name
             for name, text in render_schemas().items()
             if not (directory / name).is_file()
-            or (directory / name).read_text(encoding="utf-8") != text
+            or (directory / name).read_text(encoding="utf-8", errors="replace") != text
         ]
         document = {
             "ok": not stale,

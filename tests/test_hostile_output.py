@@ -158,3 +158,16 @@ def test_check_with_a_fifo_output_reports_stale_promptly(capsys, monkeypatch, tm
     code, document = outcome["value"]
     assert (code, document["stale"]) == (2, list(schema.render_schemas()))
     assert json.dumps(document)
+
+
+def test_a_check_of_a_name_the_system_refuses_is_typed(capsys, monkeypatch, tmp_path):
+    # Found by the hypothesis fuzz of every command: `schema --output <5000 digits>
+    # --check` was an internal_error (OSError: File name too long).
+    code, error = main(
+        capsys, monkeypatch, "schema", "--output", str(tmp_path / ("9" * 5000)), "--check"
+    )
+    assert (code, error["reason_code"], error["error"]) == (
+        2,
+        "schema_output_unusable",
+        "InvalidInputError",
+    )
