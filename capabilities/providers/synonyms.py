@@ -134,30 +134,38 @@ def _table() -> str:
         return _fold(table.read())
 
 
+@functools.lru_cache(maxsize=4096)
+def _starts(word: str) -> tuple[int, ...]:
+    """Where the table's lines that hold ``word`` as a whole word start."""
+    text = _table()
+    found = []
+    # str.find runs in C: a pass per word costs less than one regular expression of
+    # all of them, which tries every alternative at every position of the table.
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            found.append(text.rfind("\n", 0, at) + 1)
+        at = text.find(word, end)
+    return tuple(found)
+
+
 def _index(words: Iterable[str]) -> _Index:
     """The lookups of the table's lines that hold one of ``words``: the only lines a
     lookup of them, or of a phrase of them, can use.
 
     Indexing the whole table took 1.5 ms and more on the first lookup of every cold
     PreTurn; finding the lines a query's words are on is a few scans of the text,
-    and a few lines to split.
+    and a few lines to split. Each word's lines are kept (:func:`_starts`), so a warm
+    process (the resident server, an ingest's recall) scans for a word once.
     """
     text = _table()
-    starts = set()
-    for word in {word for word in words if word}:
-        # str.find runs in C: a pass per word costs less than one regular expression of
-        # all of them, which tries every alternative at every position of the table.
-        at = text.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (at == 0 or not text[at - 1].isalnum()) and (
-                end == len(text) or not text[end].isalnum()
-            ):
-                starts.add(text.rfind("\n", 0, at) + 1)
-            at = text.find(word, end)
-    ends = [text.find("\n", start) for start in sorted(starts)]
+    starts = sorted({start for word in set(words) if word for start in _starts(word)})
+    ends = [text.find("\n", start) for start in starts]
     lines = "\n".join(
-        text[s : e if e >= 0 else len(text)] for s, e in zip(sorted(starts), ends, strict=True)
+        text[s : e if e >= 0 else len(text)] for s, e in zip(starts, ends, strict=True)
     )
     targets: dict[str, list[list[str]]] = {}
     phrases: dict[str, str] = {}
