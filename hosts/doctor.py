@@ -36,10 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sidecars import read_registry, registry_goal
+from sidecars import SidecarStore, read_registry, registry_goal, sidecar_root
 from turn_hooks import (
     TAIL_BYTES,
     InvalidInputError,
+    SidecarError,
     output_tail,
     run_external,
     user_environment,
@@ -103,9 +104,44 @@ def binding_check(subject: str, registry: str, goal_id: str, agent_id: str) -> d
     agents = coordination.get("registered_agents") if isinstance(coordination, dict) else None
     if not isinstance(agents, list) or agent_id not in agents:
         return row("binding", subject, "agent_not_registered", "the Agent is not registered")
+    state = state_directory_problem(Path(repo))
+    if state is not None:
+        return row("binding", subject, *state)
     # Hooks are machine-wide; say where this one acts (the directory's name: no paths).
     where = f"acts only in repository {Path(repo).name}"
     return row("binding", subject, None, f"Goal {goal_id}, Agent {agent_id}, {where}")
+
+
+def state_directory_problem(repo: Path) -> tuple[str, str] | None:
+    """Why the repository's ``.local/turn-hooks`` cannot hold memories, or None.
+
+    Every read and write of the store and the sidecars refuses a linked or widened
+    tree, so a hook there recalls and learns nothing while the binding looks whole:
+    doctor says so, with the fix. Nothing is created or read.
+    """
+    store = SidecarStore(sidecar_root(repo))
+    try:
+        store.check_writable(store.path("reward-memory", "experiment.json"))
+    except SidecarError as exc:
+        if exc.reason_code == "sidecar_symlink":
+            fix = (
+                ".local or .local/turn-hooks is a symbolic link; turn-hooks keeps memories "
+                "only in a real directory inside the repository, so here it recalls and "
+                "learns nothing: replace the link with the directory it points to"
+            )
+        elif exc.reason_code == "sidecar_permission_widened":
+            fix = (
+                "a directory under .local/turn-hooks is open to other users, so turn-hooks "
+                "refuses it: `chmod -R go-rwx .local/turn-hooks`"
+            )
+        else:
+            fix = (
+                "turn-hooks cannot use .local/turn-hooks here (a file where a directory "
+                "should be, or one that is not yours): move it aside and run "
+                "`turn-hooks init` again"
+            )
+        return exc.reason_code, fix
+    return None
 
 
 def project_command(argv: list[str]) -> int | None:

@@ -155,10 +155,8 @@ def _count(directory: Path) -> int:
     try:
         return _listed(directory)
     except FileNotFoundError:
-        store = SidecarStore(directory.parent)
         # The sidecar store's own checks and 0700 directories, for its own root.
-        store._check_tree(directory)
-        store._ensure_dirs(directory)
+        SidecarStore(directory.parent).make_directory(directory)
         return _listed(directory)
 
 

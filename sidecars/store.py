@@ -209,6 +209,16 @@ class SidecarStore:
             return
         self._check_mode(info, path)
 
+    def make_directory(self, directory: Path) -> None:
+        """Make ``directory`` below the root, and every missing one on the way, 0700,
+        once the existing ones are checked: no link, none open to other users.
+
+        :raises SidecarError: a link or a widened directory on the way, or one that
+            cannot be made.
+        """
+        self._check_tree(directory)
+        self._ensure_dirs(directory)
+
     @contextlib.contextmanager
     def lock(self, path: Path) -> Iterator[int]:
         """Hold ``<file>.lock`` exclusively, or raise SidecarLockTimeout; the block gets
