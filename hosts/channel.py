@@ -12,8 +12,8 @@ Whether the channel is wired is read on every Turn from the host's own configura
 the file the host itself reads its MCP servers from: Codex's ``$CODEX_HOME/config.toml``
 (``~/.codex``), Claude Code's ``.claude.json`` (beside ``~/.claude``, or inside
 ``$CLAUDE_CONFIG_DIR``). The hook runs in the host's environment, so it finds the same
-file. Our server must be there with a command that still runs
-(:func:`hosts.status.tool_server`, which ``doctor`` and ``status`` use too). Not a flag
+file. Our server must be there, not switched off for the project, with a command that
+still runs (:func:`hosts.status.tool_server`, which ``doctor`` and ``status`` use too). Not a flag
 written into the hook command at install: a server removed or broken since would
 leave it stale, and the model would be asked for a tool it does not have. A Turn
 whose request names the block while the server runs loses nothing: settlement takes

@@ -409,6 +409,16 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
             f"`turn-hooks install {host}` again",
             warning=True,
         )
+    if state == "disabled":
+        return doctor.row(
+            "tool_channel",
+            host,
+            "tool_channel_disabled",
+            "the record_reflection tool server is switched off for this project: "
+            "reflections come in the answer; switch it on in the host (`/mcp`, or "
+            "remove `enabled = false` from Codex's [mcp_servers.turn_hooks])",
+            warning=True,
+        )
     return doctor.row(
         "tool_channel",
         host,

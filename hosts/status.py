@@ -58,13 +58,16 @@ def _resolves(program: str) -> bool:
     return shutil.which(program) is not None
 
 
-def _channel(servers: object) -> str:
-    """``absent``, ``unresolvable`` or ``runs``: whether a host's MCP servers hold ours,
-    and whether its command still runs (the program exists and is executable, and the
-    package its loader names is there, as for a hook command)."""
+def _channel(servers: object, *, disabled: bool = False) -> str:
+    """``absent``, ``disabled``, ``unresolvable`` or ``runs``: whether a host's MCP
+    servers hold ours, switched on, and whether its command still runs (the program
+    exists and is executable, and the package its loader names is there, as for a hook
+    command). Codex switches a server off with ``enabled = false`` in its table."""
     server = servers.get(mcp_install.SERVER) if isinstance(servers, dict) else None
     if not isinstance(server, dict):
         return "absent"
+    if disabled or server.get("enabled") is False:
+        return "disabled"
     program, args = server.get("command"), server.get("args", [])
     if not isinstance(program, str) or not isinstance(args, list):
         return "unresolvable"
@@ -76,9 +79,40 @@ def tool_server(host: str, home: Path) -> str:
     """Our MCP server in the host home (``codex`` or ``claude-code``): :func:`_channel`."""
     if host == "codex":
         config = _codex_config(home / "config.toml")
-        return _channel(config.get("mcp_servers") if config is not None else None)
-    servers = _read_json(mcp_install.claude_json_path(home), "claude_json")[0]
-    return _channel(servers.get("mcpServers") if isinstance(servers, dict) else None)
+        servers = config.get("mcp_servers") if config is not None else None
+        return _channel(servers, disabled=_codex_project_disabled(Path.cwd()))
+    document = _read_json(mcp_install.claude_json_path(home), "claude_json")[0]
+    document = document if isinstance(document, dict) else {}
+    return _channel(document.get("mcpServers"), disabled=_claude_disabled(document))
+
+
+def _codex_project_disabled(directory: Path) -> bool:
+    """Whether a project's ``.codex/config.toml``, in ``directory`` or one above it up
+    to the repository's top, switches our server off (``enabled = false``), as Codex
+    lets a trusted project do. Only an off counts: see :func:`_claude_disabled`."""
+    for place in (directory, *directory.parents):
+        config = _codex_config(place / ".codex" / "config.toml")
+        servers = config.get("mcp_servers") if config is not None else None
+        server = servers.get(mcp_install.SERVER) if isinstance(servers, dict) else None
+        if isinstance(server, dict) and server.get("enabled") is False:
+            return True
+        if os.path.lexists(place / ".git"):
+            return False
+    return False
+
+
+def _claude_disabled(document: dict[str, Any]) -> bool:
+    """Whether Claude Code's ``/mcp`` switched our server off for this project: its
+    entry in ``.claude.json``'s ``projects``, keyed by the project directory Claude
+    Code gives its hooks (``CLAUDE_PROJECT_DIR``), else the working directory. Some
+    releases still start a server listed there; counting it off only moves the
+    reflection into the answer's block, which settlement takes too, where counting
+    it on would ask for a tool the model may not have."""
+    projects = document.get("projects")
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    entry = projects.get(project) if isinstance(projects, dict) else None
+    disabled = entry.get("disabledMcpServers") if isinstance(entry, dict) else None
+    return isinstance(disabled, list) and mcp_install.SERVER in disabled
 
 
 def our_handler(command: object) -> dict[str, Any] | None:

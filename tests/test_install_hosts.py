@@ -213,8 +213,9 @@ def test_doctor_fails_loudly_when_an_installed_hook_no_longer_resolves(repo, tmp
 
 
 def test_doctor_checks_the_tool_server_as_it_checks_the_hooks(repo, tmp_path):
-    """The record_reflection tool server runs, or is gone (a failure: every session
-    fails), or is not there (a warning: reflections come in the answer's block)."""
+    """The record_reflection tool server runs, or is switched off for the project or
+    not there (warnings: reflections come in the answer's block), or is gone (a
+    failure: every session fails)."""
     home = tmp_path / "claude"
     assert turn_hooks(repo, "install", "claude-code", "--home", str(home), "--recall-only")[0] == 0
 
@@ -226,6 +227,14 @@ def test_doctor_checks_the_tool_server_as_it_checks_the_hooks(repo, tmp_path):
 
     assert tool_channel() == (0, (True, False, None))
     servers = home / ".claude.json"
+    wired = servers.read_text()
+    switched_off = {
+        **json.loads(wired),
+        "projects": {str(repo): {"disabledMcpServers": ["turn_hooks"]}},
+    }
+    servers.write_text(json.dumps(switched_off))  # what Claude Code's `/mcp` writes
+    assert tool_channel() == (0, (True, True, "tool_channel_disabled"))
+    servers.write_text(wired)
     gone = str(tmp_path / "deleted-venv" / "bin" / "python")
     servers.write_text(servers.read_text().replace(json.dumps(sys.executable), json.dumps(gone)))
     assert tool_channel() == (2, (False, False, "tool_channel_unresolvable"))

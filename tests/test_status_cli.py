@@ -392,3 +392,36 @@ def test_a_linked_host_file_is_shown_as_install_refuses_it(tmp_path):
     # Without a codex on PATH, a handler with no trust entry at its position counts.
     view = status.codex_hooks(tmp_path / "real")
     assert (view["untrusted_count"], view["reason_code"]) == (2, "hook_untrusted")
+
+
+def test_a_tool_server_switched_off_is_no_tool_channel(tmp_path, monkeypatch):
+    """Switched off in the host (Codex's ``enabled = false``, at home or in the
+    project; Claude Code's ``/mcp`` list for this project), the tool may not be there:
+    the request must name the answer's block, which settlement takes too."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    write_codex(tmp_path / "codex", goal="g")
+    assert status.tool_server("codex", tmp_path / "codex") == "runs"
+    (project / ".codex").mkdir()
+    (project / ".codex" / "config.toml").write_text("[mcp_servers.turn_hooks]\nenabled = false\n")
+    assert status.tool_server("codex", tmp_path / "codex") == "disabled"
+    (project / ".codex" / "config.toml").unlink()
+    config = tmp_path / "codex" / "config.toml"
+    config.write_text(
+        config.read_text().replace(
+            "[mcp_servers.turn_hooks]\n", "[mcp_servers.turn_hooks]\nenabled = false\n"
+        )
+    )
+    assert status.codex_hooks(tmp_path / "codex")["tool_channel"] is False
+
+    server = {"command": sys.executable, "args": ["-m", "hosts", "mcp", "serve"]}
+    claude = {"mcpServers": {"turn_hooks": server}}
+    (tmp_path / ".claude.json").write_text(json.dumps(claude))
+    assert status.tool_server("claude-code", tmp_path) == "runs"
+    claude["projects"] = {str(project): {"disabledMcpServers": ["turn_hooks"]}}
+    (tmp_path / ".claude.json").write_text(json.dumps(claude))
+    assert status.tool_server("claude-code", tmp_path) == "disabled"
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path / "another"))
+    assert status.tool_server("claude-code", tmp_path) == "runs", "another project's list"
