@@ -371,6 +371,16 @@ class FakeChat(LoopbackServer):
         return Handler
 
 
+GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+}
+"""The Google API error status of an HTTP status (anything else: ``INTERNAL``)."""
+
+
 class FakeGemini(LoopbackServer):
     """``with FakeGemini() as fake:``; ``fake.port``, ``fake.requests``, ``fake.reply()``.
 
@@ -408,7 +418,7 @@ class FakeGemini(LoopbackServer):
                 fake.requests.append(body)
                 reply = fake.replies.popleft() if fake.replies else "ok"
                 if isinstance(reply, int):
-                    status = "INVALID_ARGUMENT" if reply < 500 else "INTERNAL"
+                    status = GOOGLE_STATUS.get(reply, "INTERNAL")
                     self._json(
                         reply, {"error": {"code": reply, "message": "rejected", "status": status}}
                     )
