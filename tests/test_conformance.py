@@ -159,17 +159,19 @@ def test_codex_cli_markdown_is_one_pasteable_section_from_real_runs():
     assert public_safety_violations(text) == []
 
 
-def test_removing_the_codex_stop_hook_drops_ingest_to_uncovered_and_fails_the_run():
-    report = json.loads(conformance("codex-cli", "--without-event", "Stop", code=3))
+@pytest.mark.parametrize(("host", "event"), [("codex-cli", "Stop"), ("gemini", "AfterAgent")])
+def test_removing_the_settlement_hook_drops_ingest_to_uncovered_and_fails_the_run(host, event):
+    report = json.loads(conformance(host, "--without-event", event, code=3))
     entry = consistent(report)
+    assert entry["verification"] == "real_host_run"
     assert (entry[RECALL], entry[INGEST]) == ("connected", "uncovered")
-    assert entry["without_events"] == ["Stop"]
+    assert entry["without_events"] == [event]
     by_id = {row["scenario"]: row for row in report["scenarios"]}
     assert by_id["ingest.validated_activated"]["result"] == "fail"
     assert by_id["recall.delivered_in_budget"]["result"] == "pass"
     # "Nothing was written" proves nothing once the settlement hook is gone.
     assert by_id["ingest.failed_turn_nothing"]["result"] == "skipped"
-    assert by_id["ingest.failed_turn_nothing"]["reason"] == "vacuous: this run left out Stop"
+    assert by_id["ingest.failed_turn_nothing"]["reason"] == f"vacuous: this run left out {event}"
 
 
 def test_a_run_with_no_hooks_and_one_scenario_earns_nothing():
