@@ -14,8 +14,9 @@ CODEX_VENV := $(CACHE)/codex-0.147.0
 NODE_VENV := $(CACHE)/node
 CLAUDE_DIR := $(CACHE)/claude-code-2.1.332
 DSH_DIR := $(CACHE)/dsh-0.1.0-rc.8
+GEMINI_DIR := $(CACHE)/gemini-cli-0.61.0
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking codex claude node dsh
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex claude node dsh gemini
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -91,12 +92,19 @@ dsh: $(DSH_DIR)/node_modules/.bin/dsh
 
 claude: $(CLAUDE_DIR)/node_modules/.bin/claude
 
+# Gemini CLI, driven offline against a fake Gemini API on loopback (tests/test_gemini_real.py).
+$(GEMINI_DIR)/node_modules/.bin/gemini: | $(NODE_STAMP)
+	mkdir -p $(GEMINI_DIR)
+	$(NPM) install --silent --prefix $(GEMINI_DIR) @google/gemini-cli@0.61.0
+
+gemini: $(GEMINI_DIR)/node_modules/.bin/gemini
+
 # pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
 # Coverage (pyproject.toml) measures every package, hook subprocesses that the real
 # hosts start included; the gate is fail_under there. The kernel and the sidecar
 # store keep their own 100 % gate, checked on the same data after pytest combined it.
-test: lint typecheck schema openviking codex claude dsh
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+test: lint typecheck schema openviking codex claude dsh gemini
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	echo "kernel gate: turn_hooks/ and sidecars/ stay at 100 %"; \
 	$(BIN)/coverage report --include='turn_hooks/*,sidecars/*' --fail-under=100 || rc=1; \

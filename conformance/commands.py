@@ -198,10 +198,11 @@ def register(commands: Any) -> None:
     runner = sub.add_parser(
         "run",
         help="run the scenarios against one host and print turn_hooks_host_coverage_v0",
-        description="Real hosts (codex-cli, claude-code, dsh) run their own binary offline "
-        "against a fake model server on 127.0.0.1, and codex-app drives `codex app-server` "
-        "over JSON-RPC and settles through codex-app refresh-state and spend-slot; gemini "
-        "and generic replay their documented hook payloads. An edge is reported connected "
+        description="Real hosts (codex-cli, claude-code, dsh, gemini) run their own binary "
+        "offline against a fake model server on 127.0.0.1, and codex-app drives `codex "
+        "app-server` over JSON-RPC and settles through codex-app refresh-state and "
+        "spend-slot; generic replays its documented hook payloads, and so does gemini when "
+        "no gemini binary is given or on PATH. An edge is reported connected "
         "only if every delivery scenario it needs ran and passed in this run and none of its "
         "scenarios failed; a run narrowed with --scenario is marked partial.",
         epilog=EXIT_CODES,

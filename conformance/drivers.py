@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.fakes import FakeChat, FakeMessages, FakeResponses, LoopbackServer
+from conformance.fakes import FakeChat, FakeGemini, FakeMessages, FakeResponses, LoopbackServer
 from conformance.workspace import AGENT, GOAL, Workspace
 
 HOOK_COMMAND = [sys.executable, "-m", "hosts.cli"]
@@ -123,6 +123,32 @@ class HostDriver(abc.ABC):
             argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
         return argv
 
+    def installer_argv(self, *parts: str) -> list[str]:
+        """``turn-hooks install <parts>`` with this scenario's binding, and its validator
+        (``--recall-only`` for a scenario without evidence, which install refuses
+        unless asked for)."""
+        argv = [*HOOK_COMMAND, "install", *parts, "--registry", str(self.workspace.registry)]
+        argv += ["--goal-id", GOAL, "--agent-id", AGENT]
+        if self.setup.validation:
+            return [*argv, "--validation-command-json", json.dumps(self.workspace.validator)]
+        return [*argv, "--recall-only"]
+
+    def edit_hooks(self, path: Path, *, per_second: int = 1) -> None:
+        """The scenario's edits to an installed ``{"hooks": {Event: [{"hooks": [...]}]}}``
+        file: its events left out, our command replaced, the timeout in the host's unit
+        (``per_second``: 1000 for a host that counts milliseconds)."""
+        document = json.loads(path.read_text())
+        hooks = document["hooks"]
+        for event in self.setup.without_events:
+            hooks.pop(event, None)
+        for groups in hooks.values():
+            for group in groups:
+                for handler in group["hooks"]:
+                    if self.setup.command is not None:
+                        handler["command"] = shlex.join(self.setup.command)
+                    handler["timeout"] = self.setup.timeout_seconds * per_second
+        path.write_text(json.dumps(document, indent=2))
+
     def settlements(self, workspace: Workspace) -> list[dict[str, Any]]:
         """The settled Turns so far, each with its dispatcher receipt as
         ``post_settlement``: the settlement spool entries that hold one."""
@@ -216,13 +242,8 @@ class CodexCliDriver(RealDriver):
     def install(self) -> None:
         """Our installer, then the scenario's edits; edited hooks run untrusted-bypassed."""
         (self.home / "config.toml").write_text(codex_config(self.fake.port))
-        argv = [*HOOK_COMMAND, "install", "codex", "--codex-home", str(self.home)]
-        argv += ["--codex-bin", str(self.binary), "--registry", str(self.workspace.registry)]
-        argv += ["--goal-id", GOAL, "--agent-id", AGENT]
-        if self.setup.validation:
-            argv += ["--validation-command-json", json.dumps(self.workspace.validator)]
-        else:  # a scenario without evidence: install refuses that unless asked for
-            argv.append("--recall-only")
+        argv = self.installer_argv("codex", "--codex-home", str(self.home))
+        argv += ["--codex-bin", str(self.binary)]
         installed = subprocess.run(
             argv, capture_output=True, text=True, check=False, env=self.env(), timeout=120
         )
@@ -231,18 +252,7 @@ class CodexCliDriver(RealDriver):
             raise RuntimeError(f"turn-hooks install codex failed: {report.get('reason_code')}")
         self.edited = bool(self.setup.without_events or self.setup.command)
         if self.edited:
-            path = self.home / "hooks.json"
-            document = json.loads(path.read_text())
-            hooks = document["hooks"]
-            for event in self.setup.without_events:
-                hooks.pop(event, None)
-            for groups in hooks.values():
-                for group in groups:
-                    for handler in group["hooks"]:
-                        if self.setup.command is not None:
-                            handler["command"] = shlex.join(self.setup.command)
-                        handler["timeout"] = self.setup.timeout_seconds
-            path.write_text(json.dumps(document, indent=2))
+            self.edit_hooks(self.home / "hooks.json")
 
     def turn(self, prompt: str, reply: str | int) -> TurnRun:
         """``codex exec`` one prompt."""
@@ -300,6 +310,95 @@ class ClaudeCodeDriver(RealDriver):
             answer = str(json.loads(result.stdout).get("result", ""))
         except ValueError:
             answer = ""
+        return TurnRun(result.returncode == 0, answer, self.requests_since(start))
+
+
+GEMINI_OFFLINE_SETTINGS: dict[str, Any] = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+"""What a Gemini CLI 0.61 ``settings.json`` needs beside our hooks to stay on loopback.
+
+An API key, because 0.61 refuses the ``gateway`` auth type that
+``GOOGLE_GEMINI_BASE_URL`` alone selects ("Invalid auth method selected"); the Gemini
+API client still sends its requests to that base URL. Usage statistics, telemetry
+and the update check would each call Google."""
+
+
+def gemini_settings(home: Path) -> None:
+    """Merge :data:`GEMINI_OFFLINE_SETTINGS` into ``home/.gemini/settings.json``."""
+    path = home / ".gemini" / "settings.json"
+    document = json.loads(path.read_text()) if path.exists() else {}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**document, **GEMINI_OFFLINE_SETTINGS}, indent=2))
+
+
+GEMINI_STRICT_MARKERS = ("GITHUB_SHA", "SURFACE")
+"""Variables that make Gemini CLI 0.61 hand its hooks only an allow-list of the
+environment (PATH, HOME, ...; its ``sanitizeEnvironment``): on GitHub Actions the
+hooks would lose ``TURN_HOOKS_*`` and the test run's own variables."""
+
+
+def gemini_env(base: dict[str, str], home: Path, port: int) -> dict[str, str]:
+    """The environment of one offline ``gemini -p``: ``base`` with its home, the fake
+    and a dummy key, without :data:`GEMINI_STRICT_MARKERS`.
+
+    ``GEMINI_CLI_TRUST_WORKSPACE`` is the documented way to trust the working folder in
+    a headless run: 0.61 refuses to start in an untrusted one, and runs no hooks there.
+    ``TMPDIR`` under ``home``: a failed model request leaves an error report there.
+    """
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
+    kept = {k: v for k, v in base.items() if k not in GEMINI_STRICT_MARKERS}
+    return {
+        **kept,
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "GEMINI_API_KEY": "dummy",
+        "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{port}",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+
+
+def gemini_argv(binary: Path, prompt: str) -> list[str]:
+    """``gemini -p`` one prompt against the fake's model, the answer as JSON."""
+    return [str(binary), "-p", prompt, "--model", "fake-model", "--output-format", "json"]
+
+
+def gemini_answer(stdout: str) -> str:
+    """The final answer of ``gemini -p --output-format json`` (``""``: none)."""
+    try:
+        document = json.loads(stdout)
+    except ValueError:
+        return ""
+    return str(document.get("response", "")) if isinstance(document, dict) else ""
+
+
+class GeminiDriver(RealDriver):
+    """Gemini CLI: ``~/.gemini/settings.json`` written by ``turn-hooks install gemini``."""
+
+    host = "gemini"
+    recall_event = "BeforeAgent"
+    ingest_event = "AfterAgent"
+    settle_parts = ("host", "generic", "post-settlement", "--dialect", "gemini")
+    turn_id_field = None  # Gemini names no turn: AfterAgent finds it from the session
+    final_field = "prompt_response"
+    fake_class = FakeGemini
+
+    def install(self) -> None:
+        """Our installer, the offline settings, then the scenario's edits."""
+        argv = self.installer_argv("gemini", "--home", str(self.home / ".gemini"))
+        subprocess.run(argv, capture_output=True, check=True, env=self.env(), timeout=60)
+        gemini_settings(self.home)
+        self.edit_hooks(self.home / ".gemini" / "settings.json", per_second=1000)
+
+    def turn(self, prompt: str, reply: str | int) -> TurnRun:
+        """``gemini -p`` one prompt (a fresh session each time)."""
+        start = self.queue(reply)
+        env = gemini_env(self.env(), self.home, self.fake.port)
+        result = self.run(gemini_argv(self.binary, prompt), env)
+        answer = gemini_answer(result.stdout)
         return TurnRun(result.returncode == 0, answer, self.requests_since(start))
 
 
@@ -642,7 +741,7 @@ class PayloadDriver(HostDriver):
         session = f"conformance-{self.dialect.host}"
         common = {"session_id": session, "cwd": str(self.workspace.work)}
         if self.dialect.dialect == "gemini":
-            common["timestamp"] = f"2026-01-01T00:00:{self.turns:02d}Z"
+            common["timestamp"] = f"2026-01-01T00:00:{self.turns:02d}.000Z"
         else:
             common["turn_id"] = f"turn-{self.turns}"
         contexts: list[Any] = []
@@ -653,7 +752,14 @@ class PayloadDriver(HostDriver):
         if isinstance(reply, int):  # a failed turn: the host sends no end event
             return TurnRun(False, "", contexts)
         if self.ingest_event not in self.setup.without_events:
-            end = {**common, "hook_event_name": self.ingest_event, self.dialect.final_field: reply}
+            end: dict[str, Any] = {
+                **common,
+                "hook_event_name": self.ingest_event,
+                self.dialect.final_field: reply,
+            }
+            if self.dialect.dialect == "gemini":  # as Gemini CLI 0.61 sends AfterAgent
+                end["timestamp"] = f"2026-01-01T00:00:{self.turns:02d}.500Z"
+                end["prompt"], end["stop_hook_active"] = prompt, False
             self._hook("post-settlement", end)
         return TurnRun(True, reply, contexts)
 
@@ -669,11 +775,15 @@ REAL_DRIVERS: dict[str, type[RealDriver]] = {
     "claude-code": ClaudeCodeDriver,
     "dsh": DshDriver,
     "codex-app": CodexAppDriver,
+    "gemini": GeminiDriver,
 }
 
 
 def driver_for(host: str, binary: Path | None) -> HostDriver | None:
-    """The driver for ``host``; ``None`` when this host has none (yet)."""
+    """The driver for ``host``; ``None`` when this host has none (yet).
+
+    Gemini has both: its real binary when one is given (or on PATH), else the replay
+    of its hook payloads as Gemini CLI 0.61 sends them."""
     if host in REAL_DRIVERS and binary is not None:
         return REAL_DRIVERS[host](binary)
     if host in PAYLOAD_DIALECTS:

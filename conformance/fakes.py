@@ -4,8 +4,9 @@ Each records every request body and replays queued replies, one per model reques
 a reply is the assistant's text, or an int for that HTTP error status. The Responses
 fake follows the event order in hosts.md §2.4 (Codex), the Messages fake speaks
 Anthropic's streaming format (Claude Code) and the chat fake speaks chat-completions
-SSE (DSH); all three also take ``{"tool": name, "arguments": {...}}`` for a tool call
-(the Responses fake with an optional ``"namespace"``, as Codex names MCP tools).
+SSE (DSH) and the Gemini fake speaks the Gemini API's ``streamGenerateContent`` SSE
+(Gemini CLI); all four also take ``{"tool": name, "arguments": {...}}`` for a tool
+call (the Responses fake with an optional ``"namespace"``, as Codex names MCP tools).
 """
 
 from __future__ import annotations
@@ -368,3 +369,80 @@ class FakeChat(LoopbackServer):
                 self.wfile.flush()
 
         return Handler
+
+
+GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+}
+"""The Google API error status of an HTTP status (anything else: ``INTERNAL``)."""
+
+
+class FakeGemini(LoopbackServer):
+    """``with FakeGemini() as fake:``; ``fake.port``, ``fake.requests``, ``fake.reply()``.
+
+    Speaks what Gemini CLI 0.61 asks of ``GOOGLE_GEMINI_BASE_URL``:
+    ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (a Turn's model
+    requests, recorded and answered from the queue) and ``:countTokens``. Its other
+    calls (``:generateContent``, the CLI's own side questions such as the next-speaker
+    check) are recorded in ``side_requests`` and answered without taking a reply: a
+    Turn's replies stay the Turn's.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.side_requests: list[dict[str, Any]] = []
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(JsonHandler):
+            def do_GET(self) -> None:  # model listings and the like: nothing to offer
+                self._json(
+                    404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}}
+                )
+
+            def do_POST(self) -> None:
+                body = self._body()
+                path = self.path.split("?", 1)[0]
+                if path.endswith(":countTokens"):
+                    self._json(200, {"totalTokens": 1})
+                    return
+                if not path.endswith(":streamGenerateContent"):
+                    fake.side_requests.append(body)
+                    self._json(200, _gemini_chunk("{}"))
+                    return
+                fake.requests.append(body)
+                reply = fake.replies.popleft() if fake.replies else "ok"
+                if isinstance(reply, int):
+                    status = GOOGLE_STATUS.get(reply, "INTERNAL")
+                    self._json(
+                        reply, {"error": {"code": reply, "message": "rejected", "status": status}}
+                    )
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                if isinstance(reply, dict):
+                    call = {"name": reply["tool"], "args": reply.get("arguments") or {}}
+                    chunks = [_gemini_chunk(None, parts=[{"functionCall": call}])]
+                else:
+                    chunks = [_gemini_chunk(reply)]
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+                self.wfile.flush()
+
+        return Handler
+
+
+def _gemini_chunk(text: str | None, *, parts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One complete ``GenerateContentResponse``: a single model candidate that stops."""
+    content = {"role": "model", "parts": parts if parts is not None else [{"text": text}]}
+    return {
+        "candidates": [{"content": content, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "modelVersion": "fake-model",
+    }

@@ -41,6 +41,7 @@ DEFAULT_BINARIES = {
     "codex-app": "codex",
     "claude-code": "claude",
     "dsh": "dsh",
+    "gemini": "gemini",
 }
 Progress = Callable[[int, int, dict[str, Any]], None]
 """Called after each scenario with (its 1-based number, the total, its row)."""

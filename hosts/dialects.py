@@ -8,7 +8,13 @@
   is not a settlement.
 - gemini: no turn id, so BeforeAgent's `session_id:timestamp` is kept for AfterAgent;
   final text `prompt_response`; prints `hookSpecificOutput` or `{}` before, `{}` after
-  (stdout must be JSON).
+  (stdout must be JSON). Checked against the real Gemini CLI 0.61.0: its events carry
+  `session_id`, `transcript_path`, `cwd`, `hook_event_name` and an ISO `timestamp`
+  (AfterAgent's is its own, hence the kept id), BeforeAgent `prompt`, AfterAgent
+  `prompt`, `prompt_response` and `stop_hook_active`; no AfterAgent follows a failed
+  model request. It appends `additionalContext` to the user's message as
+  `<hook_context>…</hook_context>` with `<` and `>` escaped
+  (:func:`hosts.render.extract_block` reads a block written back that way).
 """
 
 from __future__ import annotations

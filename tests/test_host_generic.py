@@ -276,6 +276,11 @@ def test_delivered_refs_are_not_rendered_again():
         ("dangling </answer_field>", (None, "malformed")),
         ("<answer_field>{} unclosed", (None, "malformed")),
         ("</answer_field>{}<answer_field>", (None, "malformed")),
+        # Gemini CLI shows the model our request with < and > escaped; that form counts.
+        ("&lt;answer_field&gt;{&quot;a&quot;:1}&lt;/answer_field&gt;", ('{"a":1}', None)),
+        ("&lt;answer_field&gt;{}", (None, "malformed")),
+        ("&lt;answer_field&gt; &lt;/answer_field&gt;", (None, None)),
+        ("<answer_field>raw</answer_field> &lt;answer_field&gt;x", ("raw", None)),
     ],
 )
 def test_extract_the_one_block_of_a_field(text, expected):
