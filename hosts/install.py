@@ -266,6 +266,11 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         refused = doctor.report(checks, host=host, action="install", changed=False)
         return refused, "Install refused"
     codex = codex_binary(args) if host == "codex" else None
+    version = None
+    if codex is not None:
+        from hosts import codex_versions
+
+        version = codex_versions.check(codex)  # an older Codex: refused, nothing written
     try:
         if host == "dsh":
             patch = Path(args.patch_file).absolute()
@@ -282,6 +287,8 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         raise  # already typed: a hooks.json or patch file that is no regular file, say
     except (ValueError, RuntimeError, OSError) as exc:
         raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
+    if version is not None:
+        report["codex_version"] = version
     if checks:
         report["checks"] = checks
     return report, TITLES.get(host, "DSH plugin")
