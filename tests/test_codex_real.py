@@ -29,7 +29,7 @@ from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
 from hosts import codex_versions
-from hosts.render import block_request, tool_request
+from hosts.render import block_request, omission_note, tool_request
 
 ROOT = Path(__file__).parent.parent
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
@@ -330,17 +330,17 @@ def test_a_crashing_or_hanging_hook_fails_open(codex, tmp_path):
         assert len(fake.requests) == 1
 
 
+def store_long_memories(run: CodexRun) -> None:
+    """Twelve long memories that all match the module-tests prompt."""
+    store = EmbeddedSqliteProvider(run.root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3")
+    items = [(f"{f1.SCOPE_REF}/bulk-{index}.json", _record(index)) for index in range(12)]
+    store.write_many(items, actor_peer_id=f1.PEER)
+
+
 def test_long_memories_are_cut_by_us_not_truncated_by_codex(any_codex, tmp_path):
     with FakeResponses() as fake:
         run = CodexRun(tmp_path, fake, codex=any_codex)
-        store = EmbeddedSqliteProvider(
-            run.root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
-        )
-        items = []
-        for index in range(12):
-            body = _record(index)
-            items.append((f"{f1.SCOPE_REF}/bulk-{index}.json", body))
-        store.write_many(items, actor_peer_id=f1.PEER)
+        store_long_memories(run)
         fake.reply("ok")
         result = run.exec("a change touches one module: which tests should run first?")
         assert result.returncode == 0, result.stderr[-2000:]
@@ -352,6 +352,39 @@ def test_long_memories_are_cut_by_us_not_truncated_by_codex(any_codex, tmp_path)
         assert len(memories) == 5 and all(len(m.encode()) <= 400 for m in memories)
         assert all(m.endswith("\u2026") for m in memories), "cut by us, and marked"
         assert ours.rstrip().endswith(block_request("reward_memory_reflection_json"))
+
+
+CODEX_CUT = "Full hook output saved to"
+"""The note Codex puts after a hook context it cut to a head-and-tail preview."""
+
+
+def test_a_context_limit_set_on_our_handler_bounds_us_so_codex_cuts_nothing(any_codex, tmp_path):
+    """Codex keeps a hook's context whole up to four UTF-8 bytes per token of the
+    handler's `additionalContextLimit` (hosts/codex_limit.py). A user who lowers it on
+    our installed handler lowers our bound: a reinstall keeps it (and trusts it again),
+    fewer memories arrive whole, and Codex cuts nothing."""
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake, codex=any_codex)
+        assert install_codex(run, any_codex)["ok"] is True
+        hooks = json.loads((run.home / "hooks.json").read_text())
+        [handler] = hooks["hooks"]["UserPromptSubmit"][0]["hooks"]
+        handler["additionalContextLimit"] = 600
+        (run.home / "hooks.json").write_text(json.dumps(hooks))
+        again = install_codex(run, any_codex)
+        assert again["trust_statuses"] == ["trusted", "trusted"], again
+        kept = json.loads((run.home / "hooks.json").read_text())["hooks"]["UserPromptSubmit"]
+        assert kept[0]["hooks"][0]["additionalContextLimit"] == 600, "a reinstall keeps it"
+        store_long_memories(run)
+        fake.reply("ok")
+        result = run.exec("a change touches one module: which tests should run first?")
+        assert result.returncode == 0, result.stderr[-2000:]
+    [ours] = [text for text in developer_texts(fake.requests[0]) if "[memory " in text]
+    assert CODEX_CUT not in json.dumps(fake.requests[0]), "Codex cut nothing"
+    assert len(ours.encode()) <= 4 * 600
+    memories = [part for part in ours.split("\n\n") if part.startswith("[memory ")]
+    assert 1 <= len(memories) < 5, "fewer memories than the default bound lets through"
+    assert omission_note(5 - len(memories)) in ours
+    assert ours.rstrip().endswith(tool_request(FIELD, "record_reflection"))
 
 
 def _record(index: int) -> str:
