@@ -524,11 +524,14 @@ def test_the_mcp_server_honours_the_variables_the_hooks_honour(codex, tmp_path, 
     assert ("mcp", "goal_not_discovered") in {(e["host"], e["reason_code"]) for e in entries}
 
 
-def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):
+def test_app_server_observer_settles_completed_turns_only(any_codex, tmp_path):
+    """The Codex App's loop over app-server's JSON-RPC, on both releases (the
+    conformance `codex-app` run, much longer, runs on the oldest)."""
     from hosts.app_server import AppServerObserver
 
+    codex = any_codex
     with FakeResponses() as fake:
-        run = CodexRun(tmp_path, fake)
+        run = CodexRun(tmp_path, fake, codex=codex)
         assert install_codex(run, codex, cwd=run.work)["ok"] is True
         os.environ["FAKE_API_KEY"] = "dummy"
         observer = AppServerObserver(
@@ -580,3 +583,28 @@ def test_install_refuses_a_codex_older_than_the_range_and_writes_nothing(tmp_pat
     assert (refused["ok"], refused["reason_code"]) == (False, "codex_version_unsupported")
     assert f"older than {OLDEST}" in refused["message"] and NEWEST in refused["message"]
     assert {p.name: p.read_bytes() for p in run.home.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    ("said", "note"),
+    [
+        (f"codex-cli {OLDEST}", None),
+        (f"codex-cli {NEWEST}", None),
+        ("codex-cli 0.172.0", f"newer than {NEWEST}"),
+        ("codex-cli 1.0.0", f"newer than {NEWEST}"),
+        ("no version here", "named no version"),
+    ],
+)
+def test_install_names_the_codex_it_found_against_the_range(tmp_path, said, note):
+    """What install's report says of the binary (a real process answering --version):
+    inside the range, nothing more; newer, how to check it; silent, that trust will."""
+    binary = tmp_path / "codex"
+    binary.write_text(f"#!/bin/sh\necho '{said}'\n")
+    binary.chmod(0o700)
+    section = codex_versions.check(str(binary))
+    assert section["supported"] == f"{OLDEST}..{NEWEST}"
+    assert section["version"] == codex_versions.binary_version(str(binary))
+    if note is None:
+        assert section["note"] is None
+    else:
+        assert note in section["note"]
