@@ -518,6 +518,7 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``install`` and ``doctor`` to the command line."""
     from hosts.cli import _format_option as format_option
     from hosts.cli import seconds_between
+    from hosts.codex_versions import NEWEST, OLDEST
     from hosts.settlement import BUILT_IN_MARGIN, MAX_VALIDATION_TIMEOUT, VALIDATION_TIMEOUT
 
     # The built-in validator's own deadline: the hook grants it and the margin.
@@ -587,7 +588,11 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         )
         sub.add_argument("--home", help="the host's config directory (default: its own)")
         sub.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
-        sub.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
+        sub.add_argument(
+            "--codex-bin",
+            help=f"the codex binary (default: the one on PATH); Codex {OLDEST} to {NEWEST} "
+            "is tested; install refuses an older one",
+        )
         sub.add_argument(
             "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
         )
