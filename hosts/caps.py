@@ -48,7 +48,7 @@ HOST_CAPS = {
             "codex-cli",
             "codex_cli",
             CODEX_RENDER_CHARS,
-            "truncates developer context near 2,500 tokens",
+            "cuts hook context over 4 bytes per token of additionalContextLimit (2,500)",
         ),
         HostCap(
             "codex-app", "codex_cli", CODEX_RENDER_CHARS, "runs the Codex CLI hook: the same cap"
@@ -71,3 +71,17 @@ DEFAULT_RENDER_CHARS = HOST_CAPS["generic"].render_chars
 def render_cap(turn_host: str) -> int:
     """The characters a Turn of ``turn_host`` (``TurnContext.host``) may be given."""
     return _BY_TURN_HOST.get(turn_host, DEFAULT_RENDER_CHARS)
+
+
+def render_byte_cap(turn_host: str, goal_id: str, agent_id: str | None) -> int | None:
+    """The UTF-8 bytes a Turn may be given where the runtime counts bytes, else ``None``.
+
+    Codex (CLI and App: ``codex_cli``) keeps a hook's context whole up to its
+    handler's ``additionalContextLimit``, which the user may lower in ``hooks.json``
+    (:mod:`hosts.codex_limit`); the smaller of that and :func:`render_cap` applies.
+    """
+    if turn_host != "codex_cli":
+        return None
+    from hosts import codex_limit
+
+    return codex_limit.context_bytes(goal_id, agent_id)

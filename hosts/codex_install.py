@@ -29,6 +29,9 @@ from turn_hooks import InvalidInputError, loads_bounded
 
 EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
 HOOK_TIMEOUT = 30
+USER_FIELDS = ("additionalContextLimit",)
+"""Fields of our handler that the user may set and a reinstall keeps
+(``additionalContextLimit``: Codex's bound on the context, :mod:`hosts.codex_limit`)."""
 
 
 def hook_command(
@@ -133,7 +136,9 @@ def _with_ours(
         if event in placed:
             return []  # a duplicate of ours: one handler per event
         placed.add(event)
-        return [handler if handler == new[event] else new[event]]
+        # A limit the user set on our handler is theirs: a reinstall keeps it.
+        kept = {**new[event], **{k: handler[k] for k in USER_FIELDS if k in handler}}
+        return [handler if handler == kept else kept]
 
     raw = document.get("hooks")
     hooks: dict[str, Any] = raw if isinstance(raw, dict) else {}

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from hosts import staged
-from hosts.caps import render_cap
+from hosts.caps import render_byte_cap, render_cap
 from hosts.channel import result_tools
 from hosts.dialects import DIALECTS, gemini_turn_id
 from hosts.hook_log import record, record_pre_turn
@@ -143,7 +143,10 @@ def render_once(
             record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
             remembered = None
     rendering = render(
-        without_refs(projection, delivered), limit=render_cap(turn.host), tools=tools
+        without_refs(projection, delivered),
+        limit=render_cap(turn.host),
+        tools=tools,
+        byte_limit=render_byte_cap(turn.host, goal_id, turn.agent_id),
     )
     if remembered and rendering.item_refs:
         sidecars, path = remembered

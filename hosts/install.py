@@ -266,6 +266,11 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         refused = doctor.report(checks, host=host, action="install", changed=False)
         return refused, "Install refused"
     codex = codex_binary(args) if host == "codex" else None
+    version = None
+    if codex is not None:
+        from hosts import codex_versions
+
+        version = codex_versions.check(codex)  # an older Codex: refused, nothing written
     try:
         if host == "dsh":
             patch = Path(args.patch_file).absolute()
@@ -282,6 +287,8 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         raise  # already typed: a hooks.json or patch file that is no regular file, say
     except (ValueError, RuntimeError, OSError) as exc:
         raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
+    if version is not None:
+        report["codex_version"] = version
     if checks:
         report["checks"] = checks
     return report, TITLES.get(host, "DSH plugin")
@@ -521,6 +528,7 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``install`` and ``doctor`` to the command line."""
     from hosts.cli import _format_option as format_option
     from hosts.cli import seconds_between
+    from hosts.codex_versions import NEWEST, OLDEST
     from hosts.settlement import BUILT_IN_MARGIN, MAX_VALIDATION_TIMEOUT, VALIDATION_TIMEOUT
 
     # The built-in validator's own deadline: the hook grants it and the margin.
@@ -590,7 +598,11 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
         )
         sub.add_argument("--home", help="the host's config directory (default: its own)")
         sub.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
-        sub.add_argument("--codex-bin", help="the codex binary (default: the one on PATH)")
+        sub.add_argument(
+            "--codex-bin",
+            help=f"the codex binary (default: the one on PATH); Codex {OLDEST} to {NEWEST} "
+            "is tested; install refuses an older one",
+        )
         sub.add_argument(
             "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
         )

@@ -78,11 +78,14 @@ def render(
     *,
     limit: int = RENDER_LIMIT,
     tools: Mapping[str, str] | None = None,
+    byte_limit: int | None = None,
 ) -> Rendering:
     """The bounded text rendering of a projection (``""`` when there is nothing to add).
 
     ``tools`` maps a result field to the tool that carries it on this Turn's host
     (:func:`hosts.channel.result_tools`); every other field is asked for as a block.
+    ``byte_limit`` bounds the UTF-8 bytes too, for a runtime that counts bytes
+    (Codex: :mod:`hosts.codex_limit`).
     """
     head = list(projection.capability_instructions)
     tail = [field_request(field, tools or {}) for field in projection.capability_result_fields]
@@ -94,7 +97,8 @@ def render(
         omitted = len(items) - len(kept)
         note = [omission_note(omitted)] if omitted else []
         text = "\n\n".join([*head, *(item.text for item in kept), *note, *tail])
-        if len(text) <= limit or not kept:
+        fits = len(text) <= limit and (byte_limit is None or len(text.encode()) <= byte_limit)
+        if fits or not kept:
             return Rendering(text, tuple(item.ref for item in kept))
         kept.pop()
 

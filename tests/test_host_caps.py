@@ -110,3 +110,55 @@ def test_no_cap_exceeds_the_bound_conformance_holds_every_host_to():
     from conformance.scenarios import RENDER_LIMIT as CONFORMANCE_BOUND
 
     assert all(cap.render_chars <= CONFORMANCE_BOUND for cap in HOST_CAPS.values())
+
+
+def _our_pre_turn(goal: str, agent: str, **fields) -> dict:
+    command = f"/venv/bin/python -m hosts.cli host codex-cli pre-turn --goal-id {goal} "
+    command += f"--agent-id {agent} --registry /r.json"
+    return {"type": "command", "command": command, "timeout": 30, **fields}
+
+
+def _hooks_json(goal: str, **fields) -> dict:
+    return {"hooks": {"UserPromptSubmit": [{"hooks": [_our_pre_turn(goal, "a", **fields)]}]}}
+
+
+@pytest.mark.parametrize(
+    ("hooks_json", "expected"),
+    [
+        pytest.param(None, 10_000, id="no-hooks-json"),
+        pytest.param("not json", 10_000, id="bad-json"),
+        pytest.param(_hooks_json("g"), 10_000, id="unset"),
+        pytest.param(_hooks_json("g", additionalContextLimit=300), 1_200, id="ours-lowered"),
+        pytest.param(_hooks_json("other", additionalContextLimit=300), 10_000, id="not-ours"),
+        pytest.param(_hooks_json("g", additionalContextLimit=True), 10_000, id="not-a-number"),
+    ],
+)
+def test_codex_byte_cap_reads_the_limit_on_our_handler_and_defaults_otherwise(
+    tmp_path, monkeypatch, hooks_json, expected
+):
+    from hosts.caps import render_byte_cap
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    if hooks_json is not None:
+        text = hooks_json if isinstance(hooks_json, str) else json.dumps(hooks_json)
+        (tmp_path / "hooks.json").write_text(text)
+    assert render_byte_cap("codex_cli", "g", "a") == expected
+    assert render_byte_cap("claude_code", "g", "a") is None, "only Codex counts bytes"
+
+
+def test_a_fifo_at_hooks_json_reads_as_codexs_default(tmp_path, monkeypatch):
+    from hosts.caps import render_byte_cap
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))
+    os.mkfifo(tmp_path / "hooks.json")
+    assert render_byte_cap("codex_cli", "g", "a") == 10_000, "no wait for a writer"
+
+
+def test_a_byte_bound_counts_utf8_bytes_not_characters():
+    from hosts.render import render
+    from turn_hooks import ContextItem, HostProjection
+
+    items = [ContextItem(ref=f"r{i}", text="é" * 100) for i in range(3)]
+    projection = HostProjection(context_items=items)
+    assert len(render(projection, limit=1000).item_refs) == 3, "under 1,000 characters"
+    assert render(projection, limit=1000, byte_limit=500).item_refs == ("r0", "r1")
