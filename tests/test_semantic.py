@@ -199,7 +199,9 @@ def test_fusion_needs_topical_evidence():
     assert fuse(1.2, False, 0.20) is None  # a shared word, unrelated meaning: silent
     assert fuse(0.0, False, semantic.SEMANTIC_FLOOR) is not None  # other words, same meaning
     assert fuse(semantic.SUPPORTED_LEXICAL, False, semantic.SUPPORTED_FLOOR) is not None
-    assert fuse(2.5, True, 0.0) == pytest.approx(2.5 / 3)  # lexical relevance alone still counts
+    assert fuse(3.2, True, 0.1) == pytest.approx(3.2 / 3 + 0.1)  # strong words alone count
+    assert fuse(3.2, True, None) == pytest.approx(3.2 / 3)  # no vector yet: the words decide
+    assert fuse(2.5, True, 0.1) is None  # weaker words need a closer meaning
     assert fuse(0.0, False, 0.9) > fuse(0.0, False, 0.5)
 
 

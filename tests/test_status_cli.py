@@ -392,3 +392,20 @@ def test_a_linked_host_file_is_shown_as_install_refuses_it(tmp_path):
     # Without a codex on PATH, a handler with no trust entry at its position counts.
     view = status.codex_hooks(tmp_path / "real")
     assert (view["untrusted_count"], view["reason_code"]) == (2, "hook_untrusted")
+
+
+def test_status_says_whether_recall_by_meaning_is_on_and_why_not(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("TURN_HOOKS_SEMANTIC", raising=False)
+    _code, document, _out = call(capsys, "status", "--format", "json")
+    assert document["semantic_recall"] == {
+        "state": "off",
+        "reason_code": None,
+        "enable": "TURN_HOOKS_SEMANTIC=1",
+    }
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(tmp_path / "no-model"))
+    _code, document, _out = call(capsys, "status", "--format", "json")
+    semantic = document["semantic_recall"]
+    assert (semantic["state"], semantic["reason_code"]) == ("unavailable", "semantic_model_absent")
+    assert str(tmp_path) not in json.dumps(semantic)  # the reason, never the path
+    assert "model.safetensors" in semantic["next_step"]

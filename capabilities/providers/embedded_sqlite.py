@@ -655,11 +655,7 @@ class EmbeddedSqliteProvider:
         self.semantic_reason = None
         kept = []
         for (uri, text), cosine in zip(scoped, cosines, strict=True):
-            score, qualified = lexical.get(uri, (0.0, False))
-            if cosine is None:  # not embedded yet: lexical alone, on the same scale
-                fused = score / 3 if qualified else None
-            else:
-                fused = fuse(score, qualified, cosine)
+            fused = fuse(*lexical.get(uri, (0.0, False)), cosine)
             if fused is not None:
                 kept.append((str(uri), fused, str(text)))
         kept.sort(key=lambda row: (-row[1], row[0]))

