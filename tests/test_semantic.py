@@ -359,3 +359,15 @@ def test_the_real_model_gives_the_reference_implementation_values():
         assert np.allclose(vector[:4], expected, atol=2e-5)
     assert float(vectors[0] @ vectors[1]) == pytest.approx(0.29854, abs=1e-4)
     assert float(vectors[0] @ vectors[2]) == pytest.approx(0.07378, abs=1e-4)
+
+
+def test_readiness_is_told_without_loading_the_model(tiny):
+    assert semantic.readiness({})["state"] == "off"
+    assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)}) == {
+        "state": "ready",
+        "reason_code": None,
+    }
+    (tiny / "vocab.txt").unlink()
+    missing = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)})
+    assert (missing["state"], missing["reason_code"]) == ("unavailable", "semantic_model_absent")
+    assert "vocab.txt" in missing["next_step"]
