@@ -371,3 +371,16 @@ def test_readiness_is_told_without_loading_the_model(tiny):
     missing = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)})
     assert (missing["state"], missing["reason_code"]) == ("unavailable", "semantic_model_absent")
     assert "vocab.txt" in missing["next_step"]
+
+
+def test_the_resident_server_loads_the_encoder_before_it_forks(tiny, monkeypatch):
+    from hosts import _resident
+
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(tiny))
+    semantic._loaded.clear()
+    _resident.warm_up()
+    assert list(semantic._loaded) == [tiny.resolve()]
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", "0")
+    semantic._loaded.clear()
+    _resident.warm_up()
+    assert not semantic._loaded  # off: the server loads nothing of it
