@@ -511,7 +511,40 @@ def run_embedded(
         rows = measure(data, {"ours": ours(registry, data, env)})["ours"]
         halves = by_half(rows, half)
         report(label, halves, time.monotonic() - started, verbose)
-        return figures_json(label, {"ours": halves})
+        figures = figures_json(label, {"ours": halves})
+        if os.environ.get("TURN_HOOKS_SEMANTIC"):
+            figures["semantic_search_ms"] = search_costs(config, root / "repo", data)
+        return figures
+
+
+def search_costs(config: dict[str, Any], repo: Path, data: dict[str, Any]) -> dict[str, float]:
+    """One search of the seeded store in this process, the encoder loaded: the median
+    over the labelled prompts, with the extra on and off (what a warm Turn pays)."""
+    from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+
+    binding = normalise_config(config)["corpora"]["experience"]["provider_binding"]
+    built = build_provider(binding, repo=repo)
+    assert isinstance(built, EmbeddedSqliteProvider)
+    lexical = EmbeddedSqliteProvider(built.path, anchor=built.anchor)
+    fused = EmbeddedSqliteProvider(built.path, anchor=built.anchor, semantic="package")
+    prompts = [case["prompt"] for case in data["prompts"]][:60]
+    peer = binding.get("actor_peer_id")
+    costs = {}
+    for name, provider in (("lexical", lexical), ("semantic", fused)):
+        provider.search(binding["scope_ref"], "warm up", limit=15, actor_peer_id=peer)
+        samples = []
+        for prompt in prompts:
+            begun = time.perf_counter()
+            provider.search(binding["scope_ref"], prompt, limit=15, actor_peer_id=peer)
+            samples.append(1000 * (time.perf_counter() - begun))
+        costs[name] = sorted(samples)[len(samples) // 2]
+    if fused.semantic_reason is not None:
+        raise SystemExit(f"the semantic search fell back: {fused.semantic_reason}")
+    print(
+        f"\none search, median of {len(prompts)} prompts, {len(data['memories'])} records: "
+        f"{costs['lexical']:.1f} ms lexical, {costs['semantic']:.1f} ms with the extra"
+    )
+    return costs
 
 
 _SEMANTIC_COSTS = """

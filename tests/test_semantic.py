@@ -384,3 +384,22 @@ def test_the_resident_server_loads_the_encoder_before_it_forks(tiny, monkeypatch
     semantic._loaded.clear()
     _resident.warm_up()
     assert not semantic._loaded  # off: the server loads nothing of it
+
+
+def test_the_encoder_leaves_the_environment_as_it_found_it(tmp_path, tiny):
+    code = """
+        import json, os
+        from capabilities.providers import semantic
+        semantic.encoder(os.environ["TURN_HOOKS_SEMANTIC"]).encode(["flaky test"])
+        print(json.dumps([os.environ.get(n) for n in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")]))
+    """
+    env = {"TURN_HOOKS_SEMANTIC": str(tiny), "OMP_NUM_THREADS": "3"}
+    env_now = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**env_now, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out) == [None, "3"]  # a validator it starts gets the user's settings

@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import struct
+import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ MODEL_FILES = ("config.json", "vocab.txt", "model.safetensors")
 MAX_TOKENS = 256
 """Tokens per text, [CLS] and [SEP] included: all-MiniLM-L6-v2's own ``max_seq_length``."""
 NO_NUMPY = "numpy is not installed; run `pip install 'turn-hooks[semantic]'`"
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
 
 
@@ -93,11 +95,24 @@ def model_directory(choice: str) -> Path:
 
 
 def _numpy() -> Any:
+    # One BLAS thread: a sentence's matrices are small, and on a busy 2-core machine
+    # a pool of threads waiting for each other made a query embedding 3 times slower
+    # (58 ms against 19). BLAS reads these when numpy first loads it; they are put
+    # back at once, so no process this one starts (a validator) inherits them.
+    saved = {name: os.environ.get(name) for name in _BLAS_THREADS}
+    if "numpy" not in sys.modules:
+        os.environ.update(dict.fromkeys(_BLAS_THREADS, "1"))
     try:
         # By name: the type checker must pass where the extra is not installed.
         numpy = importlib.import_module("numpy")
     except ImportError as exc:
         raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent") from exc
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return numpy
 
 
