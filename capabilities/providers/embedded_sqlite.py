@@ -533,18 +533,25 @@ class EmbeddedSqliteProvider:
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
+            # Every record as stored now: the cache keeps only their vectors.
+            stored = (
+                [row[0] for row in connection.execute("SELECT content FROM records")]
+                if self.semantic is not None
+                else []
+            )
         if self.semantic is not None:
-            self._embed([text for _uri, text, _user, _peer in rows])
+            self._embed([text for _uri, text, _user, _peer in rows], stored)
 
-    def _embed(self, texts: list[str]) -> None:
-        """Keep the vectors of records just written, so no Turn has to make them; a
-        failure only leaves them to be made at search, a few a Turn
-        (:data:`~capabilities.providers.semantic.LAZY_EMBEDS`)."""
-        from capabilities.providers.semantic import SemanticUnavailable
+    def _embed(self, texts: list[str], stored: list[str]) -> None:
+        """Keep the vectors of records just written, so no Turn has to make them, and
+        only of records still ``stored``; a failure only leaves them to be made at
+        search, a few a Turn (:data:`~capabilities.providers.semantic.LAZY_EMBEDS`)."""
+        from capabilities.providers.semantic import SemanticUnavailable, record_digest
 
         assert self.semantic is not None
         try:
-            self.semantic.add([(_head_and_body(text)[1], text) for text in texts])
+            live = {record_digest(text) for text in stored}
+            self.semantic.add([(_head_and_body(text)[1], text) for text in texts], live)
         except (SemanticUnavailable, SidecarError, OSError, ValueError) as exc:
             self.semantic_reason = getattr(exc, "reason_code", "semantic_failed")
 

@@ -493,7 +493,9 @@ class SemanticIndex:
         vectors = document.get("vectors")
         return vectors if isinstance(vectors, dict) else {}
 
-    def _keep(self, model: Encoder, made: dict[str, str]) -> None:
+    def _keep(self, model: Encoder, made: dict[str, str], live: set[str] | None = None) -> None:
+        """Add ``made`` to the cache; with ``live`` (every record's digest), also drop
+        the vectors of records since changed or deleted, so the cache holds the store."""
         if not made or not self.writable:
             return
         tag = self._tag(model)
@@ -501,6 +503,8 @@ class SemanticIndex:
         def change(current: dict[str, Any] | None) -> dict[str, Any]:
             vectors = current.get("vectors") if current and current.get("model") == tag else None
             merged = {**(vectors if isinstance(vectors, dict) else {}), **made}
+            if live is not None:
+                merged = {key: value for key, value in merged.items() if key in live}
             return {"schema_version": CACHE_SCHEMA, "model": tag, "vectors": merged}
 
         from turn_hooks.errors import SidecarError
@@ -531,17 +535,17 @@ class SemanticIndex:
         array: Array = model.np.frombuffer(raw, dtype="<f2").astype(model.np.float32)
         return array
 
-    def add(self, records: list[tuple[str, str]]) -> None:
-        """Embed and keep ``(text to embed, stored text)`` pairs the cache lacks."""
+    def add(self, records: list[tuple[str, str]], live: set[str] | None = None) -> None:
+        """Embed and keep ``(text to embed, stored text)`` pairs the cache lacks (and
+        drop the vectors of records no longer stored, given ``live``: :meth:`_keep`)."""
         model = encoder(self.choice)
         known = self._read(model)
         wanted = [(meaning, record_digest(text)) for meaning, text in records]
         wanted = [(meaning, key) for meaning, key in wanted if key not in known]
         if wanted:
             vectors = model.encode([m for m, _k in wanted], MEMORY_TOKENS)
-            self._keep(
-                model, {k: self._pack(v) for (_m, k), v in zip(wanted, vectors, strict=True)}
-            )
+            made = {k: self._pack(v) for (_m, k), v in zip(wanted, vectors, strict=True)}
+            self._keep(model, made, live)
 
     def cosines(self, query: str, records: list[tuple[str, str]]) -> list[float | None]:
         """Each record's cosine with ``query`` (records as for :meth:`add`), ``None``
