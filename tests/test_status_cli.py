@@ -425,3 +425,20 @@ def test_a_tool_server_switched_off_is_no_tool_channel(tmp_path, monkeypatch):
     assert status.tool_server("claude-code", tmp_path) == "disabled"
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path / "another"))
     assert status.tool_server("claude-code", tmp_path) == "runs", "another project's list"
+
+
+def test_status_says_whether_recall_by_meaning_is_on_and_why_not(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("TURN_HOOKS_SEMANTIC", raising=False)
+    _code, document, _out = call(capsys, "status", "--format", "json")
+    assert document["semantic_recall"] == {
+        "state": "off",
+        "reason_code": None,
+        "enable": "TURN_HOOKS_SEMANTIC=1",
+    }
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(tmp_path / "no-model"))
+    _code, document, _out = call(capsys, "status", "--format", "json")
+    semantic = document["semantic_recall"]
+    assert (semantic["state"], semantic["reason_code"]) == ("unavailable", "semantic_model_absent")
+    assert str(tmp_path) not in json.dumps(semantic)  # the reason, never the path
+    assert "model.safetensors" in semantic["next_step"]

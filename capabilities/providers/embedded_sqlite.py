@@ -44,7 +44,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import (
     Hit,
@@ -65,6 +65,10 @@ from capabilities.providers.terms import (
 )
 from sidecars import kind_problem
 from turn_hooks import ProviderUnavailable
+from turn_hooks.errors import SidecarError
+
+if TYPE_CHECKING:
+    from capabilities.providers.semantic import SemanticIndex
 
 PROVIDER_ID = "embedded_sqlite"
 SCHEMA_VERSION = "turn_hooks_sqlite_v1"
@@ -221,12 +225,7 @@ def _relevant(
     """
     if not rows:
         return []
-    unstored = [text for _uri, _rank, text, stems in rows if stems is None]
-    made = iter(held_stems(unstored, words.stems, stem) if unstored else [])
-    held = [
-        next(made) if stems is None else (set(stems[0].split()), set(stems[1].split()))
-        for _uri, _rank, _text, stems in rows
-    ]
+    held = _held(rows, words, stem)
     scores = words.relevance(weights, held)
     kept = [
         (uri, score, text)
@@ -234,6 +233,16 @@ def _relevant(
         if score is not None
     ]
     return sorted(kept, key=lambda row: -row[1])
+
+
+def _held(rows: list[Row], words: QueryWords, stem: _Stems) -> list[tuple[set[str], set[str]]]:
+    """Each row's head and whole-meaning stems of the query's words (stored, or made)."""
+    unstored = [text for _uri, _rank, text, stems in rows if stems is None]
+    made = iter(held_stems(unstored, words.stems, stem) if unstored else [])
+    return [
+        next(made) if stems is None else (set(stems[0].split()), set(stems[1].split()))
+        for _uri, _rank, _text, stems in rows
+    ]
 
 
 def _count_terms(connection: sqlite3.Connection, terms: list[str], delta: int) -> None:
@@ -303,6 +312,7 @@ class EmbeddedSqliteProvider:
         read_only: bool = False,
         anchor: str | Path | None = None,
         absent_ok: bool = False,
+        semantic: str | None = None,
     ) -> None:
         self.path = Path(path).absolute()
         self.anchor = self.path.parent.parent if anchor is None else Path(anchor).absolute()
@@ -314,6 +324,14 @@ class EmbeddedSqliteProvider:
         self._index_current = False
         self._stems_stored = False
         self._held = threading.local()
+        self.semantic: SemanticIndex | None = None
+        """Record vectors fused with lexical relevance, when the user enabled them."""
+        self.semantic_reason: str | None = None
+        """Why the last search or write could not use them (``semantic_*``), if it could not."""
+        if semantic is not None:
+            from capabilities.providers.semantic import SemanticIndex
+
+            self.semantic = SemanticIndex(semantic, self.path.parent, writable=not read_only)
 
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
@@ -515,6 +533,27 @@ class EmbeddedSqliteProvider:
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
+            # Every record as stored now: the cache keeps only their vectors.
+            stored = (
+                [row[0] for row in connection.execute("SELECT content FROM records")]
+                if self.semantic is not None
+                else []
+            )
+        if self.semantic is not None:
+            self._embed([text for _uri, text, _user, _peer in rows], stored)
+
+    def _embed(self, texts: list[str], stored: list[str]) -> None:
+        """Keep the vectors of records just written, so no Turn has to make them, and
+        only of records still ``stored``; a failure only leaves them to be made at
+        search, a few a Turn (:data:`~capabilities.providers.semantic.LAZY_EMBEDS`)."""
+        from capabilities.providers.semantic import SemanticUnavailable, record_digest
+
+        assert self.semantic is not None
+        try:
+            live = {record_digest(text) for text in stored}
+            self.semantic.add([(_head_and_body(text)[1], text) for text in texts], live)
+        except (SemanticUnavailable, SidecarError, OSError, ValueError) as exc:
+            self.semantic_reason = getattr(exc, "reason_code", "semantic_failed")
 
     def _store(
         self,
@@ -574,10 +613,60 @@ class EmbeddedSqliteProvider:
                     found.setdefault(str(uri), (str(uri), -float(rank), str(text), stems))
                 if len(found) >= limit:
                     break
+            scoped = (
+                connection.execute(
+                    f"SELECT r.uri, r.content FROM records r WHERE {clause}", params
+                ).fetchall()
+                if self.semantic is not None and stem is not None
+                else []
+            )
         rows = list(found.values())[:limit]
         if stem is None:
             return [(uri, score, text) for uri, score, text, _stems in rows]
+        if self.semantic is not None:
+            fused = self._fused(query, rows, weights, words, stem, scoped, limit)
+            if fused is not None:
+                return fused
         return _relevant(rows, weights, words, stem)
+
+    def _fused(
+        self,
+        query: str,
+        rows: list[Row],
+        weights: dict[str, float],
+        words: QueryWords,
+        stem: _Stems,
+        scoped: list[tuple[str, str]],
+        limit: int,
+    ) -> list[tuple[str, float, str]] | None:
+        """Lexical relevance and meaning fused (:func:`~capabilities.providers.semantic.fuse`)
+        over every record in the scope, best first; ``None`` (lexical recall, the reason
+        kept in :attr:`semantic_reason`) when the encoder or its cache cannot be used."""
+        from capabilities.providers.semantic import SemanticUnavailable, fuse
+
+        assert self.semantic is not None
+        held = _held(rows, words, stem)
+        lexical = {
+            uri: (words.held(weights, *pair), qualified is not None)
+            for (uri, _rank, _text, _stems), pair, qualified in zip(
+                rows, held, words.relevance(weights, held), strict=True
+            )
+        }
+        try:
+            cosines = self.semantic.cosines(
+                query, [(_head_and_body(text)[1], text) for _uri, text in scoped]
+            )
+        except (SemanticUnavailable, SidecarError, OSError, ValueError) as exc:
+            self.semantic_reason = getattr(exc, "reason_code", "semantic_failed")
+            return None
+        self.semantic_reason = None
+        kept = []
+        for (uri, text), cosine in zip(scoped, cosines, strict=True):
+            fused = fuse(*lexical.get(uri, (0.0, False)), cosine)
+            if fused is not None:
+                kept.append((str(uri), fused, str(text)))
+        kept.sort(key=lambda row: (-row[1], row[0]))
+        return kept[:limit]
 
     def _stemmed(self, connection: sqlite3.Connection) -> bool:
         """Whether the index is the stemmed one (a store never goes back: once seen, kept)."""

@@ -84,6 +84,7 @@ def build_provider(
     if provider_id == "embedded_sqlite":
         # Imported here: an OpenViking hook process needs neither the store nor sqlite3.
         from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+        from capabilities.providers.semantic import setting
 
         anchor = None if os.environ.get(SQLITE_PATH_ENV) else (repo or Path.cwd())
         return EmbeddedSqliteProvider(
@@ -91,6 +92,7 @@ def build_provider(
             read_only=read_only or dry_run,
             anchor=anchor,
             absent_ok=dry_run,
+            semantic=setting(),  # the user's opt-in: TURN_HOOKS_SEMANTIC
         )
     if provider_id == "openviking":
         from capabilities.providers.client import OpenVikingSettings, ProviderClient

@@ -6,6 +6,7 @@ handlers that need it, so a Turn without a reward-memory binding pays almost not
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from turn_hooks import (
@@ -109,6 +110,18 @@ class RewardMemoryPlugin:
             result_tools={RESULT_FIELD: REFLECTION_TOOL},
         ),
     }
+
+    def warm_resident(self) -> None:
+        """Load what a PreTurn would load first and every Turn can share: the semantic
+        encoder, when the user turned it on (``TURN_HOOKS_SEMANTIC``). The resident hook
+        server calls this before it forks, so its children embed the prompt at once
+        instead of importing numpy and mapping the model each Turn."""
+        from capabilities.providers.semantic import SemanticUnavailable, encoder, setting
+
+        choice = setting()
+        if choice is not None:
+            with contextlib.suppress(SemanticUnavailable):  # status and the Turn say why
+                encoder(choice)
 
     @hookimpl
     def pre_turn(self, turn: TurnContext) -> ContextResult | dict[str, Any] | None:

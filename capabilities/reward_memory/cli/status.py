@@ -22,6 +22,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from capabilities.providers.semantic import readiness
 from capabilities.reward_memory.cli._common import (
     Result,
     add_binding_arguments,
@@ -186,6 +187,7 @@ def status_command(args: argparse.Namespace) -> Result:
             for view in hosts
         ],
         "conformance": _conformance(args),
+        "semantic_recall": readiness(),
         "hook_log": {
             "entry_count": log.get("entry_count", 0),
             "reason_counts": log["reason_counts"],

