@@ -393,7 +393,10 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cod
         first = run.exec("fix the flaky parser test")
         assert first.returncode == 0, first.stderr[-2000:]
         offered = [t for t in fake.requests[0]["tools"] if t.get("name") == "mcp__turn_hooks"]
-        assert [tool["name"] for tool in offered[0]["tools"]] == ["record_reflection"]
+        assert [tool["name"] for tool in offered[0]["tools"]] == [
+            "record_reflection",
+            "record_memory_use",
+        ]
         # Issue 36: one honest channel. The tool is asked for, the block is not.
         [ours] = [t for t in developer_texts(fake.requests[0]) if "reflection_json" in t]
         assert ours.endswith(tool_request(FIELD, "record_reflection"))

@@ -23,6 +23,12 @@ from capabilities.reward_memory.memory.hook import (
     read_checkpoint,
     run_recall_hook,
 )
+from capabilities.reward_memory.turn.application import (
+    APPLICATION_INSTRUCTION,
+    remember_recall,
+)
+from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
+from capabilities.reward_memory.turn.application import FIELD_MAX as APPLICATION_FIELD_MAX
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.reconcile import reconcile
 from capabilities.reward_memory.turn.situation import (
@@ -230,7 +236,19 @@ def turn_recall(
         apply_memory=cite_guidance,
         search_text=search_text(turn),
     )
-    hook = run_recall_hook(config, request, provider_for=provider_for).document
+    result = run_recall_hook(config, request, provider_for=provider_for)
+    hook = result.document
+    if config["automation"]["automatic_ingest"]:
+        # Settlement binds the model's answer to what this Turn received (issue 39).
+        remember_recall(
+            store,
+            goal_id=status["goal_id"],
+            agent_id=status["agent_id"],
+            turn_key=turn.turn_key,
+            config=config,
+            hook=result,
+            observed_at=turn.observed_at,
+        )
     reason = hook.get("reason_code")
     if reason is None and hook["status"] == "provider_unavailable":
         # LoopX leaves it null; the failed attempt's code is what the hook log can
@@ -302,19 +320,20 @@ def memory_contribution(payload: dict[str, Any], packet: TurnRecallPacket) -> di
         context = packet.get("context") if with_context and recall_on else None
         guidance = context.get("guidance") if isinstance(context, dict) else None
         instructions = [GUIDANCE_INSTRUCTION] if guidance else []
+        fields: dict[str, Any] = {}
         if ingest_on:
             instructions.append(REFLECTION_INSTRUCTION)
+            fields[RESULT_FIELD] = {"type": "string", "maxLength": RESULT_FIELD_MAX}
+            if guidance:  # asked only when memories were recalled (issue 39)
+                instructions.append(APPLICATION_INSTRUCTION)
+                fields[APPLICATION_FIELD] = {"type": "string", "maxLength": APPLICATION_FIELD_MAX}
         result: dict[str, Any] = {
             "readback": {SLOT: readback},
             "context_fields": {SLOT: {**readback, "context": context}}
             if recall_on or ingest_on
             else {},
             "instructions": instructions,
-            "result_fields": (
-                {RESULT_FIELD: {"type": "string", "maxLength": RESULT_FIELD_MAX}}
-                if ingest_on
-                else {}
-            ),
+            "result_fields": fields,
             "context_items": guidance_items(context),
         }
         return result

@@ -39,9 +39,9 @@ CONTEXT_KEYS = ("scope", "retrieval_snapshot_ref", "policy_snapshot_ref", "reduc
 def opaque(prefix: str, value: str) -> str:
     """An opaque scope ref for a private id: ``prefix`` + 32 hex of its digest.
 
-    Goal, Agent and corpus ids are the user's own words; the utility scope holds
-    digests of them so that no projection, history entry or review proposal repeats
-    them, and two different ids never share a scope.
+    Goal and Agent ids are the user's own words; the utility scope holds digests of
+    them so that no projection, history entry or review proposal repeats them, and
+    two different ids never share a scope.
     """
     return f"{prefix}_{sha256_hex(value)[:32]}"
 
@@ -59,9 +59,11 @@ def utility_context(
     return {
         "scope": {
             "agent_id": opaque("agent", f"{goal_id}\x00{agent_id}"),
-            "corpus_id": opaque("corpus", corpus_id),
+            # The corpus and surface as the application receipt names them: the
+            # observation binds them (contracts.md §14). Config tokens, not user text.
+            "corpus_id": corpus_id,
             "project_id": opaque("goal", goal_id),
-            "surface_id": opaque("surface", surface_id),
+            "surface_id": surface_id,
         },
         "retrieval_snapshot_ref": retrieval_snapshot_ref,
         "policy_snapshot_ref": policy_snapshot_ref,
