@@ -172,3 +172,138 @@ def test_the_reader_is_tolerant_about_presentation():
     read = read_answer('```json\n{"outcome": "Applied", "memory_refs": "candidate:a"}\n```')
     assert read == {"outcome": "applied", "memory_refs": ["candidate:a"], "reasoning_summary": ""}
     assert read_answer("   ") is None
+
+
+def _learn_twin(registry, turn_key, ref):
+    """A second memory as relevant to PROMPT as F1's: the same lesson, other evidence."""
+    import copy
+
+    from turn_support import attestation, store_provider
+
+    from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+
+    reflection = copy.deepcopy(f1.REFLECTION)
+    reflection["evidence_refs"] = [ref]
+    reflection["experience"]["evidence_refs"] = [ref]
+    reflection["reasoning_summary"] = reflection["reasoning_summary"] + " Seen again."
+    raw = json.dumps(reflection)
+    proof = evidence(raw)
+    proof["task_validation"]["attestation"] = attestation(raw, [ref])
+    receipt = run_turn_ingest_fail_open(
+        resolution(registry),
+        turn_key=turn_key,
+        host_result={"reward_memory_reflection_json": raw},
+        evidence=proof,
+        provider_for=lambda binding: store_provider(registry),
+        observed_at=f1.OBSERVED_AT,
+    )
+    assert receipt["status"] == "activated", receipt
+
+
+def _order(pm, registry, turn_id):
+    outcome = call_pre_turn(pm, turn(registry, turn_id, prompt=PROMPT))
+    context = contribution(outcome).context_fields["reward_memory_recall"]["context"]
+    return [g["candidate_ref"] for g in context["guidance"]]
+
+
+def _cli(capsys, *argv):
+    from hosts import cli
+
+    code = cli.main(list(argv))
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_loop_closes_an_owner_rating_demotes_a_memory_only_with_utility_ranking(
+    tmp_path, plugin_pm, capsys
+):
+    from capabilities.reward_memory.turn.ranking import set_ranking
+
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    _learn_twin(registry, "turn-0002", "evidence:ci-run-18")
+    binding = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)
+    first, second = _order(plugin_pm, registry, "turn-2")
+    answer = {"outcome": "applied", "memory_refs": [first], "reasoning_summary": "it fit"}
+    application = _settle(plugin_pm, registry, "turn-2", json.dumps(answer))["memory_application"]
+    assert application["observation_status"] == "observed"
+
+    _code, listing = _cli(capsys, "memory", "list", *binding)
+    by_candidate = {}
+    for row in listing["records"]:
+        _c, shown = _cli(capsys, "memory", "show", row["memory_ref"], *binding)
+        by_candidate[shown["record"]["candidate_ref"]] = (row["memory_ref"], shown)
+    ref, shown = by_candidate[first]
+    utility = shown["utility"]
+    assert utility["application_count"] == 1 and utility["item"] is None
+    [lineage] = utility["sets"]
+    assert (lineage["label"], lineage["evidence_basis"]) == ("unknown", "insufficient")
+
+    code, rated = _cli(
+        capsys, "memory", "rate", ref, "harmful", "--reason", "it misled the fix", *binding
+    )
+    assert (code, rated["status"], rated["exact_readback_verified"]) == (0, "recorded", True)
+    assert "it misled" not in json.dumps(rated)
+    item = rated["utility"]["item"]
+    assert (item["label"], item["evidence_basis"], item["estimate"]) == (
+        "harmful",
+        "owner_correction",
+        -1.0,
+    )
+    assert rated["utility"]["review_proposals"][0]["proposed_action"] == "attenuate_or_review"
+    # A retry of the same rating at the same instant is the same observation.
+    _code, listing = _cli(capsys, "memory", "list", *binding)
+    assert listing["utility_review_count"] == 1
+    assert [r["utility_review"] for r in listing["records"] if r["memory_ref"] == ref] == [
+        "attenuate_or_review"
+    ]
+    assert all(r["state"] == "active" for r in listing["records"]), "never a deletion"
+
+    # Relevance alone (the default): the rating changes nothing.
+    assert _order(plugin_pm, registry, "turn-3") == [first, second]
+    store = resolution(registry).sidecars
+    assert set_ranking(store, f1.GOAL, f1.AGENT, "utility") is True
+    assert _order(plugin_pm, registry, "turn-4") == [second, first]
+    receipt = store.read(store.path("agent-turn-recall", *_parts()[:1], _parts()[1] + ".json"))
+    assert {"memory_ref_digest": rated["memory_ref_digest"], "modifier": 0.5} in receipt["ranking"][
+        "modifiers"
+    ]
+    _code, status = _cli(capsys, "status", *binding)
+    assert status["binding"]["ranking"] == "utility"
+    assert status["binding"]["utility_review_count"] == 1
+
+
+def test_a_memory_no_turn_applied_cannot_be_rated(tmp_path, capsys):
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    binding = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)
+    _code, listing = _cli(capsys, "memory", "list", *binding)
+    [row] = listing["records"]
+    code, refused = _cli(
+        capsys, "memory", "rate", row["memory_ref"], "helpful", "--reason", "x", *binding
+    )
+    assert code == 2 and refused["reason_code"] == "memory_application_unknown"
+
+
+def test_the_re_rank_only_reorders_what_the_search_found():
+    from capabilities.providers.base import Hit
+    from capabilities.reward_memory.contract.identities import memory_ref_digest
+    from capabilities.reward_memory.turn.ranking import UtilityRanked
+
+    class Found:
+        provider_id = "fake"
+
+        def search(self, scope_ref, query, **options):
+            return [Hit("viking://a", 2.0, "a"), Hit("viking://b", 2.0, "b")]
+
+    factors = {
+        memory_ref_digest("viking://a"): 0.5,
+        memory_ref_digest("viking://unrelated"): 1.25,  # below the floor: never found
+    }
+    audit = []
+    hits = UtilityRanked(Found(), factors, audit).search("scope", "q", limit=3)
+    assert [hit.uri for hit in hits] == ["viking://b", "viking://a"]
+    assert audit == [
+        {"memory_ref_digest": memory_ref_digest("viking://b"), "modifier": 1.0},
+        {"memory_ref_digest": memory_ref_digest("viking://a"), "modifier": 0.5},
+    ]
+    assert not hasattr(UtilityRanked(Found(), factors, []), "search_read")

@@ -29,7 +29,20 @@ def init(args: argparse.Namespace) -> Result:
         agent_id=args.agent_id,
         provider=args.provider,
     )
+    if document.get("ok", True) and document.get("goal_id") and document.get("agent_id"):
+        document.update(_ranking(document["goal_id"], document["agent_id"], args.ranking))
     return document, "turn-hooks init"
+
+
+def _ranking(goal_id: str, agent_id: str, wanted: str | None) -> dict[str, Any]:
+    """Switch the binding's ranking when asked; always say which is in force."""
+    from capabilities.reward_memory.binding.setup import find_repository
+    from capabilities.reward_memory.turn.ranking import ranking_of, set_ranking
+    from sidecars import SidecarStore, sidecar_root
+
+    store = SidecarStore(sidecar_root(find_repository(Path.cwd())))
+    changed = wanted is not None and set_ranking(store, goal_id, agent_id, wanted)
+    return {"ranking": ranking_of(store, goal_id, agent_id), "ranking_changed": changed}
 
 
 def add_init(commands: argparse._SubParsersAction[Any]) -> None:
@@ -55,5 +68,13 @@ def add_init(commands: argparse._SubParsersAction[Any]) -> None:
         choices=("embedded", "openviking"),
         default="embedded",
         help="embedded: SQLite in .local/turn-hooks; openviking: the configured server",
+    )
+    parser.add_argument(
+        "--ranking",
+        choices=("relevance", "utility"),
+        help="how recall orders the memories that passed the relevance floor: relevance "
+        "alone (the default), or relevance times a bounded factor from their verified "
+        "utility (issue 39; it re-orders, never adds or drops a memory). `status` shows "
+        "which is in force",
     )
     parser.set_defaults(handler=init)

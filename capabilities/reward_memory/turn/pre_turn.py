@@ -30,6 +30,11 @@ from capabilities.reward_memory.turn.application import (
 from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
 from capabilities.reward_memory.turn.application import FIELD_MAX as APPLICATION_FIELD_MAX
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
+from capabilities.reward_memory.turn.ranking import (
+    rank_factors,
+    ranked_provider_for,
+    ranking_of,
+)
 from capabilities.reward_memory.turn.reconcile import reconcile
 from capabilities.reward_memory.turn.situation import (
     SURFACE,
@@ -236,8 +241,21 @@ def turn_recall(
         apply_memory=cite_guidance,
         search_text=search_text(turn),
     )
+    ranking = ranking_of(store, status["goal_id"], status["agent_id"])
+    audit: list[dict[str, Any]] = []
+    if ranking == "utility":  # off by default: `turn-hooks init --ranking utility`
+        factors = rank_factors(
+            store,
+            goal_id=status["goal_id"],
+            agent_id=status["agent_id"],
+            config=config,
+            surface_id=SURFACE,
+        )
+        provider_for = ranked_provider_for(provider_for, factors, audit)
     result = run_recall_hook(config, request, provider_for=provider_for)
     hook = result.document
+    # Which items carried which factor, by digest: any ranking can be replayed.
+    ranking_receipt = {"ranking": ranking, "modifiers": audit} if ranking == "utility" else None
     if config["automation"]["automatic_ingest"]:
         # Settlement binds the model's answer to what this Turn received (issue 39).
         remember_recall(
@@ -248,6 +266,7 @@ def turn_recall(
             config=config,
             hook=result,
             observed_at=turn.observed_at,
+            ranking=ranking_receipt,
         )
     reason = hook.get("reason_code")
     if reason is None and hook["status"] == "provider_unavailable":
@@ -288,6 +307,8 @@ def turn_recall(
     }
     if revision is not None:
         receipt["binding_revision"] = revision
+    if ranking_receipt is not None:
+        receipt["ranking"] = ranking_receipt
     try:
         store.write(path, receipt)
         packet["same_turn_receipt_written"] = True
