@@ -8,11 +8,12 @@ validator's verdict, and without an evaluator records lineage that moves nothing
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from fixtures import f1
 from test_turn_recall import contribution, learn
-from turn_support import bound_goal, evidence, resolution, turn
+from turn_support import ROOT, bound_goal, evidence, resolution, turn
 
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
 from capabilities.reward_memory.turn.application import (
@@ -307,3 +308,81 @@ def test_the_re_rank_only_reorders_what_the_search_found():
         {"memory_ref_digest": memory_ref_digest("viking://a"), "modifier": 0.5},
     ]
     assert not hasattr(UtilityRanked(Found(), factors, []), "search_read")
+
+
+REFERENCE = [sys.executable, "-m", "capabilities.reward_memory.utility.reference_evaluator"]
+
+
+def _declare(registry, argv):
+    from capabilities.reward_memory.turn.ranking import set_setting
+
+    store = resolution(registry).sidecars
+    set_setting(store, f1.GOAL, f1.AGENT, "utility_evaluator", {"argv": argv})
+
+
+def test_the_reference_evaluator_speaks_the_protocol_through_a_real_settlement(
+    tmp_path, plugin_pm, monkeypatch
+):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    _declare(registry, REFERENCE)
+    _item, ref = _recalled(plugin_pm, registry)
+    answer = json.dumps({"outcome": "applied", "memory_refs": [ref]})
+    application = _settle(plugin_pm, registry, "turn-2", answer)["memory_application"]
+    assert application["observation_status"] == "observed" and application["reason_code"] is None
+    assert (application["utility_label"], application["evidence_basis"]) == (
+        "helpful",
+        "evaluator_inference",
+    )
+    # A retry of the settlement is the same observation: nothing is added.
+    store = resolution(registry).sidecars
+    [path] = ledgers_of(store, f1.GOAL, f1.AGENT)
+    assert store.read(path)["accepted_observation_count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["sh", "-c", "exit 3"], "utility_evaluator_failed"),
+        (["sh", "-c", "echo not-json"], "utility_evaluator_malformed"),
+        (["sh", "-c", "cat >/dev/null; echo '{}'"], "observation_malformed"),
+        (["/nonexistent/evaluator"], "utility_evaluator_unavailable"),
+    ],
+)
+def test_a_broken_evaluator_fails_open_to_the_lineage_observation(
+    tmp_path, plugin_pm, argv, reason
+):
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    _declare(registry, argv)
+    _item, ref = _recalled(plugin_pm, registry)
+    answer = json.dumps({"outcome": "applied", "memory_refs": [ref]})
+    application = _settle(plugin_pm, registry, "turn-2", answer)["memory_application"]
+    assert application["reason_code"] == reason
+    assert (application["observation_status"], application["utility_label"]) == (
+        "observed",
+        "unknown",
+    )
+
+
+def test_the_reference_evaluator_keeps_several_memories_at_set_level():
+    from capabilities.reward_memory.utility.reference_evaluator import propose
+
+    facts = {
+        "application_receipt": {
+            "application_id": "a",
+            "artifact_ref": "r",
+            "outcome": "applied",
+            "memory_ref_digests": ["bbbbbbbbbbbbbbbb", "aaaaaaaaaaaaaaaa"],
+        },
+        "verified_outcome": {"outcome_ref": "o", "outcome_status": "passed"},
+        "attribution_context": {
+            "scope": {},
+            "retrieval_snapshot_ref": "s",
+            "policy_snapshot_ref": "p",
+        },
+    }
+    proposal = propose(facts)
+    assert (proposal["utility_label"], proposal["attribution_level"]) == ("unknown", "set")
+    assert proposal["memory_ref_digests"] == ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"]

@@ -31,7 +31,7 @@ from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import memory_ref_digest
 from capabilities.reward_memory.utility import observation as u
 from capabilities.reward_memory.utility.ledger import Ledger, utility_context
-from capabilities.reward_memory.utility.proposal import build_observation
+from capabilities.reward_memory.utility.lineage import observe
 from sidecars import SidecarStore, goal_agent_parts, path_token
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 from turn_hooks.canonical import s1, sha256_hex
@@ -50,8 +50,6 @@ RECALL_SCHEMA = "reward_memory_turn_recall_items_v0"
 APPLICATION_DIR = "reward-memory-applications"
 APPLICATION_RECORD_SCHEMA = "reward_memory_turn_application_v0"
 SETTLEMENT_SCHEMA = "reward_memory_turn_application_settlement_v0"
-NO_EVALUATOR_REF = "turn_hooks.no_evaluator"
-EVALUATION_VERSION = "turn_hooks_utility_v0"
 CONCLUSIVE = ("passed", "failed")
 MODEL_OUTCOMES = ("applied", "ignored", "refuted")
 
@@ -291,72 +289,17 @@ def settle_application(
 
 
 def utility_evaluator(resolution: Any) -> dict[str, Any] | None:
-    """The utility evaluator the binding declares (``install --utility-evaluator``):
+    """The utility evaluator the binding declares (``init --utility-evaluator``):
     ``{argv, timeout_seconds}``, or ``None``."""
-    config = resolution.config or {}
-    declared = config.get("utility_evaluator")
+    from capabilities.reward_memory.turn.ranking import read_settings
+
+    status = resolution.status
+    declared = read_settings(resolution.sidecars, status["goal_id"], status["agent_id"]).get(
+        "utility_evaluator"
+    )
     if isinstance(declared, dict) and isinstance(declared.get("argv"), list) and declared["argv"]:
         return declared
     return None
-
-
-def null_proposal(record: dict[str, Any]) -> dict[str, Any]:
-    """What is known without an evaluator: lineage, and no utility (``unknown``, set)."""
-    receipt, verified = record["receipt"], record["verified_outcome"]
-    context = record["attribution_context"]
-    return {
-        "scope": context["scope"],
-        "application_id": receipt["application_id"],
-        "artifact_ref": receipt["artifact_ref"],
-        "outcome_ref": verified["outcome_ref"],
-        "outcome_status": verified["outcome_status"],
-        "retrieval_snapshot_ref": context["retrieval_snapshot_ref"],
-        "policy_snapshot_ref": context["policy_snapshot_ref"],
-        "memory_ref_digests": receipt["memory_ref_digests"],
-        "utility_label": "unknown",
-        "attribution_level": "set",
-        "evidence_basis": "insufficient",
-        "confidence": 0.0,
-        "reason_codes": ["utility_evaluator_absent"],
-        "evidence_refs": [],
-        "evaluator_ref": NO_EVALUATOR_REF,
-        "evaluation_version": EVALUATION_VERSION,
-    }
-
-
-def observe(
-    record: dict[str, Any], context: dict[str, Any], created_at: str, evaluator: Any
-) -> tuple[dict[str, Any] | None, str | None]:
-    """The observation of one application: the evaluator's when one is declared and
-    its proposal holds, else the no-evaluator one (an evaluator fails open to it)."""
-    trusted = {
-        "application_receipt": record["receipt"],
-        "verified_outcome": record["verified_outcome"],
-        "attribution_context": record["attribution_context"],
-    }
-    reason = None
-    if evaluator is not None:
-        from capabilities.reward_memory.utility.evaluator import observe as run_evaluator
-
-        result = run_evaluator(
-            {**trusted, "created_at": created_at},
-            evaluator_argv=evaluator["argv"],
-            timeout=evaluator.get("timeout_seconds", 20),
-        )
-        if result["observation"] is not None:
-            return result["observation"], None
-        reason = result["reason_code"]
-    try:
-        observation = build_observation(
-            record["receipt"],
-            record["verified_outcome"],
-            record["attribution_context"],
-            null_proposal(record),
-            created_at=created_at,
-        )
-    except u.UtilityError as exc:
-        return None, exc.reason_code
-    return observation, reason
 
 
 def dumps_answer(answer: dict[str, Any]) -> str:

@@ -44,25 +44,40 @@ def settings_path(store: SidecarStore, goal_id: str, agent_id: str) -> Path:
     return store.path(directory, goal, agent + ".json")
 
 
-def ranking_of(store: SidecarStore, goal_id: str, agent_id: str) -> str:
-    """The ranking in force for a binding: ``relevance`` unless switched (or unreadable)."""
+def read_settings(store: SidecarStore, goal_id: str, agent_id: str) -> dict[str, Any]:
+    """A binding's settings (empty when none or unreadable: the defaults hold)."""
     try:
         document = store.read(settings_path(store, goal_id, agent_id))
     except SidecarError:
-        return DEFAULT_RANKING
-    ranking = document.get("ranking") if isinstance(document, dict) else None
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def ranking_of(store: SidecarStore, goal_id: str, agent_id: str) -> str:
+    """The ranking in force for a binding: ``relevance`` unless switched (or unreadable)."""
+    ranking = read_settings(store, goal_id, agent_id).get("ranking")
     return ranking if ranking in RANKINGS else DEFAULT_RANKING
+
+
+def set_setting(store: SidecarStore, goal_id: str, agent_id: str, key: str, value: Any) -> bool:
+    """Set one of a binding's settings (``None`` removes it); ``True`` when it changed."""
+    path = settings_path(store, goal_id, agent_id)
+    with store.transaction(path) as settings:
+        document = dict(settings.read() or {})
+        if document.get(key) == value:
+            return False
+        document.pop(key, None)
+        if value is not None:
+            document[key] = value
+        settings.write({**document, "schema_version": SETTINGS_SCHEMA})
+    return True
 
 
 def set_ranking(store: SidecarStore, goal_id: str, agent_id: str, ranking: str) -> bool:
     """Switch a binding's ranking; ``True`` when it changed."""
-    path = settings_path(store, goal_id, agent_id)
-    with store.transaction(path) as settings:
-        document = settings.read() or {"schema_version": SETTINGS_SCHEMA}
-        if document.get("ranking", DEFAULT_RANKING) == ranking:
-            return False
-        settings.write({**document, "schema_version": SETTINGS_SCHEMA, "ranking": ranking})
-    return True
+    if ranking_of(store, goal_id, agent_id) == ranking:
+        return False
+    return set_setting(store, goal_id, agent_id, "ranking", ranking)
 
 
 def rank_factors(
