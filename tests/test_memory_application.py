@@ -13,7 +13,7 @@ import sys
 import pytest
 from fixtures import f1
 from test_turn_recall import contribution, learn
-from turn_support import ROOT, bound_goal, evidence, resolution, turn
+from turn_support import ROOT, bound_goal, evidence, ingest_memory, resolution, turn
 
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
 from capabilities.reward_memory.turn.application import (
@@ -175,32 +175,6 @@ def test_the_reader_is_tolerant_about_presentation():
     assert read_answer("   ") is None
 
 
-def _learn_twin(registry, turn_key, ref):
-    """A second memory as relevant to PROMPT as F1's: the same lesson, other evidence."""
-    import copy
-
-    from turn_support import attestation, store_provider
-
-    from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
-
-    reflection = copy.deepcopy(f1.REFLECTION)
-    reflection["evidence_refs"] = [ref]
-    reflection["experience"]["evidence_refs"] = [ref]
-    reflection["reasoning_summary"] = reflection["reasoning_summary"] + " Seen again."
-    raw = json.dumps(reflection)
-    proof = evidence(raw)
-    proof["task_validation"]["attestation"] = attestation(raw, [ref])
-    receipt = run_turn_ingest_fail_open(
-        resolution(registry),
-        turn_key=turn_key,
-        host_result={"reward_memory_reflection_json": raw},
-        evidence=proof,
-        provider_for=lambda binding: store_provider(registry),
-        observed_at=f1.OBSERVED_AT,
-    )
-    assert receipt["status"] == "activated", receipt
-
-
 def _order(pm, registry, turn_id):
     outcome = call_pre_turn(pm, turn(registry, turn_id, prompt=PROMPT))
     context = contribution(outcome).context_fields["reward_memory_recall"]["context"]
@@ -221,7 +195,7 @@ def test_the_loop_closes_an_owner_rating_demotes_a_memory_only_with_utility_rank
 
     registry = bound_goal(tmp_path)
     learn(registry)
-    _learn_twin(registry, "turn-0002", "evidence:ci-run-18")
+    ingest_memory(registry, "turn-0002", "evidence:ci-run-18")
     binding = ("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT)
     first, second = _order(plugin_pm, registry, "turn-2")
     answer = {"outcome": "applied", "memory_refs": [first], "reasoning_summary": "it fit"}

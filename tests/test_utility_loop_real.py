@@ -9,7 +9,6 @@ memory is never lifted into Turn 3. Proved from the requests the models received
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import subprocess
@@ -19,53 +18,14 @@ from pathlib import Path
 from fixtures import f1
 from test_claude_real import CLAUDE, ask, settings
 from test_codex_real import CODEX, REFLECTED, CodexRun
-from turn_support import attestation, evidence, resolution, settled_spools, store_provider
+from turn_support import UNRELATED, ingest_memory, resolution, settled_spools
 
-from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 from capabilities.reward_memory.turn.ranking import set_ranking
 from conformance.fakes import FakeMessages, FakeResponses
 
 ROOT = Path(__file__).parent.parent
 PROMPT = "a change touches one module: which tests first?"
 MEMORY = re.compile(r"\[memory (\d)\] (candidate:[0-9a-f]+)")
-UNRELATED = "Dark mode toggles persist the chosen palette in local storage."
-
-
-def _ingest(registry: Path, turn_key: str, ref: str, unrelated: bool = False) -> None:
-    """A validated memory written as a settled Turn would write it: F1's lesson with
-    other evidence (a twin, as relevant), or a lesson about something else entirely."""
-    reflection = copy.deepcopy(f1.REFLECTION)
-    reflection["evidence_refs"] = [ref]
-    experience = reflection["experience"]
-    experience["evidence_refs"] = [ref]
-    reflection["reasoning_summary"] += " Seen again."
-    if unrelated:
-        reflection["content_summary"] = UNRELATED
-        reflection["reasoning_summary"] = "Users kept losing their palette on reload."
-        experience.update(
-            applicability=["web frontend with a settings page"],
-            observed_outcome="The palette survived reloads.",
-            attribution="Local storage kept the palette between sessions.",
-            limitations=["not for server rendered pages"],
-            future_behavior={
-                "trigger": "a settings page gains a dark mode toggle",
-                "action": "persist the palette in local storage",
-                "validation": "the palette survives a reload",
-                "stop_condition": "the page has no client script",
-            },
-        )
-    raw = json.dumps(reflection)
-    proof = evidence(raw)
-    proof["task_validation"]["attestation"] = attestation(raw, [ref])
-    receipt = run_turn_ingest_fail_open(
-        resolution(registry),
-        turn_key=turn_key,
-        host_result={"reward_memory_reflection_json": raw},
-        evidence=proof,
-        provider_for=lambda binding: store_provider(registry),
-        observed_at=f1.OBSERVED_AT,
-    )
-    assert receipt["status"] == "activated", receipt
 
 
 def _cli(registry: Path, *argv: str) -> tuple[int, dict]:
@@ -97,8 +57,8 @@ def _applied(ref_hint: str) -> str:
 
 def _close_the_loop(registry: Path, repo: Path, turn, requests: list) -> None:
     """Turns 2 and 3 after Turn 1 learned F1's memory: ``turn(reply, prompt)`` runs one."""
-    _ingest(registry, "twin", "evidence:ci-run-18")
-    _ingest(registry, "unrelated", "evidence:ci-run-19", unrelated=True)
+    ingest_memory(registry, "twin", "evidence:ci-run-18")
+    ingest_memory(registry, "unrelated", "evidence:ci-run-19", unrelated=True)
     turn(_applied("[memory 1]"), PROMPT)
     settled_spools(repo)
     first, twin = _order(requests[-1])

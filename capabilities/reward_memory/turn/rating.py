@@ -18,6 +18,7 @@ from capabilities.reward_memory.contract.identities import memory_ref_digest
 from capabilities.reward_memory.turn.application import APPLICATION_DIR, APPLICATION_RECORD_SCHEMA
 from capabilities.reward_memory.utility import observation as u
 from capabilities.reward_memory.utility.ledger import Ledger, ledgers_of
+from capabilities.reward_memory.utility.lineage import trusted_echo
 from capabilities.reward_memory.utility.proposal import build_observation
 from capabilities.reward_memory.utility.reducer import REDUCER_VERSION
 from sidecars import SidecarStore, goal_agent_parts
@@ -78,13 +79,7 @@ def rate(
     receipt, verified = record["receipt"], record["verified_outcome"]
     context = record["attribution_context"]
     proposal = {
-        "scope": context["scope"],
-        "application_id": receipt["application_id"],
-        "artifact_ref": receipt["artifact_ref"],
-        "outcome_ref": verified["outcome_ref"],
-        "outcome_status": verified["outcome_status"],
-        "retrieval_snapshot_ref": context["retrieval_snapshot_ref"],
-        "policy_snapshot_ref": context["policy_snapshot_ref"],
+        **trusted_echo(record),
         "memory_ref_digests": [digest],
         "utility_label": label,
         "attribution_level": "item",

@@ -21,8 +21,8 @@ EVALUATOR_TIMEOUT = 10
 inline host's hook waits for it, so it is short; past it, it fails open."""
 
 
-def null_proposal(record: dict[str, Any]) -> dict[str, Any]:
-    """What is known without an evaluator: lineage, and no utility (``unknown``, set)."""
+def trusted_echo(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields a proposal about an application record must echo (contracts.md §14)."""
     receipt, verified = record["receipt"], record["verified_outcome"]
     context = record["attribution_context"]
     return {
@@ -33,7 +33,14 @@ def null_proposal(record: dict[str, Any]) -> dict[str, Any]:
         "outcome_status": verified["outcome_status"],
         "retrieval_snapshot_ref": context["retrieval_snapshot_ref"],
         "policy_snapshot_ref": context["policy_snapshot_ref"],
-        "memory_ref_digests": receipt["memory_ref_digests"],
+    }
+
+
+def null_proposal(record: dict[str, Any]) -> dict[str, Any]:
+    """What is known without an evaluator: lineage, and no utility (``unknown``, set)."""
+    return {
+        **trusted_echo(record),
+        "memory_ref_digests": record["receipt"]["memory_ref_digests"],
         "utility_label": "unknown",
         "attribution_level": "set",
         "evidence_basis": "insufficient",
