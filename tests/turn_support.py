@@ -185,7 +185,15 @@ def hook_turn(
 UNRELATED = "Dark mode toggles persist the chosen palette in local storage."
 
 
-def ingest_memory(registry: Path, turn_key: str, ref: str, unrelated: bool = False) -> None:
+def ingest_memory(
+    registry: Path,
+    turn_key: str,
+    ref: str,
+    unrelated: bool = False,
+    *,
+    goal: str = f1.GOAL,
+    provider_for: Any = None,
+) -> None:
     """A validated memory written as a settled Turn would write it: F1's lesson with
     other evidence (a twin, as relevant), or a lesson about something else entirely."""
     from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
@@ -214,11 +222,11 @@ def ingest_memory(registry: Path, turn_key: str, ref: str, unrelated: bool = Fal
     proof = evidence(raw)
     proof["task_validation"]["attestation"] = attestation(raw, [ref])
     receipt = run_turn_ingest_fail_open(
-        resolution(registry),
+        resolve(load_registry(registry), goal, f1.AGENT),
         turn_key=turn_key,
         host_result={"reward_memory_reflection_json": raw},
         evidence=proof,
-        provider_for=lambda binding: store_provider(registry),
+        provider_for=provider_for or (lambda binding: store_provider(registry)),
         observed_at=f1.OBSERVED_AT,
     )
     assert receipt["status"] == "activated", receipt
