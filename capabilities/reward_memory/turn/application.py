@@ -41,9 +41,11 @@ FIELD_MAX = 600
 """The most characters of an answer: three refs and one sentence fit easily."""
 APPLICATION_INSTRUCTION = (
     # Asked only when memories were recalled (issue 39: a few hundred bytes at most).
+    # No "[memory N]" here: a host that showed the memories earlier in the session
+    # leaves them out now, and this text must not look like one of them.
     "Also fill reward_memory_application_json: one JSON object with outcome (applied, "
-    "ignored or refuted), memory_refs (the refs of the [memory N] items it concerns) and "
-    "reasoning_summary (one sentence why)."
+    "ignored or refuted), memory_refs (the candidate refs of the recalled memories it "
+    "concerns) and reasoning_summary (one sentence why)."
 )
 RECALL_DIR = "reward-memory-recalls"
 RECALL_SCHEMA = "reward_memory_turn_recall_items_v0"
