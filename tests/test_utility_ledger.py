@@ -144,3 +144,14 @@ def test_the_turn_context_holds_digests_of_the_users_ids_and_separates_agents():
     assert one["scope"]["agent_id"] != other["scope"]["agent_id"]
     assert "my goal" not in str(one) and "codex" not in str(one)
     assert all(u.is_opaque_ref(value) for value in one["scope"].values())
+
+
+def test_an_observation_past_the_subject_bound_is_refused_and_the_projection_kept(ledger):
+    for index in range(128):
+        ledger.record(obs(memory_ref_digests=[f"{index:016x}"]))
+    before = ledger.projection_path.read_bytes()
+    with pytest.raises(u.UtilityError) as raised:
+        ledger.record(obs(memory_ref_digests=[f"{999:016x}"]))
+    assert raised.value.reason_code == "utility_ledger_full"
+    assert ledger.projection_path.read_bytes() == before
+    assert ledger.projection()["ok"] is True and len(ledger.observations()) == 128

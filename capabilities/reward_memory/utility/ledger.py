@@ -143,6 +143,10 @@ class Ledger:
                 u.fail("utility_ledger_full", f"a ledger holds at most {MAX_OBSERVATIONS}")
             deliveries.append(observation)
             projection = _project(self.context, deliveries)
+            if projection["ok"] is not True and len(deliveries) > 1:
+                # Past the reducer's bounds (128 subjects) the whole projection would be
+                # rejected and every memory lose its utility: the ledger stays as it was.
+                u.fail("utility_ledger_full", "the projection is at its subject bound")
             # The observations first: a crash between the two writes leaves a projection
             # one behind, which the next record (or rebuild) replays; never the reverse.
             ledger.write(
