@@ -360,3 +360,14 @@ def test_the_reference_evaluator_keeps_several_memories_at_set_level():
     proposal = propose(facts)
     assert (proposal["utility_label"], proposal["attribution_level"]) == ("unknown", "set")
     assert proposal["memory_ref_digests"] == ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"]
+
+
+def test_a_host_that_does_not_settle_keeps_no_recall_behind(tmp_path, plugin_pm):
+    from capabilities.reward_memory.turn.application import RECALL_DIR
+
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    outcome = call_pre_turn(plugin_pm, turn(registry, "turn-2", prompt=PROMPT, ingest=False))
+    assert FIELD not in contribution(outcome).result_fields
+    store = resolution(registry).sidecars
+    assert list(store.iter_documents(RECALL_DIR, *_parts())) == []

@@ -256,7 +256,7 @@ def turn_recall(
     hook = result.document
     # Which items carried which factor, by digest: any ranking can be replayed.
     ranking_receipt = {"ranking": ranking, "modifiers": audit} if ranking == "utility" else None
-    if config["automation"]["automatic_ingest"]:
+    if config["automation"]["automatic_ingest"] and _host_settles(turn):
         # Settlement binds the model's answer to what this Turn received (issue 39).
         remember_recall(
             store,
@@ -315,6 +315,16 @@ def turn_recall(
     except SidecarError:
         packet["same_turn_receipt_written"] = False
     return packet
+
+
+def _host_settles(turn: TurnContext) -> bool:
+    """Whether the host settles this Turn (its ``post_settlement`` edge): only then is a
+    Turn's recall kept for its settlement, so a recall-only host leaves nothing behind."""
+    envelope = with_capability_flags(dict(turn.payload)).get("turn_envelope")
+    boundary = envelope.get("boundary") if isinstance(envelope, dict) else None
+    capabilities = boundary.get("capabilities") if isinstance(boundary, dict) else None
+    flags = capabilities.get("reward_memory") if isinstance(capabilities, dict) else None
+    return isinstance(flags, dict) and flags.get("automatic_ingest") is True
 
 
 def participation(packet: TurnRecallPacket) -> TurnRecallPacket:
