@@ -135,6 +135,10 @@ def test_an_inconclusive_verdict_is_no_outcome(tmp_path, plugin_pm, status):
     assert application["outcome_status"] == "no_outcome"
     assert application["reason_code"] == "no_verified_outcome"
     assert ledgers_of(resolution(registry).sidecars, f1.GOAL, f1.AGENT) == []
+    if status == "inconclusive":
+        # The validator runs again; its conclusive verdict still makes the observation.
+        later = _settle(plugin_pm, registry, "turn-2", answer)["memory_application"]
+        assert (later["outcome_status"], later["observation_status"]) == ("passed", "observed")
 
 
 def test_a_failed_verdict_is_kept_apart_from_a_passed_one(tmp_path, plugin_pm):
@@ -309,7 +313,9 @@ def test_the_reference_evaluator_speaks_the_protocol_through_a_real_settlement(
         "helpful",
         "evaluator_inference",
     )
-    # A retry of the settlement is the same observation: nothing is added.
+    # A retry of the settlement adds nothing: the Turn's recall was read once.
+    again = _settle(plugin_pm, registry, "turn-2", answer)
+    assert "memory_application" not in again
     store = resolution(registry).sidecars
     [path] = ledgers_of(store, f1.GOAL, f1.AGENT)
     assert store.read(path)["accepted_observation_count"] == 1

@@ -23,6 +23,7 @@ it, a memory's text, a path or a scope ref.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -265,29 +266,41 @@ def settle_application(
     )
     try:
         store.write(application_path(store, goal_id, agent_id, application_id), record)
-        # The application record holds all of it now; a Turn's recall is read once.
-        store.delete(recall_path(store, goal_id, agent_id, turn_key))
     except SidecarError as exc:
         public["reason_code"] = exc.reason_code
         return public
     if verified is None or not cited:
         public["reason_code"] = "no_verified_outcome" if verified is None else "no_memory_cited"
-        return public
-    observation, reason = observe(record, context, observed_at, evaluator)
-    public["reason_code"] = reason
-    if observation is not None:
-        try:
-            Ledger(store, goal_id, agent_id, context).record(observation)
-        except (u.UtilityError, SidecarError) as exc:
-            public["reason_code"] = exc.reason_code
-            return public
-        public.update(
-            observation_status="observed",
-            observation_id=observation["observation_id"],
-            utility_label=observation["utility_label"],
-            evidence_basis=observation["evidence_basis"],
-        )
+    else:
+        observation, reason = observe(record, context, observed_at, evaluator)
+        public["reason_code"] = reason
+        if observation is not None:
+            try:
+                Ledger(store, goal_id, agent_id, context).record(observation)
+            except SidecarError as exc:
+                # The recall stays: a retry of this settlement records it, once.
+                public["reason_code"] = exc.reason_code
+                return public
+            except u.UtilityError as exc:
+                public["reason_code"] = exc.reason_code
+            else:
+                public.update(
+                    observation_status="observed",
+                    observation_id=observation["observation_id"],
+                    utility_label=observation["utility_label"],
+                    evidence_basis=observation["evidence_basis"],
+                )
+    if not _rerun_pending(evidence):
+        # Settled: a Turn's recall is read once. Kept while the validator is to run
+        # again (an inconclusive run is no outcome, yet), so its verdict still counts.
+        with contextlib.suppress(SidecarError):
+            store.delete(recall_path(store, goal_id, agent_id, turn_key))
     return public
+
+
+def _rerun_pending(evidence: dict[str, Any] | None) -> bool:
+    validation = evidence.get("task_validation") if isinstance(evidence, dict) else None
+    return isinstance(validation, dict) and validation.get("status") == "inconclusive"
 
 
 def utility_evaluator(resolution: Any) -> dict[str, Any] | None:
