@@ -23,6 +23,7 @@ from capabilities.reward_memory.turn.application import (
     read_answer,
 )
 from capabilities.reward_memory.utility.ledger import ledgers_of
+from conformance.public_safety import public_safety_violations
 from turn_hooks import (
     Settlement,
     SettlementEvidence,
@@ -31,6 +32,11 @@ from turn_hooks import (
 )
 
 PROMPT = "a change touches one module"
+_RAW_TEXTS = (
+    f1.REFLECTION["content_summary"],
+    f1.REFLECTION["experience"]["future_behavior"]["action"],
+    f1.GOAL,
+)
 HOOK = "reward-memory.outcome-ingest"
 
 
@@ -92,6 +98,7 @@ def test_an_applied_memory_and_a_passing_validator_give_an_unknown_set_observati
     assert len(digest) == 16
     text = json.dumps(application)
     assert ref not in text and str(tmp_path) not in text and f1.GOAL not in text
+    assert not public_safety_violations(application, raw_texts=_RAW_TEXTS)
     store = resolution(registry).sidecars
     [projection_path] = ledgers_of(store, f1.GOAL, f1.AGENT)
     projection = store.read(projection_path)
@@ -222,6 +229,7 @@ def test_the_loop_closes_an_owner_rating_demotes_a_memory_only_with_utility_rank
     )
     assert (code, rated["status"], rated["exact_readback_verified"]) == (0, "recorded", True)
     assert "it misled" not in json.dumps(rated)
+    assert not public_safety_violations(rated, raw_texts=_RAW_TEXTS)
     item = rated["utility"]["item"]
     assert (item["label"], item["evidence_basis"], item["estimate"]) == (
         "harmful",
