@@ -5,8 +5,10 @@ and the real ``turn-hooks mcp serve``, on every host and channel.
 
 * A Turn that recalls nothing adds at most 1 KB: the instructions and the reflection
   request, by block or by tool (the request names one channel, never both).
-* Our tool definitions (the ``tools/list`` entries, as compact JSON) take at most 600
-  bytes in all: the model receives them again with every request of a session.
+* Our tool definitions (the ``tools/list`` entries, as compact JSON) take at most 900
+  bytes in all: the model receives them again with every request of a session. It was
+  600 for the reflection tool alone; issue 39 adds ``record_memory_use`` (the answer
+  which recalled memories the Turn applied), whose own definition is held to 300.
 * A recalled memory renders in at most 400 bytes and keeps, however long its fields,
   its ref intact and a line for each of the summary, the trigger, the action, the
   validation and the stop condition: when the lesson applies, what to do, how to
@@ -34,7 +36,8 @@ from capabilities.reward_memory.turn.host_view import ELLIPSIS, ITEM_BYTES, guid
 from hosts.render import NONE_WANTED
 
 NO_RECALL_BYTES = 1024
-TOOLS_BYTES = 600
+TOOLS_BYTES = 900
+APPLICATION_TOOL_BYTES = 300
 FIELD = "reward_memory_reflection_json"
 LABELS = ("summary", "trigger", "action", "validation", "stop condition")
 REF = "candidate:64084ef9c0a1976d8d52"  # the shape the store gives: 20 hex digits
@@ -92,14 +95,18 @@ def _tools_list(registry) -> list[dict]:
     return json.loads(result.stdout.splitlines()[1])["result"]["tools"]
 
 
-def test_our_tool_definitions_take_at_most_600_bytes_in_all(tmp_path):
+def test_our_tool_definitions_take_at_most_900_bytes_in_all(tmp_path):
     tools = _tools_list(bound_goal(tmp_path))
-    assert [tool["name"] for tool in tools] == ["record_reflection"]
-    listed = sum(
-        size(json.dumps(tool, ensure_ascii=False, separators=(",", ":"))) for tool in tools
-    )
-    assert listed <= TOOLS_BYTES
-    [tool] = tools
+    assert [tool["name"] for tool in tools] == ["record_reflection", "record_memory_use"]
+    sizes = [size(json.dumps(tool, ensure_ascii=False, separators=(",", ":"))) for tool in tools]
+    assert sum(sizes) <= TOOLS_BYTES
+    assert sizes[1] <= APPLICATION_TOOL_BYTES
+    assert tools[1]["inputSchema"]["properties"]["outcome"]["enum"] == [
+        "applied",
+        "ignored",
+        "refuted",
+    ]
+    tool = tools[0]
     # What the model needs of the shape is still in it: the six keys and both enums.
     schema = tool["inputSchema"]
     keys = "outcome_kind content_summary reasoning_summary confidence evidence_refs experience"

@@ -214,3 +214,25 @@ def test_progress_goes_to_a_terminal_only(monkeypatch, tmp_path):
     assert "canary write and exact readback" in shown
     piped = subprocess.run([script, "init"], cwd=repo, capture_output=True, text=True, check=False)
     assert piped.stderr == "" and json.loads(piped.stdout)["status"] == "unchanged"
+
+
+def test_init_switches_the_ranking_and_the_utility_evaluator(capsys, monkeypatch, tmp_path):
+    # Issue 39: off by default; --ranking utility|relevance per binding; status shows it.
+    repo = git_repo(tmp_path / "ranked")
+    monkeypatch.chdir(repo)
+    code, first = cli(capsys, "init")
+    assert (code, first["ranking"], first["utility_evaluator"]) == (0, "relevance", "none")
+    code, switched = cli(
+        capsys, "init", "--ranking", "utility", "--utility-evaluator", "python3 -m evaluator"
+    )
+    assert (code, switched["ranking"], switched["ranking_changed"]) == (0, "utility", True)
+    assert switched["utility_evaluator"] == "declared"
+    assert "python3" not in json.dumps(switched)
+    _code, status = cli(capsys, "status")
+    assert status["binding"]["ranking"] == "utility"
+    code, back = cli(capsys, "init", "--ranking", "relevance", "--no-utility-evaluator")
+    assert (back["ranking"], back["ranking_changed"], back["utility_evaluator"]) == (
+        "relevance",
+        True,
+        "none",
+    )

@@ -95,17 +95,22 @@ def test_the_capability_check_sees_sub_packages():
 #                  cli
 #                   |
 #                reports
-#          +--------+--------+
-#        turn    curation  utility
-#          +--------+--------+
+#          +--------+
+#        turn    curation
+#          |        |
+#       utility     |
+#          +--------+
 #                memory
 #                   |
 #                binding
 #                   |
 #                contract
 #
-# turn, curation and utility sit side by side and never import each other. plugin.py,
-# the entry point at the package root, imports binding/ and turn/ inside its hooks.
+# turn and curation sit side by side and never import each other. turn imports
+# utility since issue 39: a settled Turn records its memory application and the
+# utility observation it leads to, so utility is on the hook path; utility never
+# imports turn. plugin.py, the entry point at the package root, imports binding/ and
+# turn/ inside its hooks.
 RM = ROOT / "capabilities" / "reward_memory"
 RM_NAME = "capabilities.reward_memory"
 BELOW_THE_TOP = {"contract", "binding", "memory", "turn", "curation", "utility", "reports"}
@@ -113,7 +118,7 @@ RM_LAYERS = {
     "contract": set(),
     "binding": {"contract"},
     "memory": {"contract", "binding"},
-    "turn": {"contract", "binding", "memory"},
+    "turn": {"contract", "binding", "memory", "utility"},
     "curation": {"contract", "binding", "memory"},
     "utility": {"contract", "binding", "memory"},
     "reports": BELOW_THE_TOP - {"reports"},
@@ -126,7 +131,7 @@ PLUGIN_MAY_IMPORT = {"contract", "binding", "memory", "turn"}
 # What a hook process may import. reports/ and cli/ are never on it: the plugin's
 # register_commands hook imports cli/ inside its body, and only the command line
 # calls that hook, never a Turn.
-HOOK_PATH = ("plugin.py", "turn", "memory", "binding", "contract")
+HOOK_PATH = ("plugin.py", "turn", "utility", "memory", "binding", "contract")
 OFF_THE_HOOK_PATH = {"reports", "cli"}
 COMMANDS_HOOK = "register_commands"
 

@@ -69,7 +69,11 @@ def test_the_handshake_lists_the_reflection_tool_and_answers_ping():
         "id": "p",
         "result": {},
     }
-    [tool] = ask(srv, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')["result"]["tools"]
+    # The reflection tool, then the application answer's (issue 39).
+    tool, application = ask(srv, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')["result"][
+        "tools"
+    ]
+    assert application["name"] == "record_memory_use"
     assert tool == {
         "name": "record_reflection",
         "description": REFLECTION_TOOL["description"],
@@ -440,4 +444,4 @@ def test_the_installed_server_names_its_binding_from_where_the_host_starts_it(tm
         assert result.returncode == 0, result.stderr
         replies = [json.loads(line) for line in result.stdout.splitlines()]
         listed[where] = [tool["name"] for tool in replies[1]["result"]["tools"]]
-    assert listed == {inside: ["record_reflection"], outside: []}
+    assert listed == {inside: ["record_reflection", "record_memory_use"], outside: []}

@@ -112,10 +112,16 @@ def test_a_second_capability_settles_through_every_host_beside_reward_memory(tmp
     entry = spooled(registry)
     # Reward memory's reader keeps its field in canonical form; the other field as given.
     canonical = read_reflection(RAW).value
-    assert entry["host_result"] == {FIELD: "sunny", "reward_memory_reflection_json": canonical}
+    assert entry["host_result"] == {
+        FIELD: "sunny",
+        "reward_memory_reflection_json": canonical,
+        "reward_memory_application_json": "",  # asked only when memories were recalled
+    }
     results = entry["post_settlement"]["results"]
     assert results[HOOK_ID]["answer_sha256"] == digest("sunny")
-    assert results[HOOK_ID]["fields_received"] == sorted([FIELD, "reward_memory_reflection_json"])
+    assert results[HOOK_ID]["fields_received"] == sorted(
+        [FIELD, "reward_memory_reflection_json", "reward_memory_application_json"]
+    )
     assert results["reward-memory.outcome-ingest"]["status"] == "activated"
     assert "sunny" not in json.dumps(results), "receipts hold no raw text"
 

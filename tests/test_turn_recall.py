@@ -10,12 +10,15 @@ from rm_support import UNAVAILABLE
 from turn_support import RAW, bound_goal, evidence, resolution, store_provider, turn
 
 from capabilities.reward_memory.plugin import RewardMemoryPlugin
+from capabilities.reward_memory.turn.application import APPLICATION_INSTRUCTION
+from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
 from capabilities.reward_memory.turn.journal import journal_files_of
 from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 from capabilities.reward_memory.turn.pre_turn import (
     GUIDANCE_INSTRUCTION,
     REFLECTION_INSTRUCTION,
+    RESULT_FIELD,
     automation_enabled,
     memory_contribution,
 )
@@ -86,7 +89,13 @@ def test_second_turn_delivers_the_memory_once_within_the_budget(tmp_path, plugin
         plugin_pm, turn(registry, "turn-2", prompt="a change touches one module")
     )
     item = contribution(outcome)
-    assert item.instructions == [GUIDANCE_INSTRUCTION, REFLECTION_INSTRUCTION]
+    # Memories were recalled, so the model is asked which it used (issue 39).
+    assert item.instructions == [
+        GUIDANCE_INSTRUCTION,
+        REFLECTION_INSTRUCTION,
+        APPLICATION_INSTRUCTION,
+    ]
+    assert set(item.result_fields) == {RESULT_FIELD, APPLICATION_FIELD}
     [guidance] = item.context_fields[SLOT]["context"]["guidance"]
     assert guidance["candidate_ref"] == "candidate:6916d2a6fb7a59fefa81"
     assert guidance["content_summary"] == f1.REFLECTION["content_summary"]
@@ -352,12 +361,13 @@ def test_the_host_renders_the_items_after_the_instructions(pm):
     )
     text = render_context(project_contributions(call_pre_turn(pm, context).payload))
     blocks = text.split("\n\n")
-    assert blocks[:3] == [
+    assert blocks[:4] == [
         GUIDANCE_INSTRUCTION,
         REFLECTION_INSTRUCTION,
+        APPLICATION_INSTRUCTION,
         guidance_items({"guidance": GUIDANCE[:1]})[0].text,
     ]
-    assert "<reward_memory_reflection_json>…</reward_memory_reflection_json>" in blocks[3]
+    assert "<reward_memory_reflection_json>…</reward_memory_reflection_json>" in blocks[4]
 
 
 def overhead():
@@ -371,7 +381,7 @@ def test_the_64_kib_flip(unit):
     exact = unit * (room // width) + "x" * (room % width)
     kept = memory_contribution({"turn_envelope": ENVELOPE}, packet(exact))
     assert measure_result_bytes(kept) == 65536
-    assert kept["context_fields"][SLOT]["context"] is not None and len(kept["instructions"]) == 2
+    assert kept["context_fields"][SLOT]["context"] is not None and len(kept["instructions"]) == 3
     [item] = kept["context_items"]
     assert item.ref == "candidate:0" and item.byte_size < 65536
 

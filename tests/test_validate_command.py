@@ -157,3 +157,20 @@ def test_a_settled_turn_learns_through_the_built_in_validator(tmp_path):
     result = run_process(hook_argv(registry, validator=failing), json.dumps(event))
     ingest = json.loads(result.stdout)["results"]["reward-memory.outcome-ingest"]
     assert ingest["status"] != "activated"
+
+
+APPLIED = json.dumps({"outcome": "applied", "memory_refs": ["[memory 1]"]})
+
+
+@pytest.mark.parametrize(("code", "exit_code"), [(0, 0), (3, 1)])
+def test_a_turn_that_applied_a_memory_is_validated_without_a_reflection(repo, code, exit_code):
+    # Issue 39: the verdict is the outcome the applied memory is judged by. It runs the
+    # command; passing, it attests nothing (no reflection) and exits 0; failing, 1.
+    marker = repo / "ran"
+    argv = [sys.executable, "-c", f"open({str(marker)!r}, 'w'); raise SystemExit({code})"]
+    request = {**cli_request(""), "reward_memory_application_json": APPLIED}
+    result = validate(repo, argv, request)
+    assert (result.returncode, marker.exists()) == (exit_code, True)
+    assert (result.stdout == "") is (code == 0), "a pass attests nothing; a failure says why"
+    [record] = records(repo)
+    assert record["reflection_digest"] is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -179,3 +180,53 @@ def hook_turn(
         agent_id=f1.AGENT,
         registry=str(registry),
     )
+
+
+UNRELATED = "Dark mode toggles persist the chosen palette in local storage."
+
+
+def ingest_memory(
+    registry: Path,
+    turn_key: str,
+    ref: str,
+    unrelated: bool = False,
+    *,
+    goal: str = f1.GOAL,
+    provider_for: Any = None,
+) -> None:
+    """A validated memory written as a settled Turn would write it: F1's lesson with
+    other evidence (a twin, as relevant), or a lesson about something else entirely."""
+    from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
+
+    reflection = copy.deepcopy(f1.REFLECTION)
+    reflection["evidence_refs"] = [ref]
+    experience = reflection["experience"]
+    experience["evidence_refs"] = [ref]
+    reflection["reasoning_summary"] += " Seen again."
+    if unrelated:
+        reflection["content_summary"] = UNRELATED
+        reflection["reasoning_summary"] = "Users kept losing their palette on reload."
+        experience.update(
+            applicability=["web frontend with a settings page"],
+            observed_outcome="The palette survived reloads.",
+            attribution="Local storage kept the palette between sessions.",
+            limitations=["not for server rendered pages"],
+            future_behavior={
+                "trigger": "a settings page gains a dark mode toggle",
+                "action": "persist the palette in local storage",
+                "validation": "the palette survives a reload",
+                "stop_condition": "the page has no client script",
+            },
+        )
+    raw = json.dumps(reflection)
+    proof = evidence(raw)
+    proof["task_validation"]["attestation"] = attestation(raw, [ref])
+    receipt = run_turn_ingest_fail_open(
+        resolve(load_registry(registry), goal, f1.AGENT),
+        turn_key=turn_key,
+        host_result={"reward_memory_reflection_json": raw},
+        evidence=proof,
+        provider_for=provider_for or (lambda binding: store_provider(registry)),
+        observed_at=f1.OBSERVED_AT,
+    )
+    assert receipt["status"] == "activated", receipt

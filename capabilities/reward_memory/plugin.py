@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 SLOT = "reward_memory_recall"
 RESULT_FIELD = "reward_memory_reflection_json"
+APPLICATION_FIELD = "reward_memory_application_json"
 
 _TEXT = {"type": "string"}
 
@@ -59,6 +60,25 @@ REFLECTION_TOOL = {
     "max_chars": 2400,
 }
 """The result tool ``turn-hooks mcp serve`` offers for the reflection field."""
+
+
+APPLICATION_TOOL = {
+    "name": "record_memory_use",
+    "description": "Stages reward_memory_application_json.",
+    # Small on purpose (issue 39: the question costs a few hundred bytes at most): the
+    # three keys and the enum, no prose, nothing required (the reader at settlement
+    # decides, as for the block, and an answer that breaks §12 is ``failed``).
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "outcome": {"enum": ["applied", "ignored", "refuted"]},
+            "memory_refs": {"type": "array"},
+            "reasoning_summary": _TEXT,
+        },
+    },
+    "max_chars": 600,
+}
+"""The result tool for the application answer (turn/application.py FIELD_MAX)."""
 
 
 def _resolution(turn: TurnContext) -> Any:
@@ -104,10 +124,13 @@ class RewardMemoryPlugin:
         "post_settlement": SettlementRegistration(
             hook_id="reward-memory.outcome-ingest",
             capability_id="reward-memory",
-            result_fields=(RESULT_FIELD,),
+            result_fields=(RESULT_FIELD, APPLICATION_FIELD),
             # The hook log's codes for a reflection block that cannot be read.
-            result_fault_prefixes={RESULT_FIELD: "reflection_block"},
-            result_tools={RESULT_FIELD: REFLECTION_TOOL},
+            result_fault_prefixes={
+                RESULT_FIELD: "reflection_block",
+                APPLICATION_FIELD: "application_block",
+            },
+            result_tools={RESULT_FIELD: REFLECTION_TOOL, APPLICATION_FIELD: APPLICATION_TOOL},
         ),
     }
 
@@ -155,16 +178,24 @@ class RewardMemoryPlugin:
             from capabilities.reward_memory.turn.app import finalize
 
             return finalize(resolution, turn, settlement, provider_for=_provider_for(resolution))
+        from capabilities.reward_memory.turn.application import settle_application_fail_open
         from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 
-        return run_turn_ingest_fail_open(
+        evidence = settlement.evidence.to_json()
+        receipt = run_turn_ingest_fail_open(
             resolution,
             turn_key=turn.turn_key,
             host_result=dict(settlement.host_result),
-            evidence=settlement.evidence.to_json(),
+            evidence=evidence,
             provider_for=_provider_for(resolution),
             observed_at=turn.observed_at,
         )
+        application = settle_application_fail_open(
+            resolution, turn.turn_key, dict(settlement.host_result), evidence, turn.observed_at
+        )
+        if application is not None:
+            receipt["memory_application"] = application
+        return receipt
 
     @hookimpl
     def read_result(self, field: str, value: str) -> dict[str, Any] | None:

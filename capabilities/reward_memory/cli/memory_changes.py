@@ -1,4 +1,4 @@
-"""``turn-hooks memory forget|restore|import``: the ``memory`` commands that write.
+"""``turn-hooks memory forget|restore|rate|import``: the ``memory`` commands that write.
 
 Each checks everything first (every ref, every line) and writes nothing on bad
 input; each has a ``--dry-run`` that plans without a write. Their receipts are public:
@@ -47,6 +47,29 @@ def memory_forget(args: argparse.Namespace) -> Result:
 def memory_restore(args: argparse.Namespace) -> Result:
     """``memory restore REF...``: forgotten memories back, with exact readback."""
     return _by_ref(args, "restore"), "Memory restore"
+
+
+def memory_rate(args: argparse.Namespace) -> Result:
+    """``memory rate REF LABEL --reason TEXT``: the owner's correction, read back exactly."""
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.memory.inventory import all_records, find
+    from capabilities.reward_memory.turn.rating import rate
+
+    v.compact(args.reason, 500, "reason")  # checked before any provider call
+    resolution = resolve_binding(args)
+    records = all_records(resolution, _provider_for(resolution, dry_run=True))
+    stored = find(records, args.ref)
+    status = resolution.status
+    receipt = rate(
+        resolution.sidecars,
+        goal_id=status["goal_id"],
+        agent_id=status["agent_id"],
+        stored=stored,
+        label=args.label,
+        reason=args.reason,
+        created_at=v.now_timestamp(),
+    )
+    return receipt, "Memory rate"
 
 
 def _progress(done: int, total: int) -> None:
@@ -103,7 +126,7 @@ def _ref_command(
 
 
 def add_changes(sub: argparse._SubParsersAction[Any]) -> None:
-    """``memory forget``, ``memory restore`` and ``memory import``."""
+    """``memory forget``, ``memory restore``, ``memory rate`` and ``memory import``."""
     _ref_command(
         sub,
         "forget",
@@ -130,6 +153,22 @@ def add_changes(sub: argparse._SubParsersAction[Any]) -> None:
         dry_run="say what would be restored",
         handler=memory_restore,
     )
+    rater = sub.add_parser(
+        "rate",
+        help="say whether a memory helped: the owner's correction, the strongest evidence",
+        description="Records your judgement of REF (a memory_ref from `memory list`, or a "
+        "unique prefix) as an owner_correction utility observation, bound to the latest "
+        "Turn that applied the memory and had a verified outcome, and reads it back "
+        "exactly. It outweighs every weaker judgement; with `init --ranking utility` a "
+        "harmful memory ranks below an equally relevant one, and a harmful rating "
+        "proposes review (never a deletion: `memory forget` is yours to run). A memory no "
+        "Turn applied yet exits 2 (memory_application_unknown).",
+    )
+    rater.add_argument("ref", metavar="REF", help="memory_ref (or unique prefix)")
+    rater.add_argument("label", choices=("helpful", "harmful", "neutral"))
+    rater.add_argument("--reason", required=True, help="one sentence why (kept private)")
+    add_binding_arguments(rater)
+    rater.set_defaults(handler=memory_rate)
     importer = sub.add_parser(
         "import",
         help="write exported records into this binding, through ingest's guards",

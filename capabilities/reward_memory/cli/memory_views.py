@@ -48,6 +48,7 @@ def memory_list(args: argparse.Namespace) -> Result:
     # Newest first: what was learned lately is what a person looks for.
     shown = sorted(shown, key=_activated_at, reverse=True)
     counts = state_counts(records)
+    proposals = _review_proposals(_resolution)
     document = {
         "ok": True,
         "schema_version": LIST_SCHEMA,
@@ -56,11 +57,35 @@ def memory_list(args: argparse.Namespace) -> Result:
         "retired_count": counts["retired"],
         "shown_count": len(shown),
         "content_exposed": True,
-        "records": [row(r) for r in shown],
+        "records": [_with_review(row(r), r, proposals) for r in shown],
+        # Review proposals from the memories' utility (issue 39): never a deletion.
+        "utility_review_count": sum(1 for r in records if _digest(r) in proposals),
     }
     if not records:
         args.markdown_note = "No memory yet: nothing has been learned for this binding."
     return document, "Memories"
+
+
+def _digest(stored: Any) -> str:
+    from capabilities.reward_memory.contract.identities import memory_ref_digest
+
+    return memory_ref_digest(stored.uri)
+
+
+def _review_proposals(resolution: Any) -> dict[str, list[str]]:
+    from capabilities.reward_memory.turn.rating import review_proposals
+
+    status = resolution.status
+    if not status.get("goal_id") or not status.get("agent_id"):
+        return {}
+    return review_proposals(resolution.sidecars, status["goal_id"], status["agent_id"])
+
+
+def _with_review(
+    shown: dict[str, Any], stored: Any, proposals: dict[str, list[str]]
+) -> dict[str, Any]:
+    actions = proposals.get(_digest(stored))
+    return {**shown, "utility_review": ", ".join(actions)} if actions else shown
 
 
 def _activated_at(stored: Any) -> datetime:
@@ -78,14 +103,20 @@ def _activated_at(stored: Any) -> datetime:
 def memory_show(args: argparse.Namespace) -> Result:
     """``memory show REF``: one record in full."""
     from capabilities.reward_memory.memory.inventory import detail, find
+    from capabilities.reward_memory.turn.rating import utility_state
 
-    _resolution, records = _records(args)
+    resolution, records = _records(args)
     stored = find(records, args.ref)
+    status = resolution.status
     document = {
         "ok": True,
         "schema_version": SHOW_SCHEMA,
         "content_exposed": True,
         "record": detail(stored),
+        # Estimate, support per label and tier, last observed, review (issue 39).
+        "utility": utility_state(
+            resolution.sidecars, status["goal_id"], status["agent_id"], _digest(stored)
+        ),
     }
     return document, f"Memory {stored.memory_ref}"
 

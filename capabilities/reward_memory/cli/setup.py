@@ -29,7 +29,41 @@ def init(args: argparse.Namespace) -> Result:
         agent_id=args.agent_id,
         provider=args.provider,
     )
+    if document.get("ok", True) and document.get("goal_id") and document.get("agent_id"):
+        document.update(_settings(document["goal_id"], document["agent_id"], args))
     return document, "turn-hooks init"
+
+
+def _settings(goal_id: str, agent_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Switch the binding's ranking and utility evaluator when asked; always say which
+    are in force (issue 39)."""
+    import shlex
+
+    from capabilities.reward_memory.binding.setup import find_repository
+    from capabilities.reward_memory.contract import values as v
+    from capabilities.reward_memory.turn.ranking import (
+        ranking_of,
+        read_settings,
+        set_ranking,
+        set_setting,
+    )
+    from sidecars import SidecarStore, sidecar_root
+
+    store = SidecarStore(sidecar_root(find_repository(Path.cwd())))
+    changed = args.ranking is not None and set_ranking(store, goal_id, agent_id, args.ranking)
+    if args.utility_evaluator is not None:
+        argv = shlex.split(args.utility_evaluator)
+        if not argv:
+            v.fail("utility_evaluator", "must name a command", "utility_evaluator_invalid")
+        set_setting(store, goal_id, agent_id, "utility_evaluator", {"argv": argv})
+    elif args.no_utility_evaluator:
+        set_setting(store, goal_id, agent_id, "utility_evaluator", None)
+    evaluator = read_settings(store, goal_id, agent_id).get("utility_evaluator")
+    return {
+        "ranking": ranking_of(store, goal_id, agent_id),
+        "ranking_changed": changed,
+        "utility_evaluator": "declared" if evaluator else "none",
+    }
 
 
 def add_init(commands: argparse._SubParsersAction[Any]) -> None:
@@ -55,5 +89,27 @@ def add_init(commands: argparse._SubParsersAction[Any]) -> None:
         choices=("embedded", "openviking"),
         default="embedded",
         help="embedded: SQLite in .local/turn-hooks; openviking: the configured server",
+    )
+    parser.add_argument(
+        "--ranking",
+        choices=("relevance", "utility"),
+        help="how recall orders the memories that passed the relevance floor: relevance "
+        "alone (the default), or relevance times a bounded factor from their verified "
+        "utility (issue 39; it re-orders, never adds or drops a memory). `status` shows "
+        "which is in force",
+    )
+    evaluator = parser.add_mutually_exclusive_group()
+    evaluator.add_argument(
+        "--utility-evaluator",
+        metavar="CMD",
+        help="a command that judges whether the memories a Turn applied helped: it reads "
+        "the application receipt and the validator's verdict on stdin (digests only) and "
+        "prints an observation proposal (protocol and worked example: python3 -m "
+        "capabilities.reward_memory.utility.reference_evaluator). It runs after the "
+        "Turn settled, within 10 s, and fails open: without one, outcomes record lineage "
+        "and move nothing",
+    )
+    evaluator.add_argument(
+        "--no-utility-evaluator", action="store_true", help="remove the declared evaluator"
     )
     parser.set_defaults(handler=init)

@@ -116,6 +116,23 @@ def _journals(resolution: Any) -> tuple[dict[str, Any] | None, int, int]:
     return newest, pending, unreadable
 
 
+def _utility(resolution: Any) -> dict[str, Any]:
+    """The ranking in force and the memories whose utility proposes review (issue 39)."""
+    from capabilities.reward_memory.turn.ranking import ranking_of
+    from capabilities.reward_memory.turn.rating import review_proposals
+    from turn_hooks import SidecarError
+
+    status, store = resolution.status, resolution.sidecars
+    try:
+        proposals = review_proposals(store, status["goal_id"], status["agent_id"])
+    except SidecarError:
+        proposals = {}
+    return {
+        "ranking": ranking_of(store, status["goal_id"], status["agent_id"]),
+        "utility_review_count": len(proposals),
+    }
+
+
 def _binding(args: argparse.Namespace) -> dict[str, Any]:
     from turn_hooks import TurnHooksError
 
@@ -134,6 +151,7 @@ def _binding(args: argparse.Namespace) -> dict[str, Any]:
     view["last_settlement"] = settlement
     view["pending_journal_count"] = pending
     view["unreadable_journal_count"] = unreadable
+    view.update(_utility(resolution))
     host_view = getattr(args, "settlement_view", None)
     if host_view is not None:  # the host's queue: what a killed Stop hook left
         output = {"output": True} if getattr(args, "validation_output", False) else {}

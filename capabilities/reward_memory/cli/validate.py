@@ -4,9 +4,11 @@ A host runs its validator after a settled Turn, with the Turn's result on stdin
 (``turn-lifecycle.md`` §8: ``{reward_memory_reflection_json, host, host_turn_id}``;
 the Codex App sends a ``reward_memory_reflection_validation_request_v0`` with the
 digest). This validator runs ARGV (the project's tests, say) in its working
-directory, which is the Turn's, bounded by ``--timeout-seconds`` (ten minutes by
-default), with the user's own ``PATH`` and interpreter (never turn-hooks' virtual
-environment: :func:`turn_hooks.user_environment`), and prints the
+directory, which is the Turn's (also for a Turn that wrote no reflection but said
+which recalled memories it applied: that verdict is their outcome), bounded by
+``--timeout-seconds`` (ten minutes by default), with the user's own ``PATH`` and
+interpreter (never turn-hooks' virtual environment:
+:func:`turn_hooks.user_environment`), and prints the
 attestation (``reward_memory_reflection_validation_v0``: the exact reflection
 digest and the reflection's own evidence refs, as §13.3 requires) only when ARGV
 exits 0. Otherwise, or without a reflection, it prints nothing: the Turn is
@@ -80,6 +82,12 @@ def _reflection(request: Any) -> tuple[str, list[str]] | None:
     return digest, refs
 
 
+def _applied_memory(request: Any) -> bool:
+    """Whether the settled Turn answered which recalled memories it used."""
+    answer = request.get("reward_memory_application_json") if isinstance(request, dict) else None
+    return isinstance(answer, str) and bool(answer.strip())
+
+
 FAILURE_CODES = {
     "external_failed": "validated_command_failed",
     "external_timeout": "validated_command_timeout",
@@ -112,7 +120,7 @@ def _record(ref: str, digest: str, argv: list[str], run: Run) -> None:
             {
                 "schema_version": RECORD_SCHEMA,
                 "evidence_ref": ref,
-                "reflection_digest": digest,
+                "reflection_digest": digest or None,
                 "argv": argv,
                 "exit_status": run.exit_status,
                 "output_sha256": hashlib.sha256(run.output).hexdigest(),
@@ -213,10 +221,14 @@ def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
         document, title = _check(argv, args.timeout_seconds)
         args.failure_exit = 1
         return document, title
-    target = _reflection(read_input("-"))
-    if target is None:
+    request = read_input("-")
+    target = _reflection(request)
+    if target is None and not _applied_memory(request):
         return None, "No reflection to attest"  # nothing printed, exit 0
-    digest, refs = target
+    # A Turn that answered which memories it used is validated without a reflection
+    # too: its verdict is the outcome the memories are judged by (issue 39). Passing,
+    # it attests nothing (there is no reflection) and exits 0; failing, exit 1.
+    digest, refs = target if target is not None else ("", [])
     run = Run(argv, args.timeout_seconds, _handed_down())
     ref = evidence_ref(argv, run.exit_status, run.output)
     _record(ref, digest, argv, run)
@@ -236,6 +248,8 @@ def validate_command(args: argparse.Namespace) -> tuple[dict[str, Any] | None, s
             "evidence_ref": ref,
             "exit_status": run.exit_status,
         }, "Not attested"
+    if target is None:
+        return None, "Memory application validated"  # nothing printed, exit 0
     return {
         "schema_version": ATTESTATION_SCHEMA,
         "status": "validated",

@@ -23,7 +23,18 @@ from capabilities.reward_memory.memory.hook import (
     read_checkpoint,
     run_recall_hook,
 )
+from capabilities.reward_memory.turn.application import (
+    APPLICATION_INSTRUCTION,
+    remember_recall,
+)
+from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
+from capabilities.reward_memory.turn.application import FIELD_MAX as APPLICATION_FIELD_MAX
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
+from capabilities.reward_memory.turn.ranking import (
+    rank_factors,
+    ranked_provider_for,
+    ranking_of,
+)
 from capabilities.reward_memory.turn.reconcile import reconcile
 from capabilities.reward_memory.turn.situation import (
     SURFACE,
@@ -230,7 +241,33 @@ def turn_recall(
         apply_memory=cite_guidance,
         search_text=search_text(turn),
     )
-    hook = run_recall_hook(config, request, provider_for=provider_for).document
+    ranking = ranking_of(store, status["goal_id"], status["agent_id"])
+    audit: list[dict[str, Any]] = []
+    if ranking == "utility":  # off by default: `turn-hooks init --ranking utility`
+        factors = rank_factors(
+            store,
+            goal_id=status["goal_id"],
+            agent_id=status["agent_id"],
+            config=config,
+            surface_id=SURFACE,
+        )
+        provider_for = ranked_provider_for(provider_for, factors, audit)
+    result = run_recall_hook(config, request, provider_for=provider_for)
+    hook = result.document
+    # Which items carried which factor, by digest: any ranking can be replayed.
+    ranking_receipt = {"ranking": ranking, "modifiers": audit} if ranking == "utility" else None
+    if config["automation"]["automatic_ingest"] and _host_settles(turn):
+        # Settlement binds the model's answer to what this Turn received (issue 39).
+        remember_recall(
+            store,
+            goal_id=status["goal_id"],
+            agent_id=status["agent_id"],
+            turn_key=turn.turn_key,
+            config=config,
+            hook=result,
+            observed_at=turn.observed_at,
+            ranking=ranking_receipt,
+        )
     reason = hook.get("reason_code")
     if reason is None and hook["status"] == "provider_unavailable":
         # LoopX leaves it null; the failed attempt's code is what the hook log can
@@ -270,12 +307,24 @@ def turn_recall(
     }
     if revision is not None:
         receipt["binding_revision"] = revision
+    if ranking_receipt is not None:
+        receipt["ranking"] = ranking_receipt
     try:
         store.write(path, receipt)
         packet["same_turn_receipt_written"] = True
     except SidecarError:
         packet["same_turn_receipt_written"] = False
     return packet
+
+
+def _host_settles(turn: TurnContext) -> bool:
+    """Whether the host settles this Turn (its ``post_settlement`` edge): only then is a
+    Turn's recall kept for its settlement, so a recall-only host leaves nothing behind."""
+    envelope = with_capability_flags(dict(turn.payload)).get("turn_envelope")
+    boundary = envelope.get("boundary") if isinstance(envelope, dict) else None
+    capabilities = boundary.get("capabilities") if isinstance(boundary, dict) else None
+    flags = capabilities.get("reward_memory") if isinstance(capabilities, dict) else None
+    return isinstance(flags, dict) and flags.get("automatic_ingest") is True
 
 
 def participation(packet: TurnRecallPacket) -> TurnRecallPacket:
@@ -302,19 +351,20 @@ def memory_contribution(payload: dict[str, Any], packet: TurnRecallPacket) -> di
         context = packet.get("context") if with_context and recall_on else None
         guidance = context.get("guidance") if isinstance(context, dict) else None
         instructions = [GUIDANCE_INSTRUCTION] if guidance else []
+        fields: dict[str, Any] = {}
         if ingest_on:
             instructions.append(REFLECTION_INSTRUCTION)
+            fields[RESULT_FIELD] = {"type": "string", "maxLength": RESULT_FIELD_MAX}
+            if guidance:  # asked only when memories were recalled (issue 39)
+                instructions.append(APPLICATION_INSTRUCTION)
+                fields[APPLICATION_FIELD] = {"type": "string", "maxLength": APPLICATION_FIELD_MAX}
         result: dict[str, Any] = {
             "readback": {SLOT: readback},
             "context_fields": {SLOT: {**readback, "context": context}}
             if recall_on or ingest_on
             else {},
             "instructions": instructions,
-            "result_fields": (
-                {RESULT_FIELD: {"type": "string", "maxLength": RESULT_FIELD_MAX}}
-                if ingest_on
-                else {}
-            ),
+            "result_fields": fields,
             "context_items": guidance_items(context),
         }
         return result
