@@ -126,6 +126,9 @@ RETRIEVAL_SNAPSHOT = "snapshot:sim"
 POLICY_SNAPSHOT = "policy:sim"
 CREATED = "2026-12-06T{:02d}:{:02d}:{:02d}Z"
 LABELS = ("helpful", "harmful", "neutral")
+CONFIG = rank_prior.DEFAULT_CONFIG
+"""The rank prior's policy under test: the shipped default unless ``--lower``,
+``--upper``, ``--inference-weight`` or ``--inference-support`` (dev exploration) say otherwise."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ def truth_of(scope: str, topic: int, role: str) -> str:
     """A memory's true utility: on odd topics the second scope finds the helpful and
     the harmful near-duplicate the other way round (what helps one Agent misleads another)."""
     truth = ROLES[role][0]
-    if scope == SCOPES[1] and topic % 2 == 1 and truth in ("helpful", "harmful"):
+    if scope == SCOPES[1] and topic % 2 == 1 and role in ("helpful", "harmful"):
         return "harmful" if truth == "helpful" else "helpful"
     return truth
 
@@ -321,8 +324,8 @@ class Arm:
     def config(self) -> rank_prior.RankPriorConfig:
         """The rank prior's policy for this condition."""
         if self.condition == "utility_no_inference":
-            return rank_prior.DEFAULT_CONFIG.without_inference()
-        return rank_prior.DEFAULT_CONFIG
+            return CONFIG.without_inference()
+        return CONFIG
 
     def turn_factors(self, turn: int) -> dict[str, float]:
         """The factors this condition ranks with before ``turn``."""
@@ -337,7 +340,7 @@ class Arm:
         # lifting at most as far as the utility prior's upper bound.
         count = 1.0 - math.exp(-len(times) / HOT_SATURATION)
         recency = 0.5 ** ((turn - times[-1]) / HOT_HALF_LIFE)
-        return 1.0 + (rank_prior.DEFAULT_UPPER - 1.0) * count * recency
+        return 1.0 + (CONFIG.upper - 1.0) * count * recency
 
     def learn(self, observation: dict[str, Any]) -> None:
         """Append an observation and re-project the scope from all of them."""
@@ -650,7 +653,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--half", choices=("dev", "held", "both"), default="both")
     parser.add_argument("--turns", type=int, default=TURNS, help="Turns per scope and sequence")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument("--lower", type=float, default=rank_prior.DEFAULT_LOWER)
+    parser.add_argument("--upper", type=float, default=rank_prior.DEFAULT_UPPER)
+    parser.add_argument(
+        "--inference-weight",
+        type=float,
+        default=rank_prior.DEFAULT_TIER_WEIGHTS["evaluator_inference"],
+    )
+    parser.add_argument(
+        "--inference-support",
+        type=int,
+        default=rank_prior.DEFAULT_MIN_SUPPORT["evaluator_inference"],
+    )
     args = parser.parse_args(argv)
+    global CONFIG
+    CONFIG = rank_prior.RankPriorConfig(
+        lower=args.lower,
+        upper=args.upper,
+        tier_weights={
+            **rank_prior.DEFAULT_TIER_WEIGHTS,
+            "evaluator_inference": args.inference_weight,
+        },
+        min_support={
+            **rank_prior.DEFAULT_MIN_SUPPORT,
+            "evaluator_inference": args.inference_support,
+        },
+    )
     halves = ("dev", "held") if args.half == "both" else (args.half,)
     results: dict[str, Any] = {}
     for half in halves:
