@@ -649,6 +649,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the halves asked for and print their figures (and the decision on held)."""
+    global CONFIG, EVALUATOR_ACCURACY, OWNER_RATE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--half", choices=("dev", "held", "both"), default="both")
     parser.add_argument("--turns", type=int, default=TURNS, help="Turns per scope and sequence")
@@ -665,8 +666,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=rank_prior.DEFAULT_MIN_SUPPORT["evaluator_inference"],
     )
+    parser.add_argument(
+        "--evaluator-accuracy",
+        type=float,
+        default=EVALUATOR_ACCURACY,
+        help="the simulated evaluator's chance of naming the true label (sensitivity runs)",
+    )
+    parser.add_argument(
+        "--owner-rate",
+        type=float,
+        default=OWNER_RATE,
+        help="the chance that the owner rates a Turn's applied memory (sensitivity runs)",
+    )
     args = parser.parse_args(argv)
-    global CONFIG
+    EVALUATOR_ACCURACY, OWNER_RATE = args.evaluator_accuracy, args.owner_rate
     CONFIG = rank_prior.RankPriorConfig(
         lower=args.lower,
         upper=args.upper,

@@ -7,6 +7,7 @@ figure are pinned on cases small enough to count by hand. Not timed.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -193,3 +194,14 @@ def test_the_decision_needs_a_gain_in_every_sequence_and_no_leak(condition):
     assert bench.decision(held)[condition]["default"] is False
     held["all"][condition] = {**row, "scope_leaks": 1}
     assert bench.decision(held)[condition]["default"] is False
+
+
+def test_the_command_writes_every_figure_and_the_decision(tmp_path, capsys):
+    figures = tmp_path / "figures.json"
+    assert bench.main(["--half", "held", "--turns", "3", "--json", str(figures)]) == 0
+    written = json.loads(figures.read_text())
+    assert set(written) == {"held", "decision"}
+    assert set(written["held"]["all"]) == set(bench.CONDITIONS)
+    assert set(written["decision"]) == {"utility", "utility_no_inference"}
+    assert "| relevance |" in capsys.readouterr().out
+    assert bench.CONFIG == rank_prior.DEFAULT_CONFIG, "the defaults stay in force"
