@@ -109,53 +109,47 @@ def test_each_figure_on_a_hand_counted_case():
         _memory("n", "neutral"),
     )
     stray = _memory("s", "neutral", topic=3, scope="beta")
-    logs = [
+
+    inferred = "evaluator_inference"
+    # Per Turn of topic 0 in alpha: the relevance order, the condition's order, what
+    # was shown, the factors, rescued, leaks, success, judgements, the applied truth.
+    rows = [
         # Relevance put the harmful twin first; the prior lifted the helpful one.
-        bench.TurnLog(
-            "alpha",
-            0,
-            0,
-            [harmful, helpful],
-            [helpful, harmful],
-            [helpful, harmful],
-            {harmful.digest: 0.5, helpful.digest: 1.0},
-            0,
-            0,
-            success=True,
-            judged=[("evaluator_inference", "helpful")],
-            applied_truth="helpful",
-        ),
+        ([harmful, helpful], [helpful, harmful], [helpful, harmful],
+         {harmful: 0.5, helpful: 1.0}, 0, 0, True, [(inferred, "helpful")], "helpful"),
         # The helpful memory pushed below a neutral one relevance ranked lower: false
         # attenuation; a memory of another scope shown: a leak; one rescued.
-        bench.TurnLog(
-            "alpha",
-            1,
-            0,
-            [helpful, neutral],
-            [neutral, helpful],
-            [neutral, stray],
-            {helpful.digest: 0.8, neutral.digest: 1.0},
-            1,
-            1,
-            success=False,
-            judged=[("evaluator_inference", "harmful")],
-            applied_truth="neutral",
-        ),
+        ([helpful, neutral], [neutral, helpful], [neutral, stray],
+         {helpful: 0.8, neutral: 1.0}, 1, 1, False, [(inferred, "harmful")], "neutral"),
         # Inconclusive, with only a harmful memory relevant and shown first.
+        ([harmful], [harmful], [harmful], {harmful: 1.0}, 0, 0, None, [], "harmful"),
+    ]  # fmt: skip
+    logs = [
         bench.TurnLog(
             "alpha",
-            2,
+            n,
             0,
-            [harmful],
-            [harmful],
-            [harmful],
-            {harmful.digest: 1.0},
-            0,
-            0,
-            success=None,
-            judged=[],
-            applied_truth="harmful",
-        ),
+            relevant,
+            order,
+            shown,
+            {m.digest: f for m, f in factors.items()},
+            rescued,
+            leaks,
+            success,
+            judged,
+            applied,
+        )
+        for n, (
+            relevant,
+            order,
+            shown,
+            factors,
+            rescued,
+            leaks,
+            success,
+            judged,
+            applied,
+        ) in enumerate(rows)
     ]
     figures = bench.metrics(logs)
     assert figures["quality"] == 0.5
