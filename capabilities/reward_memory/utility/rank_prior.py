@@ -30,19 +30,21 @@ NEUTRAL = 1.0
 """The factor of a memory without (enough) evidence: its relevance alone decides."""
 
 DEFAULT_LOWER = 0.5
-"""The least a harmful memory keeps of its relevance. Halving it sinks it below an
-equally relevant neutral memory and below one about half again as relevant (the
-difference between holding a rare query word in the summary and in the body is
-:data:`~capabilities.providers.terms.HEAD_WEIGHT`, 1.5), yet a harmful memory that
-matches the query far better than anything else still comes first: relevance stays
-the anchor, and a demotion is a review proposal's companion, not a deletion."""
+"""The least a harmful memory keeps of its relevance. Halved, it ranks below every
+relevant memory more than half as relevant as it (an equally relevant neutral twin
+first of all), yet one that matches the query more than twice as well as anything
+else still comes first: relevance stays the anchor, and a demotion goes with a
+review proposal, never a deletion. (0.7 ranked the same on the development half of
+``benchmarks/bench_utility_ranking.py``; the lower bound rarely binds there.)"""
 DEFAULT_UPPER = 1.25
 """The most a helpful memory gains. Smaller than the demotion: lifting one memory
 pushes every other relevant one down, and a lift on wrong evidence hides what the
 query asked for more than a demotion on wrong evidence does (which leaves the
 memory recalled, lower). A quarter lifts a helpful memory over an equally relevant
-one and over one that matches a little better, never over one matching a rare word
-the helpful one lacks."""
+one and one up to a quarter more relevant; one more rare query word held (a share
+of about half, :data:`~capabilities.providers.terms.HEAD_WEIGHT` times its rarity)
+usually outweighs it. 1.5 gained 1.5 points of quality on the benchmark's
+development half and was not taken (``benchmarks/RESULTS.md``, "Utility ranking")."""
 
 DEFAULT_TIER_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
