@@ -275,6 +275,18 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
             "prompt_in_recall": not args.no_prompt_in_recall,
         }
+        if not args.goal_id:
+            # A host plugin's hook (hosts.plugin_route): no binding on its command
+            # line, so the repository it runs in names it, and its validator.
+            from hosts import plugin_route
+
+            found = plugin_route.discovered_binding(args.agent_id, binding["registry"])
+            if found is None or not plugin_route.serve_here(dialect, found["goal_id"]):
+                return (None if quiet else {}), "Nothing added"
+            binding.update(found)
+            args.goal_id = found["goal_id"]
+            if args.event == "post-settlement" and argv is None:
+                argv = plugin_route.repository_validation(found["registry"], found["goal_id"])
         if args.event == "post-settlement":
             event = generic.parse_event(_spilled_stdin(args, binding, argv))
         else:
@@ -530,8 +542,12 @@ def _add_host(commands: Any) -> None:
     ):
         adapter = host_commands.add_parser(name, help=summary)
         adapter.add_argument("event", choices=("pre-turn", "post-settlement"))
-        adapter.add_argument("--goal-id", required=True)
-        adapter.add_argument("--agent-id", required=True)
+        adapter.add_argument(
+            "--goal-id",
+            help="the Goal (default: the one whose registered repository holds the working "
+            "directory, with the validator that repository declares: a host plugin's hook)",
+        )
+        adapter.add_argument("--agent-id", help="the Agent (default: the one init registered)")
         adapter.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
         adapter.add_argument(
             "--validation-command-json", help='the independent validator argv, e.g. ["cmd", "arg"]'

@@ -36,6 +36,12 @@ from sidecars.store import (
     atomic_write_text,
     dumps,
 )
+from sidecars.validator import (
+    VALIDATOR_FILE,
+    read_validator,
+    record_validator,
+    validator_document,
+)
 
 __all__ = [
     "AGENT_ENV",
@@ -45,6 +51,7 @@ __all__ = [
     "GOAL_ENV",
     "REGISTRY_ENV",
     "SIDECAR_DIR",
+    "VALIDATOR_FILE",
     "NamedBinding",
     "SidecarCheck",
     "SidecarStore",
@@ -64,9 +71,12 @@ __all__ = [
     "read_registry",
     "read_source",
     "read_stream",
+    "read_validator",
+    "record_validator",
     "registry_goal",
     "require_goal_repository",
     "serves_directory",
     "sidecar_path",
     "sidecar_root",
+    "validator_document",
 ]

@@ -18,6 +18,7 @@ def init(args: argparse.Namespace) -> Result:
     from sidecars import default_registry
 
     registry = args.registry or os.environ.get(REGISTRY_ENV) or str(default_registry())
+    declared = _declared_validator(args)  # refused before anything is written
     if sys.stderr is not None and sys.stderr.isatty():  # progress for people, never for pipes
         print(
             "turn-hooks init: checking, then a canary write and exact readback...", file=sys.stderr
@@ -29,7 +30,46 @@ def init(args: argparse.Namespace) -> Result:
         agent_id=args.agent_id,
         provider=args.provider,
     )
+    if declared is not None and document.get("ok") is not False:
+        from capabilities.reward_memory.binding.setup import find_repository
+        from sidecars import VALIDATOR_FILE, record_validator
+
+        if record_validator(find_repository(Path.cwd()), declared):
+            status = document.get("status")
+            document = {
+                **document,
+                "status": "updated" if status == "unchanged" else status,
+                "changed": [*document.get("changed", []), "validator"],
+            }
+        document = {**document, "validator_config": f".local/turn-hooks/{VALIDATOR_FILE}"}
     return document, "turn-hooks init"
+
+
+def _declared_validator(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The repository's validator declaration ``--validate-with`` or ``--recall-only``
+    asks for (:mod:`sidecars.validator`), or ``None`` to leave it as it is."""
+    import shlex
+
+    from sidecars import validator_document
+    from turn_hooks.errors import InvalidInputError
+
+    if args.validate_with is not None:
+        try:
+            words = shlex.split(args.validate_with)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"--validate-with is not shell words: {exc}",
+                reason_code="validation_declaration_invalid",
+                field="validate_with",
+            ) from exc
+        if not words:
+            raise InvalidInputError(
+                "--validate-with needs a command, such as 'make test'",
+                reason_code="validation_declaration_invalid",
+                field="validate_with",
+            )
+        return validator_document(validate_with=args.validate_with)
+    return validator_document(recall_only=True) if args.recall_only else None
 
 
 def add_init(commands: argparse._SubParsersAction[Any]) -> None:
@@ -55,5 +95,19 @@ def add_init(commands: argparse._SubParsersAction[Any]) -> None:
         choices=("embedded", "openviking"),
         default="embedded",
         help="embedded: SQLite in .local/turn-hooks; openviking: the configured server",
+    )
+    declared = parser.add_mutually_exclusive_group()
+    declared.add_argument(
+        "--validate-with",
+        metavar="COMMAND",
+        help="the project's check, such as 'make test', recorded in "
+        ".local/turn-hooks/validator.json for hooks that carry no validator of their own "
+        "(the Claude Code plugin's): a reflection is learned only when it exits 0",
+    )
+    declared.add_argument(
+        "--recall-only",
+        action="store_true",
+        help="record that this repository has no validator: memories are recalled, "
+        "nothing is learned",
     )
     parser.set_defaults(handler=init)
