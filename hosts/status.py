@@ -260,6 +260,11 @@ def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
     view = _view(host, _handlers(document), reason)
     if host == "claude_code":  # the result tools' MCP server, in its .claude.json
         view["tool_channel"] = tool_server("claude-code", settings.parent) == "runs"
+        from hosts import plugin_route
+
+        # Which route serves Claude Code: the plugin, `install`, both (the installed
+        # hooks serve their Goals, the plugin's stand aside) or none.
+        view["route"] = plugin_route.route(settings.parent, plugin_route.project_directory(), None)
     return view
 
 
