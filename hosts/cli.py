@@ -248,6 +248,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     # A hook must never block or break the Turn: any failure prints {} and exits 0
     # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
     from hosts import generic, spill
+    from turn_hooks.errors import InvalidInputError
 
     adapter: Any = generic
     if args.host_name != "generic":  # imported only for its hooks: each import is per Turn
@@ -275,6 +276,11 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
             "prompt_in_recall": not args.no_prompt_in_recall,
         }
+        if args.goal_id and not args.agent_id:
+            # An installed hook names both; a Goal alone is a broken command line.
+            raise InvalidInputError(
+                "--goal-id goes with --agent-id", reason_code="hook_arguments_invalid"
+            )
         if not args.goal_id:
             # A host plugin's hook (hosts.plugin_route): no binding on its command
             # line, so the repository it runs in names it, and its validator.
