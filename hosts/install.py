@@ -38,8 +38,7 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
     ``--validate-with "make test"`` is the built-in validator (``turn-hooks validate
     command``) around the project's own check, in shell words: no JSON to write.
     """
-    import shlex
-
+    from sidecars import command_words
     from turn_hooks import argv_from_json
     from turn_hooks.errors import InvalidInputError
 
@@ -59,20 +58,7 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
                 reason_code="validation_declaration_invalid",
                 field="validate_with",
             )
-        try:
-            words = shlex.split(check)
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"--validate-with is not shell words: {exc}",
-                reason_code="validation_declaration_invalid",
-                field="validate_with",
-            ) from exc
-        if not words:
-            raise InvalidInputError(
-                "--validate-with needs a command, such as 'make test'",
-                reason_code="validation_declaration_invalid",
-                field="validate_with",
-            )
+        words = command_words(check)
         if shell_syntax(check) is not None:
             # What the person typed is a shell command line: run it as one, in the
             # open, rather than pass `&&` to the first program as an argument.

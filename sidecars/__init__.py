@@ -38,6 +38,7 @@ from sidecars.store import (
 )
 from sidecars.validator import (
     VALIDATOR_FILE,
+    command_words,
     read_validator,
     record_validator,
     validator_document,
@@ -57,6 +58,7 @@ __all__ = [
     "SidecarStore",
     "SidecarTransaction",
     "atomic_write_text",
+    "command_words",
     "config_home",
     "default_registry",
     "dumps",

@@ -29,6 +29,28 @@ VALIDATOR_FILE = "validator.json"
 VALIDATOR_SCHEMA = "turn_hooks_repository_validator_v1"
 
 
+def command_words(line: str) -> list[str]:
+    """``--validate-with``'s command line as shell words; ``validation_declaration_invalid``
+    for one that is not (an unclosed quote) or is empty."""
+    import shlex
+
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"--validate-with is not shell words: {exc}",
+            reason_code="validation_declaration_invalid",
+            field="validate_with",
+        ) from exc
+    if not words:
+        raise InvalidInputError(
+            "--validate-with needs a command, such as 'make test'",
+            reason_code="validation_declaration_invalid",
+            field="validate_with",
+        )
+    return words
+
+
 def validator_document(
     *,
     validate_with: str | None = None,
@@ -54,6 +76,8 @@ def validator_document(
             reason_code="validation_declaration_invalid",
             field="validation_command_json",
         )
+    if validate_with is not None:
+        command_words(validate_with)
     return {
         "schema_version": VALIDATOR_SCHEMA,
         "validate_with": validate_with,

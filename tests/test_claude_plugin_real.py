@@ -14,9 +14,9 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
+import test_claude_real
 from fixtures import f1
-from test_claude_real import CLAUDE, PREFIX, assert_recalled_next_turn
+from test_claude_real import PREFIX, assert_recalled_next_turn
 from test_validator_deadline import OUR_BIN, turn_hooks
 from turn_support import journals_after_settlement
 
@@ -29,10 +29,7 @@ TOOL = "mcp__plugin_turn-hooks_turn_hooks__record_reflection"
 RULE = "mcp__plugin_turn-hooks_turn_hooks"
 
 
-@pytest.fixture(scope="module")
-def claude():
-    assert CLAUDE.exists(), f"claude is not installed at {CLAUDE}: run `make test`"
-    return CLAUDE
+claude = test_claude_real.claude  # the fixture: the real binary, or a failed run
 
 
 def host_env(tmp_path: Path, *, path: str | None = None) -> dict[str, str]:

@@ -48,26 +48,9 @@ def init(args: argparse.Namespace) -> Result:
 def _declared_validator(args: argparse.Namespace) -> dict[str, Any] | None:
     """The repository's validator declaration ``--validate-with`` or ``--recall-only``
     asks for (:mod:`sidecars.validator`), or ``None`` to leave it as it is."""
-    import shlex
-
     from sidecars import validator_document
-    from turn_hooks.errors import InvalidInputError
 
     if args.validate_with is not None:
-        try:
-            words = shlex.split(args.validate_with)
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"--validate-with is not shell words: {exc}",
-                reason_code="validation_declaration_invalid",
-                field="validate_with",
-            ) from exc
-        if not words:
-            raise InvalidInputError(
-                "--validate-with needs a command, such as 'make test'",
-                reason_code="validation_declaration_invalid",
-                field="validate_with",
-            )
         return validator_document(validate_with=args.validate_with)
     return validator_document(recall_only=True) if args.recall_only else None
 
