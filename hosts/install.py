@@ -380,7 +380,15 @@ def _uninstall(host: str, args: argparse.Namespace, home: Path | None) -> dict[s
         assert home is not None
         if host == "codex":
             return codex_install.uninstall(codex_home=home, goal_id=goal)
-        return settings_install.uninstall(host, home=home, goal_id=goal)
+        report = settings_install.uninstall(host, home=home, goal_id=goal)
+        if host == "claude-code":
+            # The plugin's tool rule goes too: install added it (plugin_route_install).
+            from hosts.plugin_route import RULE
+
+            dropped = settings_install.allow_rule(home, RULE, installing=False)
+            report["mcp_removed"]["plugin_permission_rule"] = dropped
+            report["changed"] = report["changed"] or dropped
+        return report
     except InvalidInputError:
         raise
     except (ValueError, OSError) as exc:

@@ -264,3 +264,23 @@ def test_doctor_says_what_to_do_where_the_command_is_missing(repo, tmp_path):
     assert "pipx install turn-hooks" in rows["plugin_command"]["message"]
     assert rows["validator"]["reason_code"] == "validator_not_declared"
     assert rows["route"]["message"].startswith("the turn-hooks plugin serves")
+
+
+def test_uninstall_takes_the_plugin_rule_away_and_status_names_the_route(repo, tmp_path):
+    home = tmp_path / "cfg"
+    enable_plugin(home / "settings.json")
+    argv = ["install", "claude-code", "--home", str(home), "--skip-validator-run"]
+    assert turn_hooks(repo, *argv, "--recall-only")[0] == 0
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home)}
+    done = subprocess.run(
+        [TURN_HOOKS, "status", "--format", "json"], capture_output=True, text=True, cwd=repo,
+        env=env, check=False,
+    )  # fmt: skip
+    [claude] = [h for h in json.loads(done.stdout)["hosts"] if h["host"] == "claude_code"]
+    assert (claude["route"], claude["installed"]) == ("plugin", False), claude
+    code, removed = turn_hooks(repo, "install", "claude-code", "--uninstall", "--all",
+                               "--home", str(home))  # fmt: skip
+    assert code == 0 and removed["mcp_removed"]["plugin_permission_rule"] is True, removed
+    assert json.loads((home / "settings.json").read_text()) == {
+        "enabledPlugins": {"turn-hooks@turn-hooks": True}
+    }
