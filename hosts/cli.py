@@ -286,7 +286,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             # line, so the repository it runs in names it, and its validator.
             from hosts import plugin_route
 
-            found = plugin_route.discovered_binding(args.agent_id, binding["registry"])
+            found = plugin_route.discovered_binding(dialect, args.agent_id, binding["registry"])
             if found is None or not plugin_route.serve_here(dialect, found["goal_id"]):
                 return (None if quiet else {}), "Nothing added"
             binding.update(found)

@@ -38,7 +38,7 @@ plugin's hook runs in every directory the host is used in."""
 
 def project_directory() -> Path:
     """The project Claude Code runs in: ``$CLAUDE_PROJECT_DIR``, which it gives its
-    hooks and servers, else the working directory (which is the same for hooks)."""
+    hooks, else the working directory (its servers start there)."""
     named = os.environ.get("CLAUDE_PROJECT_DIR")
     return Path(named) if named else Path.cwd()
 
@@ -93,15 +93,29 @@ def installed_goals(home: Path) -> set[str]:
     return goals
 
 
-def discovered_binding(agent_id: str | None, registry: str | None) -> dict[str, Any] | None:
+def discovered_binding(
+    dialect: str, agent_id: str | None, registry: str | None
+) -> dict[str, Any] | None:
     """The binding of the repository the hook runs in, or ``None`` outside every
     Goal's repository (and with no registry at all).
 
-    :raises InvalidInputError: any other discovery refusal (``binding_ambiguous``, an
-        unreadable registry): the hook logs it and adds nothing.
+    :raises InvalidInputError: ``plugin_host_not_claude_code`` for the Claude Code
+        plugin's hook run by another host: Codex 0.147 reads a repository's
+        ``.claude-plugin/marketplace.json`` and installs the plugin, and once its hooks
+        are trusted would run them with Claude Code's dialect. Claude Code names the
+        project in ``$CLAUDE_PROJECT_DIR`` for its hooks; Codex does not. Any other
+        discovery refusal (``binding_ambiguous``, an unreadable registry) too: the hook
+        logs it and adds nothing.
     """
     from sidecars import name_binding
     from turn_hooks.errors import InvalidInputError
+
+    if dialect == "claude-code" and not os.environ.get("CLAUDE_PROJECT_DIR"):
+        raise InvalidInputError(
+            "the Claude Code plugin's hook ran outside Claude Code: use `turn-hooks "
+            "install HOST` for that host",
+            reason_code="plugin_host_not_claude_code",
+        )
 
     try:
         named = name_binding(registry, None, agent_id, cwd=project_directory())

@@ -37,10 +37,14 @@ def plugin_hooks() -> dict[str, str]:
     }
 
 
-def run_plugin_hook(event: str, cwd: Path, path: str, **fields: str) -> subprocess.CompletedProcess:
-    """One plugin hook command through ``sh -c``, as Claude Code runs it."""
-    env = {**os.environ, "PATH": path}
-    env.pop("CLAUDE_PROJECT_DIR", None)
+def run_plugin_hook(
+    event: str, cwd: Path, path: str, *, host: str = "claude", **fields: str
+) -> subprocess.CompletedProcess:
+    """One plugin hook command through ``sh -c``, as Claude Code runs it (naming the
+    project in ``$CLAUDE_PROJECT_DIR``), or as Codex does (``host="codex"``: not)."""
+    env = {**os.environ, "PATH": path, "CLAUDE_PROJECT_DIR": str(cwd)}
+    if host == "codex":
+        del env["CLAUDE_PROJECT_DIR"]
     return subprocess.run(
         ["sh", "-c", plugin_hooks()[event]],
         input=json.dumps({**EVENT, "cwd": str(cwd), **fields}),
@@ -126,6 +130,14 @@ def test_a_plugin_hook_in_a_bound_repository_recalls(repo):
     assert logged() == [("reward_memory_recall", "provider_returned_no_items")]
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "reward_memory_reflection_json" in context
+
+
+def test_run_by_another_host_the_plugin_hook_does_nothing_and_says_why(repo):
+    # Codex 0.147 installs this repository's Claude Code plugin from its marketplace;
+    # should its hooks ever be trusted there, they must not act in Claude's dialect.
+    done = run_plugin_hook("UserPromptSubmit", repo, our_path(), host="codex")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert logged() == [("adapter", "plugin_host_not_claude_code")]
 
 
 # --- the repository's validator -------------------------------------------------------
