@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,9 @@ def test_the_marketplace_lists_the_plugin_directory_under_its_own_name():
     manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
     assert (ROOT / entry["source"]).resolve() == PLUGIN == plugin_route.PLUGIN_DIR
     assert entry["name"] == manifest["name"] == plugin_route.PLUGIN
+    # Claude Code caches an installed plugin by version: a release bumps both.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert (manifest["version"], manifest["license"]) == (project["version"], project["license"])
 
 
 def test_the_plugin_hooks_are_ours_and_carry_no_binding():
