@@ -674,7 +674,10 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
             "output too). Nothing is "
             "written unless every check passes. The hooks call the absolute interpreter "
             "running this command: run it from a stable installation, not a clone's "
-            "editable one."
+            "editable one. Where the turn-hooks Claude Code plugin is enabled, `install "
+            "claude-code` installs no hooks of its own: it records the validator in the "
+            "repository (.local/turn-hooks/validator.json), where the plugin's hooks read "
+            "it, and adds only the rule that lets `claude -p` call the plugin's tool."
         ),
     )
     installer.add_argument(
