@@ -287,7 +287,10 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             from hosts import plugin_route
 
             found = plugin_route.discovered_binding(dialect, args.agent_id, binding["registry"])
-            if found is None or not plugin_route.serve_here(dialect, found["goal_id"]):
+            serves = found is not None and plugin_route.serve_here(
+                args.host_name, dialect, found["goal_id"]
+            )
+            if found is None or not serves:
                 return (None if quiet else {}), "Nothing added"
             binding.update(found)
             args.goal_id = found["goal_id"]

@@ -1,8 +1,13 @@
 """The host-plugin route: hooks that carry no binding, and how it meets ``install``.
 
-Claude Code's plugin (``hosts/claude_plugin``, listed by the repository's
-``.claude-plugin/marketplace.json``) ships the same hook commands to every user:
-``turn-hooks host generic pre-turn --dialect claude-code`` with no ``--goal-id``. Such
+One plugin directory (``hosts/plugin``, listed by the repository's
+``.claude-plugin/marketplace.json``, which Claude Code and Codex 0.147 both read)
+holds a manifest per host: Claude Code's (``.claude-plugin/plugin.json``,
+``hooks/hooks.json``, ``.mcp.json``) and Codex's (``.codex-plugin/plugin.json``,
+``codex-hooks.json``; no server, whose tools ``codex exec`` would cancel without the
+approval mode ``install codex`` writes). Each ships the same hook commands to every
+user, ``turn-hooks host generic pre-turn --dialect claude-code`` and ``turn-hooks host
+codex-cli pre-turn``, with no ``--goal-id``. Such
 a hook names its binding as every command does once ``turn-hooks init`` has run
 (:func:`sidecars.name_binding`): the registry by default, the Goal whose registered
 repository encloses the directory the host runs the hook in, the Agent init
@@ -29,7 +34,7 @@ from typing import Any
 
 PLUGIN = "turn-hooks"
 """The plugin's name in its ``plugin.json`` and marketplace entry."""
-PLUGIN_DIR = Path(__file__).parent / "claude_plugin"
+PLUGIN_DIR = Path(__file__).parent / "plugin"
 """The plugin directory the repository's marketplace lists."""
 QUIET_REASONS = frozenset({"registry_missing", "goal_not_discovered"})
 """Discovery failures that only mean "not a repository of ours": no log entry, as a
@@ -76,14 +81,22 @@ def plugin_enabled(home: Path, project: Path | None = None) -> bool:
     return enabled
 
 
-def installed_goals(home: Path) -> set[str]:
-    """The Goals whose hooks ``install claude-code`` wrote into ``home``'s settings."""
-    from hosts.settings_install import HOSTS, our_commands, read_settings
+def installed_goals(home: Path, host: str = "claude-code") -> set[str]:
+    """The Goals whose hooks ``install claude-code`` wrote into ``home``'s settings
+    (``install codex``: into ``home``'s hooks.json)."""
     from turn_hooks.errors import InvalidInputError
 
     try:
-        commands = our_commands(HOSTS["claude-code"], read_settings(home / "settings.json"))
-    except (InvalidInputError, OSError):
+        if host == "codex":
+            from hosts.codex_install import our_commands as codex_commands
+            from hosts.codex_install import read_hooks
+
+            commands = codex_commands(read_hooks(home / "hooks.json"))
+        else:
+            from hosts.settings_install import HOSTS, our_commands, read_settings
+
+            commands = our_commands(HOSTS[host], read_settings(home / "settings.json"))
+    except (InvalidInputError, OSError, ValueError):
         return set()
     goals = set()
     for command in commands:
@@ -150,9 +163,13 @@ def repository_validation(registry: str, goal_id: str) -> list[str] | None:
     return validation_argv(args)
 
 
-def serve_here(dialect: str, goal_id: str) -> bool:
+def serve_here(host_name: str, dialect: str, goal_id: str) -> bool:
     """Whether the plugin's hook serves this Goal's Turn: not where ``install`` wired
-    hooks of the same Goal for the same host (they name it explicitly, and serve it)."""
+    hooks of the same Goal for the same host (they name it explicitly, and serve it):
+    Claude Code's settings.json, or Codex's ``$CODEX_HOME/hooks.json``."""
+    if host_name == "codex-cli":
+        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        return goal_id not in installed_goals(home, "codex")
     if dialect != "claude-code":
         return True
     from hosts.settings_install import default_home

@@ -68,7 +68,7 @@ def bound_repository(tmp_path: Path, *init: str) -> Path:
 
 def test_the_repository_marketplace_and_plugin_validate(claude, tmp_path):
     env = host_env(tmp_path)
-    for target in (ROOT, ROOT / "hosts" / "claude_plugin"):
+    for target in (ROOT, ROOT / "hosts" / "plugin"):
         done = subprocess.run(
             [str(claude), "plugin", "validate", "--json", str(target)],
             capture_output=True,

@@ -25,7 +25,7 @@ from sidecars import read_validator, record_validator, validator_document
 from turn_hooks.errors import InvalidInputError
 
 ROOT = Path(__file__).parent.parent
-PLUGIN = ROOT / "hosts" / "claude_plugin"
+PLUGIN = ROOT / "hosts" / "plugin"
 EVENT = {"session_id": "s1", "prompt_id": "p1", "prompt": "fix the parser test"}
 
 
@@ -102,6 +102,21 @@ def test_the_plugin_hooks_are_ours_and_carry_no_binding():
         assert parts[at:] == ["host", "generic", verb, "--dialect", "claude-code"]
     document = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())
     assert {g["hooks"][0]["timeout"] for gs in document["hooks"].values() for g in gs} == {30}
+
+
+def test_codex_reads_its_own_manifest_and_hooks_from_the_same_directory():
+    manifest = json.loads((PLUGIN / ".codex-plugin" / "plugin.json").read_text())
+    claude = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
+    assert {k: manifest[k] for k in ("name", "version")} == {
+        k: claude[k] for k in ("name", "version")
+    }
+    assert "mcpServers" not in manifest, "codex exec cancels a server's tools without approval"
+    hooks = json.loads((PLUGIN / manifest["hooks"]).read_text())["hooks"]
+    for event, verb in (("UserPromptSubmit", "pre-turn"), ("Stop", "post-settlement")):
+        [group] = hooks[event]
+        command = group["hooks"][0]["command"]
+        parts, at = handler_words(command.split("exec ", 1)[1].split(" ||")[0]) or ([], 0)
+        assert parts[at:] == ["host", "codex-cli", verb]
 
 
 def test_the_plugin_server_is_ours_loaded_up_front():
@@ -254,12 +269,12 @@ def test_install_without_the_plugin_records_the_validator_too(repo, tmp_path):
 def test_the_plugin_hook_stands_aside_where_install_wired_its_goal(repo, tmp_path, monkeypatch):
     home = tmp_path / "cfg"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
-    assert plugin_route.serve_here("claude-code", "shop-api") is True
+    assert plugin_route.serve_here("generic", "claude-code", "shop-api") is True
     argv = ["install", "claude-code", "--home", str(home), "--skip-validator-run"]
     assert turn_hooks(repo, *argv, "--recall-only")[0] == 0
-    assert plugin_route.serve_here("claude-code", "shop-api") is False
-    assert plugin_route.serve_here("claude-code", "another-goal") is True
-    assert plugin_route.serve_here("gemini", "shop-api") is True
+    assert plugin_route.serve_here("generic", "claude-code", "shop-api") is False
+    assert plugin_route.serve_here("generic", "claude-code", "another-goal") is True
+    assert plugin_route.serve_here("generic", "gemini", "shop-api") is True
 
 
 def test_doctor_says_what_to_do_where_the_command_is_missing(repo, tmp_path):
