@@ -248,6 +248,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     # A hook must never block or break the Turn: any failure prints {} and exits 0
     # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
     from hosts import generic, spill
+    from turn_hooks.errors import InvalidInputError
 
     adapter: Any = generic
     if args.host_name != "generic":  # imported only for its hooks: each import is per Turn
@@ -275,6 +276,26 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
             "registry": args.registry or os.environ.get("TURN_HOOKS_REGISTRY"),
             "prompt_in_recall": not args.no_prompt_in_recall,
         }
+        if args.goal_id and not args.agent_id:
+            # An installed hook names both; a Goal alone is a broken command line.
+            raise InvalidInputError(
+                "--goal-id goes with --agent-id", reason_code="hook_arguments_invalid"
+            )
+        if not args.goal_id:
+            # A host plugin's hook (hosts.plugin_route): no binding on its command
+            # line, so the repository it runs in names it, and its validator.
+            from hosts import plugin_route
+
+            found = plugin_route.discovered_binding(dialect, args.agent_id, binding["registry"])
+            serves = found is not None and plugin_route.serve_here(
+                args.host_name, dialect, found["goal_id"]
+            )
+            if found is None or not serves:
+                return (None if quiet else {}), "Nothing added"
+            binding.update(found)
+            args.goal_id = found["goal_id"]
+            if args.event == "post-settlement" and argv is None:
+                argv = plugin_route.repository_validation(found["registry"], found["goal_id"])
         if args.event == "post-settlement":
             event = generic.parse_event(_spilled_stdin(args, binding, argv))
         else:
@@ -530,8 +551,12 @@ def _add_host(commands: Any) -> None:
     ):
         adapter = host_commands.add_parser(name, help=summary)
         adapter.add_argument("event", choices=("pre-turn", "post-settlement"))
-        adapter.add_argument("--goal-id", required=True)
-        adapter.add_argument("--agent-id", required=True)
+        adapter.add_argument(
+            "--goal-id",
+            help="the Goal (default: the one whose registered repository holds the working "
+            "directory, with the validator that repository declares: a host plugin's hook)",
+        )
+        adapter.add_argument("--agent-id", help="the Agent (default: the one init registered)")
         adapter.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
         adapter.add_argument(
             "--validation-command-json", help='the independent validator argv, e.g. ["cmd", "arg"]'

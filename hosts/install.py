@@ -38,8 +38,7 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
     ``--validate-with "make test"`` is the built-in validator (``turn-hooks validate
     command``) around the project's own check, in shell words: no JSON to write.
     """
-    import shlex
-
+    from sidecars import command_words
     from turn_hooks import argv_from_json
     from turn_hooks.errors import InvalidInputError
 
@@ -59,20 +58,7 @@ def validation_argv(args: argparse.Namespace) -> list[str] | None:
                 reason_code="validation_declaration_invalid",
                 field="validate_with",
             )
-        try:
-            words = shlex.split(check)
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"--validate-with is not shell words: {exc}",
-                reason_code="validation_declaration_invalid",
-                field="validate_with",
-            ) from exc
-        if not words:
-            raise InvalidInputError(
-                "--validate-with needs a command, such as 'make test'",
-                reason_code="validation_declaration_invalid",
-                field="validate_with",
-            )
+        words = command_words(check)
         if shell_syntax(check) is not None:
             # What the person typed is a shell command line: run it as one, in the
             # open, rather than pass `&&` to the first program as an argument.
@@ -265,6 +251,10 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     if not all(check["ok"] for check in checks):
         refused = doctor.report(checks, host=host, action="install", changed=False)
         return refused, "Install refused"
+    if host == "claude-code":
+        routed = plugin_route_install(args, binding, checks)
+        if routed is not None:
+            return routed, "Install refused" if not routed["ok"] else TITLES[host]
     codex = codex_binary(args) if host == "codex" else None
     version = None
     if codex is not None:
@@ -292,6 +282,66 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     if checks:
         report["checks"] = checks
     return report, TITLES.get(host, "DSH plugin")
+
+
+def repository_declaration(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What the validator options declare, as the repository records it
+    (:mod:`sidecars.validator`): what the person typed, not the resolved argv."""
+    from sidecars import validator_document
+    from turn_hooks import argv_from_json
+
+    if getattr(args, "validate_with", None) is not None:
+        return validator_document(
+            validate_with=args.validate_with, timeout_seconds=args.validator_deadline
+        )
+    if args.validation_command_json:
+        command = argv_from_json(
+            args.validation_command_json,
+            reason_code="validation_declaration_invalid",
+            field="validation_command_json",
+        )
+        return validator_document(validation_command=command)
+    return validator_document(recall_only=True) if args.recall_only else None
+
+
+def plugin_route_install(
+    args: argparse.Namespace, binding: dict[str, Any], checks: list[Any]
+) -> dict[str, Any] | None:
+    """``install claude-code``, checks passed: the validator recorded in the Goal's
+    repository, where the plugin's hooks read it; and where the turn-hooks plugin is
+    enabled, nothing else (its hooks and server serve the Turn, so installing ours
+    would run each hook twice): the receipt says so. ``None``: go on and install."""
+    from hosts import doctor, plugin_route
+    from sidecars import goal_repository, record_validator
+
+    repo = goal_repository(binding["registry"], binding["goal_id"])
+    enabled = plugin_route.plugin_enabled(host_home("claude-code", args), repo)
+    command = plugin_route.command_check("claude-code")
+    if enabled and not command["ok"]:
+        refused = doctor.report([*checks, command], host="claude-code", action="install")
+        return {**refused, "changed": False, "route": "plugin"}
+    declared = repository_declaration(args)
+    recorded = bool(repo and declared and record_validator(repo, declared))
+    if not enabled:
+        return None
+    from hosts.settings_install import allow_rule
+
+    allowed = allow_rule(host_home("claude-code", args), plugin_route.RULE)
+    return {
+        "ok": True,
+        "schema_version": "turn_hooks_install_v0",
+        "host": "claude_code",
+        "action": "install",
+        "route": "plugin",
+        "changed": recorded or allowed,
+        "events": [],
+        "validator_recorded": recorded,
+        "permission_rule": plugin_route.RULE,
+        "checks": [*checks, command],
+        "message": "the turn-hooks plugin is enabled in Claude Code: its hooks and server "
+        "serve this repository, with the validator recorded in .local/turn-hooks; "
+        "settings.json got only the rule that lets it call the plugin's tool",
+    }
 
 
 def uninstall_goal(args: argparse.Namespace) -> str | None:
@@ -337,7 +387,15 @@ def _uninstall(host: str, args: argparse.Namespace, home: Path | None) -> dict[s
         assert home is not None
         if host == "codex":
             return codex_install.uninstall(codex_home=home, goal_id=goal)
-        return settings_install.uninstall(host, home=home, goal_id=goal)
+        report = settings_install.uninstall(host, home=home, goal_id=goal)
+        if host == "claude-code":
+            # The plugin's tool rule goes too: install added it (plugin_route_install).
+            from hosts.plugin_route import RULE
+
+            dropped = settings_install.allow_rule(home, RULE, installing=False)
+            report["mcp_removed"]["plugin_permission_rule"] = dropped
+            report["changed"] = report["changed"] or dropped
+        return report
     except InvalidInputError:
         raise
     except (ValueError, OSError) as exc:
@@ -416,6 +474,19 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
             f"`turn-hooks install {host}` again",
             warning=True,
         )
+    if state == "unallowed":
+        from hosts.plugin_route import RULE
+
+        return doctor.row(
+            "tool_channel",
+            host,
+            "tool_channel_unallowed",
+            "the plugin's record_reflection tool is not allowed, and `claude -p` refuses "
+            "it: reflections come in the answer; run `turn-hooks install claude-code` "
+            f"(with the plugin enabled it adds only the rule {RULE}) or allow it in "
+            "/permissions",
+            warning=True,
+        )
     if state == "disabled":
         return doctor.row(
             "tool_channel",
@@ -467,6 +538,11 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
                 checks.append(codex_trust_check(args))
             if host in ("codex", "claude-code"):
                 checks.append(tool_channel_check(host, args))
+    if "claude-code" in hosts:
+        plugin = plugin_checks(args)
+        if plugin:
+            installed["claude-code-plugin"] = 1
+            checks += plugin
     if not installed:  # nothing installed (yet, or any more): what install would check
         subject = args.host or "turn-hooks"
         planned, binding = install_checks(subject, args)
@@ -482,6 +558,67 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
         checks.insert(0, install_checks(args.host or "turn-hooks", args)[0][0])
     extra = {} if installed else {"status": "nothing_installed"}
     return doctor.report(checks, installed=installed, **extra), "turn-hooks doctor"
+
+
+def plugin_checks(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """What ``doctor`` checks where the turn-hooks plugin is enabled in Claude Code
+    (none where it is not): the route in force, ``turn-hooks`` on PATH, the binding
+    the repository names, the validator it declares, and the tool channel."""
+    from hosts import doctor, plugin_route
+    from sidecars import goal_repository, name_binding, read_validator
+    from turn_hooks.errors import InvalidInputError, TurnHooksError
+
+    home = host_home("claude-code", args)
+    project = plugin_route.project_directory()
+    if not plugin_route.plugin_enabled(home, project):
+        return []
+    subject = "claude-code-plugin"
+    try:
+        named = name_binding(args.registry, args.goal_id, args.agent_id, cwd=project)
+    except InvalidInputError as exc:
+        return [
+            plugin_route.route_check(home, project, None),
+            plugin_route.command_check(subject),
+            doctor.row(
+                "binding",
+                subject,
+                exc.reason_code,
+                f"{exc.message}: the plugin's hooks act only in a repository "
+                "`turn-hooks init` bound",
+            ),
+        ]
+    rows = [
+        plugin_route.route_check(home, project, named.goal_id),
+        plugin_route.command_check(subject),
+        doctor.binding_check(subject, named.registry, named.goal_id, named.agent_id),
+    ]
+    repo = goal_repository(named.registry, named.goal_id)
+    try:
+        declared = read_validator(repo) if repo is not None else None
+        argv = plugin_route.repository_validation(named.registry, named.goal_id)
+    except TurnHooksError as exc:
+        rows.append(doctor.row("validator", subject, exc.reason_code, str(exc)))
+        declared, argv = None, None
+    else:
+        if declared is None:
+            rows.append(
+                doctor.row(
+                    "validator",
+                    subject,
+                    "validator_not_declared",
+                    "the repository declares no validator: recall only, nothing is "
+                    "learned; run `turn-hooks init --validate-with 'make test'`",
+                    warning=True,
+                )
+            )
+        else:
+            resolved = doctor.resolve_validator(argv) if argv else None
+            rows.append(doctor.validator_check(subject, resolved, recall_only=True))
+            if args.run_validator and argv:
+                binding = {**named.__dict__, "validation_argv": resolved}
+                rows += run_validator_once(subject, args, binding)
+    rows.append(tool_channel_check("claude-code", args))
+    return rows
 
 
 def _nothing_installed(subject: str) -> dict[str, Any]:
@@ -545,7 +682,10 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
             "output too). Nothing is "
             "written unless every check passes. The hooks call the absolute interpreter "
             "running this command: run it from a stable installation, not a clone's "
-            "editable one."
+            "editable one. Where the turn-hooks Claude Code plugin is enabled, `install "
+            "claude-code` installs no hooks of its own: it records the validator in the "
+            "repository (.local/turn-hooks/validator.json), where the plugin's hooks read "
+            "it, and adds only the rule that lets `claude -p` call the plugin's tool."
         ),
     )
     installer.add_argument(

@@ -196,8 +196,11 @@ def claude_code(
     return _with_rule(settings, installing=server is not None), changed
 
 
-def _with_rule(settings: dict[str, Any], *, installing: bool) -> dict[str, Any]:
-    """``settings`` with our permission rule added or removed; nothing else changes."""
+def _with_rule(
+    settings: dict[str, Any], *, installing: bool, rule: str = CLAUDE_RULE
+) -> dict[str, Any]:
+    """``settings`` with our permission rule (``rule``: the installed server's, or the
+    plugin's) added or removed; nothing else changes."""
     permissions = settings.get("permissions", {})
     allow = permissions.get("allow", []) if isinstance(permissions, dict) else None
     if not isinstance(allow, list):
@@ -205,9 +208,9 @@ def _with_rule(settings: dict[str, Any], *, installing: bool) -> dict[str, Any]:
             "settings.json has permissions this installer cannot edit",
             reason_code="settings_json_invalid",
         )
-    if (CLAUDE_RULE in allow) == installing:
+    if (rule in allow) == installing:
         return settings
-    rules = [*allow, CLAUDE_RULE] if installing else [r for r in allow if r != CLAUDE_RULE]
+    rules = [*allow, rule] if installing else [r for r in allow if r != rule]
     kept = {key: value for key, value in permissions.items() if key != "allow"}
     if rules:
         kept["allow"] = rules

@@ -251,6 +251,22 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     os.replace(temp, path)
 
 
+def allow_rule(home: Path, rule: str, *, installing: bool = True) -> bool:
+    """Add (or remove) one permission rule in Claude Code's ``settings.json`` and
+    nothing else; ``True`` when the file changed. For the plugin route, whose tools
+    ``claude -p`` refuses without a rule and which a plugin cannot grant itself."""
+    path = home / "settings.json"
+    before = _editable_settings(path)
+    document = mcp_install._with_rule(before, installing=installing, rule=rule)
+    if document == before:
+        return False
+    if document:
+        _write(path, document)
+    else:
+        path.unlink()
+    return True
+
+
 def install(
     name: str,
     *,

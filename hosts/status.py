@@ -83,7 +83,14 @@ def tool_server(host: str, home: Path) -> str:
         return _channel(servers, disabled=_codex_project_disabled(Path.cwd()))
     document = _read_json(mcp_install.claude_json_path(home), "claude_json")[0]
     document = document if isinstance(document, dict) else {}
-    return _channel(document.get("mcpServers"), disabled=_claude_disabled(document))
+    found = _channel(document.get("mcpServers"), disabled=_claude_disabled(document))
+    if found == "absent":  # not installed by us: the plugin's server, where it is on
+        from hosts import plugin_route
+
+        if plugin_route.plugin_enabled(home, plugin_route.project_directory()):
+            disabled = _claude_disabled(document, plugin_route.SERVER)
+            return plugin_route.server_state(home, disabled)
+    return found
 
 
 def _codex_project_disabled(directory: Path) -> bool:
@@ -101,7 +108,7 @@ def _codex_project_disabled(directory: Path) -> bool:
     return False
 
 
-def _claude_disabled(document: dict[str, Any]) -> bool:
+def _claude_disabled(document: dict[str, Any], server: str = mcp_install.SERVER) -> bool:
     """Whether Claude Code's ``/mcp`` switched our server off for this project: its
     entry in ``.claude.json``'s ``projects``, keyed by the project directory Claude
     Code gives its hooks (``CLAUDE_PROJECT_DIR``), else the working directory. Some
@@ -112,7 +119,7 @@ def _claude_disabled(document: dict[str, Any]) -> bool:
     project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     entry = projects.get(project) if isinstance(projects, dict) else None
     disabled = entry.get("disabledMcpServers") if isinstance(entry, dict) else None
-    return isinstance(disabled, list) and mcp_install.SERVER in disabled
+    return isinstance(disabled, list) and server in disabled
 
 
 def our_handler(command: object) -> dict[str, Any] | None:
@@ -253,6 +260,11 @@ def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
     view = _view(host, _handlers(document), reason)
     if host == "claude_code":  # the result tools' MCP server, in its .claude.json
         view["tool_channel"] = tool_server("claude-code", settings.parent) == "runs"
+        from hosts import plugin_route
+
+        # Which route serves Claude Code: the plugin, `install`, both (the installed
+        # hooks serve their Goals, the plugin's stand aside) or none.
+        view["route"] = plugin_route.route(settings.parent, plugin_route.project_directory(), None)
     return view
 
 

@@ -36,6 +36,13 @@ from sidecars.store import (
     atomic_write_text,
     dumps,
 )
+from sidecars.validator import (
+    VALIDATOR_FILE,
+    command_words,
+    read_validator,
+    record_validator,
+    validator_document,
+)
 
 __all__ = [
     "AGENT_ENV",
@@ -45,11 +52,13 @@ __all__ = [
     "GOAL_ENV",
     "REGISTRY_ENV",
     "SIDECAR_DIR",
+    "VALIDATOR_FILE",
     "NamedBinding",
     "SidecarCheck",
     "SidecarStore",
     "SidecarTransaction",
     "atomic_write_text",
+    "command_words",
     "config_home",
     "default_registry",
     "dumps",
@@ -64,9 +73,12 @@ __all__ = [
     "read_registry",
     "read_source",
     "read_stream",
+    "read_validator",
+    "record_validator",
     "registry_goal",
     "require_goal_repository",
     "serves_directory",
     "sidecar_path",
     "sidecar_root",
+    "validator_document",
 ]

@@ -97,7 +97,11 @@ def test_claude_code_uninstall_leaves_the_home_as_it_was(project, tmp_path, user
     code, removed = turn_hooks(project, "install", "claude-code", "--uninstall", *place)
     assert code == 0, removed
     assert removed["handlers_removed"] == 2
-    assert removed["mcp_removed"] == {"server": "turn_hooks", "permission_rule": True}
+    assert removed["mcp_removed"] == {
+        "server": "turn_hooks",
+        "permission_rule": True,
+        "plugin_permission_rule": False,  # no plugin rule was added: none to remove
+    }
     if user:
         assert removed["files_removed"] == []
         assert json.loads((home / "settings.json").read_text()) == settings

@@ -18,6 +18,8 @@ def init(args: argparse.Namespace) -> Result:
     from sidecars import default_registry
 
     registry = args.registry or os.environ.get(REGISTRY_ENV) or str(default_registry())
+    declared = _declared_validator(args)  # refused before anything is written
+    evaluator = _evaluator_argv(args)  # so is an empty evaluator command
     if sys.stderr is not None and sys.stderr.isatty():  # progress for people, never for pipes
         print(
             "turn-hooks init: checking, then a canary write and exact readback...", file=sys.stderr
@@ -29,18 +31,46 @@ def init(args: argparse.Namespace) -> Result:
         agent_id=args.agent_id,
         provider=args.provider,
     )
+    if declared is not None and document.get("ok") is not False:
+        from capabilities.reward_memory.binding.setup import find_repository
+        from sidecars import VALIDATOR_FILE, record_validator
+
+        if record_validator(find_repository(Path.cwd()), declared):
+            status = document.get("status")
+            document = {
+                **document,
+                "status": "updated" if status == "unchanged" else status,
+                "changed": [*document.get("changed", []), "validator"],
+            }
+        document = {**document, "validator_config": f".local/turn-hooks/{VALIDATOR_FILE}"}
     if document.get("ok", True) and document.get("goal_id") and document.get("agent_id"):
-        document.update(_settings(document["goal_id"], document["agent_id"], args))
+        document.update(_settings(document["goal_id"], document["agent_id"], args, evaluator))
     return document, "turn-hooks init"
 
 
-def _settings(goal_id: str, agent_id: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Switch the binding's ranking and utility evaluator when asked; always say which
-    are in force (issue 39)."""
+def _evaluator_argv(args: argparse.Namespace) -> list[str] | None:
+    """The ``--utility-evaluator`` command as argv (``None``: not given)."""
     import shlex
 
-    from capabilities.reward_memory.binding.setup import find_repository
     from capabilities.reward_memory.contract import values as v
+
+    if args.utility_evaluator is None:
+        return None
+    try:
+        argv = shlex.split(args.utility_evaluator)
+    except ValueError:
+        argv = []
+    if not argv:
+        v.fail("utility_evaluator", "must name a command", "utility_evaluator_invalid")
+    return argv
+
+
+def _settings(
+    goal_id: str, agent_id: str, args: argparse.Namespace, evaluator_argv: list[str] | None
+) -> dict[str, Any]:
+    """Switch the binding's ranking and utility evaluator when asked; always say which
+    are in force (issue 39)."""
+    from capabilities.reward_memory.binding.setup import find_repository
     from capabilities.reward_memory.turn.ranking import (
         ranking_of,
         read_settings,
@@ -51,11 +81,8 @@ def _settings(goal_id: str, agent_id: str, args: argparse.Namespace) -> dict[str
 
     store = SidecarStore(sidecar_root(find_repository(Path.cwd())))
     changed = args.ranking is not None and set_ranking(store, goal_id, agent_id, args.ranking)
-    if args.utility_evaluator is not None:
-        argv = shlex.split(args.utility_evaluator)
-        if not argv:
-            v.fail("utility_evaluator", "must name a command", "utility_evaluator_invalid")
-        set_setting(store, goal_id, agent_id, "utility_evaluator", {"argv": argv})
+    if evaluator_argv is not None:
+        set_setting(store, goal_id, agent_id, "utility_evaluator", {"argv": evaluator_argv})
     elif args.no_utility_evaluator:
         set_setting(store, goal_id, agent_id, "utility_evaluator", None)
     evaluator = read_settings(store, goal_id, agent_id).get("utility_evaluator")
@@ -64,6 +91,16 @@ def _settings(goal_id: str, agent_id: str, args: argparse.Namespace) -> dict[str
         "ranking_changed": changed,
         "utility_evaluator": "declared" if evaluator else "none",
     }
+
+
+def _declared_validator(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The repository's validator declaration ``--validate-with`` or ``--recall-only``
+    asks for (:mod:`sidecars.validator`), or ``None`` to leave it as it is."""
+    from sidecars import validator_document
+
+    if args.validate_with is not None:
+        return validator_document(validate_with=args.validate_with)
+    return validator_document(recall_only=True) if args.recall_only else None
 
 
 def add_init(commands: argparse._SubParsersAction[Any]) -> None:
@@ -111,5 +148,19 @@ def add_init(commands: argparse._SubParsersAction[Any]) -> None:
     )
     evaluator.add_argument(
         "--no-utility-evaluator", action="store_true", help="remove the declared evaluator"
+    )
+    declared = parser.add_mutually_exclusive_group()
+    declared.add_argument(
+        "--validate-with",
+        metavar="COMMAND",
+        help="the project's check, such as 'make test', recorded in "
+        ".local/turn-hooks/validator.json for hooks that carry no validator of their own "
+        "(the Claude Code plugin's): a reflection is learned only when it exits 0",
+    )
+    declared.add_argument(
+        "--recall-only",
+        action="store_true",
+        help="record that this repository has no validator: memories are recalled, "
+        "nothing is learned",
     )
     parser.set_defaults(handler=init)
