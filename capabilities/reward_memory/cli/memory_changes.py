@@ -24,6 +24,13 @@ def _provider_for(resolution: Any, *, dry_run: bool) -> Any:
     return lambda binding: build_provider(binding, repo=resolution.repo, dry_run=dry_run)
 
 
+def _lookup_for(resolution: Any) -> Any:
+    """Providers that only read: finding what a REF names creates nothing."""
+    from capabilities.providers.factory import build_provider
+
+    return lambda binding: build_provider(binding, repo=resolution.repo, read_only=True)
+
+
 def _by_ref(args: argparse.Namespace, name: str) -> dict[str, Any]:
     """Run :mod:`~capabilities.reward_memory.curation.forget`'s ``name`` on the REFs."""
     from capabilities.reward_memory.curation import forget
@@ -35,6 +42,7 @@ def _by_ref(args: argparse.Namespace, name: str) -> dict[str, Any]:
         list(args.refs),
         provider_for=_provider_for(resolution, dry_run=args.dry_run),
         execute=not args.dry_run,
+        lookup_for=_lookup_for(resolution),
     )
     return receipt
 
@@ -57,7 +65,7 @@ def memory_rate(args: argparse.Namespace) -> Result:
 
     v.compact(args.reason, 500, "reason")  # checked before any provider call
     resolution = resolve_binding(args)
-    records = all_records(resolution, _provider_for(resolution, dry_run=True))
+    records = all_records(resolution, _lookup_for(resolution))
     stored = find(records, args.ref)
     status = resolution.status
     receipt = rate(

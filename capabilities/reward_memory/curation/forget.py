@@ -44,10 +44,17 @@ REASON = "owner_forget"
 
 
 def forget(
-    resolution: Resolution, refs: list[str], *, provider_for: ProviderFor, execute: bool
+    resolution: Resolution,
+    refs: list[str],
+    *,
+    provider_for: ProviderFor,
+    execute: bool,
+    lookup_for: ProviderFor | None = None,
 ) -> dict[str, Any]:
     """Retire the records ``refs`` name (or, without ``execute``, say what would be)."""
-    records = all_records(resolution, provider_for)
+    # Refs are resolved read only: a ref that names nothing writes nothing, not even
+    # an empty store (``lookup_for``, else ``provider_for``).
+    records = all_records(resolution, lookup_for or provider_for)
     chosen = []
     for index, ref in enumerate(refs):
         stored = find(records, ref, field=f"refs[{index}]" if len(refs) > 1 else "ref")
@@ -150,7 +157,12 @@ RESTORE_SCHEMA = "reward_memory_restore_receipt_v0"
 
 
 def restore(
-    resolution: Resolution, refs: list[str], *, provider_for: ProviderFor, execute: bool
+    resolution: Resolution,
+    refs: list[str],
+    *,
+    provider_for: ProviderFor,
+    execute: bool,
+    lookup_for: ProviderFor | None = None,
 ) -> dict[str, Any]:
     """Bring back the forgotten records ``refs`` name (or, without ``execute``, plan it).
 
@@ -159,7 +171,9 @@ def restore(
     Every ref is resolved first: one that names nothing, or a memory that is not
     forgotten (active, or retired by review), is a typed error and nothing is written.
     """
-    records = all_records(resolution, provider_for)
+    # Refs are resolved read only: a ref that names nothing writes nothing, not even
+    # an empty store (``lookup_for``, else ``provider_for``).
+    records = all_records(resolution, lookup_for or provider_for)
     chosen: list[StoredRecord] = []
     for index, ref in enumerate(refs):
         field = f"refs[{index}]" if len(refs) > 1 else "ref"
