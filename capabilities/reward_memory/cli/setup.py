@@ -132,7 +132,7 @@ def add_init(commands: argparse._SubParsersAction[Any]) -> None:
         choices=("relevance", "utility"),
         help="how recall orders the memories that passed the relevance floor: relevance "
         "alone (the default), or relevance times a bounded factor from their verified "
-        "utility (issue 39; it re-orders, never adds or drops a memory). `status` shows "
+        "utility (it re-orders, never adds or drops a memory). `status` shows "
         "which is in force",
     )
     evaluator = parser.add_mutually_exclusive_group()
