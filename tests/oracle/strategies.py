@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
 from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.identities import short_digest
 from capabilities.reward_memory.curation.review import review_candidate
 
 # Values at the edges of what the contracts accept: types JSON tells apart, signed
@@ -185,14 +186,81 @@ def ingest_fixture() -> dict[str, Any]:
 
 INGEST_SEED = ingest_fixture()
 
+# The shapes a fixture takes besides F1's: each memory class (hard policy with one or
+# two action scopes, from the role that may derive it), each visibility with the
+# scope kinds it may bind (a peer, a user or the shared account resources), a scope
+# ref that names a JSON file or runs long, a provider no tool knows (with its own
+# scheme or a viking:// scope), and summaries that are long, non-ASCII or both.
+MEMORY_CLASSES = ("procedural_experience", "soft_preference", "hard_policy")
+OWNER_ROLE = "verified_project_owner_or_operator"
+SCOPE_KINDS = ("peer", "user", "resources")
+SCOPE_SUFFIXES = ("", "", "", "/lesson.json", "/" + "/".join(["segment"] * 12))
+FIXTURE_PROVIDERS = ("openviking", "openviking", "mem0", "lark")
+EVENT_SUMMARIES = (
+    None,  # F1's own
+    "Prefer the focused tests.",
+    "先运行聚焦测试" * 70,
+    "é" * 499,
+    "word " * 99 + "end",
+    "a" * 500,
+)
+
+
+def _scope_ref(kind: str, provider: str, suffix: str) -> str:
+    if provider == "lark":
+        return "lark://space/reward-memory" + suffix
+    if kind == "peer":
+        return f1.SCOPE_REF + suffix
+    if kind == "user":
+        return "viking://user/alice/memories/reward-memory/goals/demo-goal" + suffix
+    return "viking://resources/reward-memory/goals/demo-goal" + suffix
+
+
+@st.composite
+def ingest_shape(draw: st.DrawFn) -> dict[str, Any]:
+    """F1's fixture recast as one memory class, visibility, scope and provider."""
+    document = copy.deepcopy(INGEST_SEED)
+    event, corpus = document["event"], document["corpus"]
+    policy, binding = document["standing_policy"], document["provider_binding"]
+    target_class = draw(st.sampled_from(MEMORY_CLASSES))
+    event["target_class"] = corpus["class_id"] = target_class
+    policy["allowed_target_classes"] = [target_class]
+    if target_class != "procedural_experience":
+        event.pop("experience")
+    if target_class == "hard_policy":
+        scopes = draw(st.sampled_from([["repo.test"], ["repo.test", "repo.write"]]))
+        event["requested_action_scopes"] = policy["allowed_action_scopes"] = scopes
+        event["source"]["actor_role"] = OWNER_ROLE
+        policy["allowed_actor_roles"] = [OWNER_ROLE]
+    summary = draw(st.sampled_from(EVENT_SUMMARIES))
+    if summary is not None:
+        event["content_summary"] = summary
+    provider = draw(st.sampled_from(FIXTURE_PROVIDERS))
+    corpus["provider_id"] = binding["provider_id"] = provider
+    visibility = draw(st.sampled_from(["private", "workspace", "public_safe"]))
+    corpus["privacy"]["visibility"] = visibility
+    kind = "peer" if visibility == "private" else draw(st.sampled_from(SCOPE_KINDS))
+    scope_ref = _scope_ref(kind, provider, draw(st.sampled_from(SCOPE_SUFFIXES)))
+    binding["scope_ref"] = scope_ref
+    if draw(st.booleans()):
+        corpus["provider_scope_ref_digest"] = short_digest(scope_ref)
+    else:
+        corpus.pop("provider_scope_ref_digest")
+    return document
+
 
 @st.composite
 def ingest_event(draw: st.DrawFn) -> dict[str, Any]:
-    """A full-fixture ingest (no write) with a few edits."""
+    """A full-fixture ingest (no write): F1's with a few edits, or a drawn shape with at
+    most one (most edits make a fixture invalid, and a shape is there to be accepted)."""
+    if draw(st.booleans()):
+        document = draw(edited(INGEST_SEED))
+    else:
+        document = draw(edited(draw(ingest_shape()), max_edits=1))
     return _case(
         "ingest-event",
         ["reward-memory", "ingest-event", "--input", "{root}/input.json"],
-        **{"input.json": draw(edited(INGEST_SEED))},
+        **{"input.json": document},
     )
 
 
