@@ -291,6 +291,32 @@ def rebind_digest(files: dict[str, Any]) -> None:
     reward_memory["enablement_receipts"][f1.AGENT]["config_digest"] = digest
 
 
+REGISTRY_ROLES = st.one_of(
+    st.sampled_from(
+        [
+            "global-local",
+            " global-local ",
+            "global",
+            "project-local",
+            "Global-Local",
+            "global_local",
+            "",
+            "  ",
+            None,
+            0,
+            False,
+            True,
+            1.5,
+            [],
+            ["global-local"],
+            {"role": "global"},
+            "全局",
+        ]
+    ),
+    SCALARS,
+)
+
+
 @st.composite
 def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
     """A registry and config, either edited; the status of F1's Goal and Agent.
@@ -306,6 +332,9 @@ def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
             rebind_digest(files)
     else:
         files[target] = draw(edited(files[target], max_edits=2))
+    if draw(st.booleans()) and isinstance(files[REGISTRY_NAME], dict):
+        # The role a registry declares: the global one and its neighbours.
+        files[REGISTRY_NAME]["registry_role"] = draw(REGISTRY_ROLES)
     argv = ["reward-memory", "experiment-status", "--registry", f"{{root}}/{REGISTRY_NAME}"]
     return _case(
         "experiment-status", [*argv, "--goal-id", f1.GOAL, "--agent-id", f1.AGENT], **files
