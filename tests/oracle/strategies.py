@@ -128,6 +128,12 @@ OBSERVATION_FIELDS: dict[str, Any] = {
     ),
     "evidence_refs": st.sampled_from([[], ["evidence:review-9"]]),
     "reason_codes": st.sampled_from([[], ["owner_confirmed"], ["b", "a"]]),
+    # Foreign to the context, alone or together: every cause a rejection lists.
+    "scope": st.sampled_from(
+        [utility_cases.SCOPE, {**utility_cases.SCOPE, "agent_id": "other"}, {"agent_id": "x"}]
+    ),
+    "retrieval_snapshot_ref": st.sampled_from(["snapshot:r1", "snapshot:r2"]),
+    "policy_snapshot_ref": st.sampled_from(["policy:p1", "policy:p2"]),
 }
 
 
@@ -136,6 +142,18 @@ def observation(draw: st.DrawFn) -> dict[str, Any]:
     """One U1 observation with a few fields drawn, its id recomputed."""
     keys = draw(st.lists(st.sampled_from(sorted(OBSERVATION_FIELDS)), max_size=4, unique=True))
     return utility_cases.obs(**{key: draw(OBSERVATION_FIELDS[key]) for key in keys})
+
+
+@st.composite
+def previous_projection(draw: st.DrawFn) -> Any:
+    """A projection our reducer wrote for a drawn stream (in this context or another),
+    then perhaps altered by one edit: intact, foreign and tampered ones."""
+    from capabilities.reward_memory.utility.reducer import project
+
+    document = utility_cases.projection_input(*draw(st.lists(observation(), max_size=3)))
+    if draw(st.booleans()):
+        document["retrieval_snapshot_ref"] = "snapshot:r2"
+    return draw(edited(project(document), max_edits=draw(st.integers(0, 1))))
 
 
 @st.composite
@@ -149,7 +167,9 @@ def utility_project(draw: st.DrawFn) -> dict[str, Any]:
             for i in range(count)
         ]
     document = utility_cases.projection_input(*stream)
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)) == 0:
+        document["previous_projection"] = draw(previous_projection())
+    elif draw(st.booleans()):
         extra = draw(
             st.sampled_from(
                 [
