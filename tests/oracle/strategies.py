@@ -362,15 +362,45 @@ def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
 
 
 # --- dogfood-evaluate --------------------------------------------------------------
+RECEIPT_OUTCOMES = (
+    "applied",
+    "ignored",
+    "refuted",
+    "failed",
+    "not_available",
+    "available_not_applied",
+)
+
+
 @st.composite
 def dogfood_evaluate(draw: st.DrawFn) -> dict[str, Any]:
     """A dogfood batch from our cases, with a few edits."""
     seeds = utility_cases.dogfood_cases()
     seed = seeds[draw(st.sampled_from(sorted(seeds)))]
+    if draw(st.booleans()):
+        document = draw(edited(seed, max_edits=2))
+    else:
+        # A utility attribution edited where it lives (its context, its proposal, its
+        # date): every way a utility is rejected, beside a batch that stays valid.
+        document = copy.deepcopy(seeds["utility_rejected" if draw(st.booleans()) else "ready"])
+        target = document["observations"][0]
+        target["utility_attribution"] = draw(
+            edited(target["utility_attribution"], max_edits=draw(st.integers(1, 3)))
+        )
+        if draw(st.booleans()):
+            # What the receipt applied and cited: a utility on a receipt that cites
+            # nothing is rejected, and the batch is still evaluated.
+            receipt = document["observations"][
+                draw(st.integers(0, 1)) % len(document["observations"])
+            ]["application_receipt"]
+            receipt["outcome"] = draw(st.sampled_from(RECEIPT_OUTCOMES))
+            receipt["memory_ref_digests"] = draw(
+                st.sampled_from([[], ["34e0a8c2c217e248"], ["1111111111111111"]])
+            )
     return _case(
         "dogfood-evaluate",
         ["reward-memory", "dogfood-evaluate", "--input", "{root}/input.json"],
-        **{"input.json": draw(edited(seed, max_edits=2))},
+        **{"input.json": document},
     )
 
 
