@@ -418,8 +418,17 @@ def operator_input(action: str) -> dict[str, Any]:
     }
 
 
-SUMMARIES = st.sampled_from(
-    ["stale memory", "é" * 300, "先运行聚焦测试" * 40, "word " * 60, "a" * 221, "  x  "]
+# Non-ASCII text of every width (two, three and four UTF-8 bytes, a combining mark)
+# at the lengths around each cut (220, 360, 500 characters).
+SUMMARY_UNITS = ("a", "é", "先运行聚焦测试", "😀", "e\u0301", "word ", "中 文 ")
+SUMMARY_LENGTHS = (219, 220, 221, 359, 360, 361, 362, 499, 500, 501, 700)
+SUMMARIES = st.one_of(
+    st.sampled_from(["stale memory", "  x  "]),
+    st.builds(
+        lambda unit, length: (unit * length)[:length],
+        st.sampled_from(SUMMARY_UNITS),
+        st.sampled_from(SUMMARY_LENGTHS),
+    ),
 )
 
 
