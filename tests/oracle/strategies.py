@@ -27,6 +27,7 @@ from capabilities.reward_memory.contract.candidate import build_candidate, norma
 from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.contract.identities import short_digest
 from capabilities.reward_memory.curation.review import review_candidate
+from capabilities.reward_memory.utility.proposal import APPLICATION_OUTCOMES
 
 # Values at the edges of what the contracts accept: types JSON tells apart, signed
 # zero, integral floats, non-ASCII and over-long text, path-like and `..` text.
@@ -362,14 +363,7 @@ def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
 
 
 # --- dogfood-evaluate --------------------------------------------------------------
-RECEIPT_OUTCOMES = (
-    "applied",
-    "ignored",
-    "refuted",
-    "failed",
-    "not_available",
-    "available_not_applied",
-)
+RECEIPT_OUTCOMES = APPLICATION_OUTCOMES
 
 
 @st.composite

@@ -112,18 +112,11 @@ def _sorted_texts(value: object) -> object:
     return value
 
 
-PROPOSAL_TEXT_FIELDS = (
-    "application_id",
-    "artifact_ref",
-    "outcome_ref",
-    "outcome_status",
-    "retrieval_snapshot_ref",
-    "policy_snapshot_ref",
-    "utility_label",
-    "attribution_level",
-    "evidence_basis",
-    "evaluator_ref",
-    "evaluation_version",
+PROPOSAL_TEXT_FIELDS = tuple(
+    sorted(
+        PROPOSAL_FIELDS
+        - {"scope", "memory_ref_digests", "confidence", "reason_codes", "evidence_refs"}
+    )
 )
 """The proposal's text fields, read as :func:`_text` reads them."""
 

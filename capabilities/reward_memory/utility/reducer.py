@@ -10,13 +10,13 @@ projection.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility import previous
 from capabilities.reward_memory.utility.subjects import (
     observation_order,
     subject_id,
@@ -33,7 +33,7 @@ MAX_REJECTIONS = 64
 MAX_FINGERPRINTS = 16
 INPUT_FIELDS = frozenset({"observations", "scope", "retrieval_snapshot_ref", "policy_snapshot_ref"})
 OPTIONAL_INPUT = frozenset({"reducer_version", "previous_projection"})
-_REDUCER_ID = re.compile(r"^mur_[0-9a-f]{64}$")
+REDUCER_ID = re.compile(r"^mur_[0-9a-f]{64}$")
 BOUNDARIES = {
     "read_only": True,
     v.NEW_ACTION_AUTHORITY: False,
@@ -80,7 +80,8 @@ def _history_entry(observation: dict[str, Any], fingerprint: str, sid: str) -> d
     }
 
 
-def _base(context: dict[str, Any], identity: str) -> dict[str, Any]:
+def projection_base(context: dict[str, Any], identity: str) -> dict[str, Any]:
+    """An empty projection of ``context``: every key, in LoopX's order."""
     return {
         "ok": True,
         "schema_version": SCHEMA,
@@ -112,7 +113,7 @@ def _base(context: dict[str, Any], identity: str) -> dict[str, Any]:
 
 
 def _rejected(context: dict[str, Any], identity: str, *reason_codes: str) -> dict[str, Any]:
-    projection = _base(context, identity)
+    projection = projection_base(context, identity)
     projection.update(
         ok=False,
         status="rejected",
@@ -126,7 +127,9 @@ PLACEHOLDER = "rejected"
 MALFORMED = "observation_malformed"
 
 
-def _context(document: dict[str, Any]) -> dict[str, Any]:
+def projection_context(document: dict[str, Any]) -> dict[str, Any]:
+    """The context a projection input (or a projection) names; ``observation_malformed``
+    when it is unreadable."""
     return {
         # A read projection's scope prints its keys sorted, as LoopX's does (its
         # unreadable placeholder keeps the field order); issue 19's key-order check.
@@ -143,7 +146,8 @@ def _context(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _identity_of(context: dict[str, Any]) -> str:
+def identity_of(context: dict[str, Any]) -> str:
+    """The reducer identity of a read context."""
     return reducer_identity(
         context["scope"],
         context["retrieval_snapshot_ref"],
@@ -180,126 +184,6 @@ def _input(document: object) -> dict[str, Any]:
     return document
 
 
-STATUSES = ("empty", "ready", "review_required", "rejected")
-# What a projection's observation history alone determines: re-reducing the history
-# must give these back exactly. Deliveries that conflicted or repeated leave no
-# history, so their counts and rejections are not re-derived (as LoopX 2.1.1).
-LINEAGE_FIELDS = (
-    "accepted_observation_count",
-    "lineage_observation_count",
-    "subject_count",
-    "item_subject_count",
-    "set_subject_count",
-    "unresolved_lineage_count",
-    "last_observed_at",
-    "last_observation_id",
-    "subjects",
-    "observation_history",
-    "observation_history_truncated",
-    "review_proposals",
-)
-
-
-def _previous_identity(previous: object) -> str:
-    """The reducer identity of an intact previous projection; ``observation_malformed``
-    for one that is not a projection or was altered after the reducer wrote it.
-
-    Intact means: exactly a projection's keys; its identity is the one its own
-    context gives; its boundaries, ``ok`` and status agree; and, unless it was
-    rejected or its history truncated, reducing its own history gives its lineage
-    back. This runs before the identity is compared with the current context, so a
-    tampered projection is malformed whatever context it claims.
-    """
-    if not isinstance(previous, dict) or previous.get("schema_version") != SCHEMA:
-        u.fail(MALFORMED, "previous_projection is not a projection")
-    identity = previous.get("reducer_identity")
-    if set(previous) != set(_base(_PLACEHOLDER_CONTEXT, "")) or not (
-        isinstance(identity, str) and _REDUCER_ID.match(identity)
-    ):
-        u.fail(MALFORMED, "previous_projection is not a projection")
-    context = _context(previous)
-    status = previous["status"]
-    rejections = previous["rejections"]
-    if (
-        _identity_of(context) != identity
-        or status not in STATUSES
-        or previous["ok"] is not (status != "rejected")
-        or any(previous[key] is not value for key, value in BOUNDARIES.items())
-        or not isinstance(rejections, list)
-        or (status == "rejected" and not rejections)
-        or not all(_is_count(previous[key]) for key in _DELIVERY_COUNTS)
-        or not isinstance(previous["observation_history_truncated"], bool)
-    ):
-        u.fail(MALFORMED, "previous_projection was altered")
-    if previous["observation_history_truncated"] is not True:
-        _check_lineage(previous, context, identity)
-    return identity
-
-
-_DELIVERY_COUNTS = (
-    "duplicate_observation_count",
-    "conflicting_observation_count",
-    "rejected_observation_count",
-)
-
-
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _check_lineage(previous: dict[str, Any], context: dict[str, Any], identity: str) -> None:
-    """Reduce the previous projection's own history; its lineage must come back."""
-    history = previous["observation_history"]
-    if not isinstance(history, list):
-        u.fail(MALFORMED, "previous_projection.observation_history is not a list")
-    observations = []
-    for entry in history:
-        if not isinstance(entry, dict):
-            u.fail(MALFORMED, "previous_projection.observation_history holds a non-object")
-        fields = {k: val for k, val in entry.items() if k not in _HISTORY_ONLY}
-        try:
-            observation = u.validate_observation(
-                {
-                    "schema_version": u.OBSERVATION_SCHEMA,
-                    "scope": context["scope"],
-                    "retrieval_snapshot_ref": context["retrieval_snapshot_ref"],
-                    "policy_snapshot_ref": context["policy_snapshot_ref"],
-                    **fields,
-                    **dict.fromkeys(u.BOUNDARY_FIELDS, False),
-                }
-            )
-        except u.UtilityError:
-            # Whatever is wrong with a history entry, the projection is what was altered.
-            u.fail(MALFORMED, "previous_projection.observation_history was altered")
-        if entry.get("observation_fingerprint") != u.delivery_fingerprint(observation):
-            u.fail(MALFORMED, "previous_projection.observation_history was altered")
-        observations.append(observation)
-    derived = _reduce(context, identity, observations)
-    compared: tuple[str, ...] = LINEAGE_FIELDS
-    # A rejected projection is never ready; a clean one's status follows from its
-    # history; one with rejected deliveries owes its state to deliveries not kept.
-    if previous["status"] == "rejected":
-        compared = (*compared, "projection_ready")
-    elif not previous["rejections"]:
-        compared = (*compared, "status", "projection_ready")
-    if any(not _same(previous[key], derived[key]) for key in compared):
-        u.fail(MALFORMED, "previous_projection does not follow from its history")
-
-
-def _same(a: object, b: object) -> bool:
-    """JSON equality that tells types apart (``1`` is not ``1.0``, nor ``True``)."""
-    return json.dumps(a, sort_keys=False) == json.dumps(b, sort_keys=False)
-
-
-_HISTORY_ONLY = frozenset({"observation_fingerprint", "subject_id"})
-_PLACEHOLDER_CONTEXT = {
-    "scope": {},
-    "retrieval_snapshot_ref": "",
-    "policy_snapshot_ref": "",
-    "reducer_version": "",
-}
-
-
 def _by_subject(item: tuple[str, list[dict[str, Any]]]) -> tuple[str, tuple[str, ...]]:
     """Upstream's subject order: attribution level, then the digests (unattributed: id)."""
     sid, group = item
@@ -315,7 +199,7 @@ def project(document: object) -> dict[str, Any]:
     """
     document = _input(document)
     try:
-        context = _context(document)
+        context = projection_context(document)
     except u.UtilityError as exc:
         unreadable = {
             "scope": dict.fromkeys(u.SCOPE_FIELDS, PLACEHOLDER),
@@ -323,12 +207,12 @@ def project(document: object) -> dict[str, Any]:
             "policy_snapshot_ref": PLACEHOLDER,
             "reducer_version": REDUCER_VERSION,
         }
-        return _rejected(unreadable, _identity_of(unreadable), exc.reason_code)
-    identity = _identity_of(context)
+        return _rejected(unreadable, identity_of(unreadable), exc.reason_code)
+    identity = identity_of(context)
     raw = document["observations"]
     try:
         if document.get("previous_projection") is not None:
-            if _previous_identity(document["previous_projection"]) != identity:
+            if previous.intact_identity(document["previous_projection"]) != identity:
                 return _rejected(context, identity, "reducer_identity_mismatch")
         if len(raw) > MAX_OBSERVATIONS:
             u.fail(MALFORMED, f"at most {MAX_OBSERVATIONS} observations")
@@ -354,12 +238,13 @@ def project(document: object) -> dict[str, Any]:
             u.check_item_binding(observation)
     except u.UtilityError as exc:
         return _rejected(context, identity, exc.reason_code)
-    return _reduce(context, identity, observations)
+    return reduce_observations(context, identity, observations)
 
 
-def _reduce(
+def reduce_observations(
     context: dict[str, Any], identity: str, observations: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    """The projection of validated observations, all of ``context``."""
     deliveries: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for observation in observations:
         deliveries[observation["observation_id"]].append(observation)
@@ -401,7 +286,7 @@ def _reduce(
     subjects = [
         subject_projection(sid, group) for sid, group in sorted(by_subject.items(), key=_by_subject)
     ]
-    projection = _base(context, identity)
+    projection = projection_base(context, identity)
     conflicted = [s for s in subjects if s["review"]["state"] == "conflict"]
     if not accepted and not rejections:
         status = "empty"
