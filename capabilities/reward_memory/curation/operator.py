@@ -91,6 +91,10 @@ def operator_control(
     ):
         v.fail("reviewed_record", "must be a guard-passed active record", "operator_target_invalid")
     record = v.mapping(reviewed.get("record"), "reviewed_record.record")
+    if not record.get("candidate_ref"):
+        # The control names the record it acts on by this ref, so an absent or empty
+        # one is refused (as LoopX 2.1.1 refuses it); any other value is its text.
+        v.fail("reviewed_record.record.candidate_ref", "is required", "missing_key")
     if (
         v.mapping(record.get("lifecycle"), "reviewed_record.record.lifecycle").get("state")
         != "active"

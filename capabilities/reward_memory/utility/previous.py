@@ -50,8 +50,9 @@ def intact_identity(previous: object) -> str:
 
     Intact means: exactly a projection's keys; its identity is the one its own
     context gives; its boundaries, ``ok``, status and count types agree; and, unless
-    its history was truncated, reducing its own history gives its lineage back. This runs before the identity is compared with the current context, so a
-    tampered projection is malformed whatever context it claims.
+    its history was truncated, reducing its own history gives its lineage back. This
+    runs before the identity is compared with the current context, so a tampered
+    projection is malformed whatever context it claims.
     """
     r = _reducer()
     if not isinstance(previous, dict) or previous.get("schema_version") != r.SCHEMA:
