@@ -214,3 +214,42 @@ def test_shared_corpora_are_explicit_shared():
     scope = goal_agent_scope(normalise_config(mutated(share)), "demo-goal", "anyone")
     assert scope["isolation_mode"] == "explicit_shared"
     assert scope["actor_binding_verified"] is False
+
+
+def _scoped(scope_ref, provider_id="openviking", visibility="workspace", actor=f1.PEER):
+    def change(document):
+        binding = document["project_provider_binding"]
+        binding["provider_id"] = corpus(document)["provider_id"] = provider_id
+        binding["corpus_scopes"][0]["scope_ref"] = scope_ref
+        corpus(document).pop("provider_scope_ref_digest", None)
+        corpus(document)["privacy"]["visibility"] = visibility
+        if actor is None:
+            binding.pop("actor_peer_id", None)
+        else:
+            binding["actor_peer_id"] = actor
+
+    return mutated(change)
+
+
+@pytest.mark.parametrize(
+    "scope_ref",
+    [
+        "viking://user/alice/memories/peers/someone/lessons",
+        "viking://resources/peers/someone/lessons",
+        "lark://space/peers/someone/lessons",
+    ],
+)
+def test_a_scope_ref_naming_a_peer_anywhere_belongs_to_that_actor(scope_ref):
+    provider = "lark" if scope_ref.startswith("lark") else "openviking"
+    with pytest.raises(RewardMemoryInputError) as caught:
+        normalise_config(_scoped(scope_ref, provider))
+    assert caught.value.field.endswith("actor_peer_id")
+    assert normalise_config(_scoped(scope_ref, provider, actor="someone"))["corpora"]
+
+
+def test_an_unknown_providers_own_scopes_are_left_to_its_failing_sync():
+    # Nothing can be written to a provider no tool knows; its scheme is not judged here.
+    config = normalise_config(_scoped("lark://space/reward-memory", "lark", actor=None))
+    assert config["corpora"]["experience"]["provider_binding"]["scope_ref"].startswith("lark://")
+    with pytest.raises(RewardMemoryInputError):
+        normalise_config(_scoped("lark://space/reward-memory", "openviking", actor=None))

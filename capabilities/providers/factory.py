@@ -22,6 +22,10 @@ def embedded_path(repo: Path | None) -> Path:
     return (repo or Path.cwd()) / ".local" / "turn-hooks" / DATABASE_NAME
 
 
+SUPPORTED_PROVIDERS = frozenset({"embedded_sqlite", "openviking"})
+"""The providers :func:`build_provider` can reach; any other is ``provider_unsupported``."""
+
+
 class UnavailableProvider:
     """A provider that cannot be reached: every call fails open as unavailable."""
 

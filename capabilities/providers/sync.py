@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capabilities.providers.base import Hit, Provider, ProviderTimeout
-from capabilities.providers.scopes import classify_scope
+from capabilities.providers.scopes import ScopeClass, classify_scope
 from turn_hooks import ProviderError
 from turn_hooks.canonical import hex_n
 
@@ -105,6 +105,18 @@ class SyncResult:
         }
 
 
+def binds_actor(scope: ScopeClass, actor_peer_id: str | None) -> bool:
+    """Whether a write to ``scope`` is bound to the actor, as LoopX 2.1.1 reports it.
+
+    A peer scope is bound when it names the actor's own peer. The account's shared
+    resources belong to no actor, so there is no binding to miss: LoopX reports them
+    verified. A user scope is shared by every peer of that user and binds none.
+    """
+    if scope.visibility == "public":
+        return True
+    return scope.peer is not None and scope.peer == actor_peer_id
+
+
 def _stop(result: SyncResult, status: str, reason: str, retry: str) -> SyncResult:
     result.status, result.reason_code, result.retry_disposition = status, reason, retry
     return result
@@ -163,8 +175,7 @@ def _sync(
     result.target_scope_kind = first.scope_kind
     result.write_strategy = first.write_strategy
     result.actor_binding_verified = all(
-        scope is not None and scope.peer is not None and scope.peer == actor_peer_id
-        for scope in scopes
+        scope is not None and binds_actor(scope, actor_peer_id) for scope in scopes
     )
     result.call_count += 1
     preflight = provider.preflight(timeout=timeout)

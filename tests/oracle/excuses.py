@@ -162,6 +162,23 @@ def usage_error(ours: Any, theirs: Any) -> None:
             document["excused"] = "usage_error"
 
 
+def registry_role_redacted(ours: Any, theirs: Any) -> None:
+    """A declared registry role holding a local path or a secret-shaped word: upstream
+    prints it as declared; we print it without them, as every public receipt (README
+    differences table). Every other role is compared."""
+    from capabilities.reward_memory.contract.values import is_public_safe, redact
+
+    routes = [
+        document.get("config_runtime_route") if isinstance(document, dict) else None
+        for document in (ours, theirs)
+    ]
+    if not all(isinstance(route, dict) for route in routes):
+        return
+    mine, upstream = routes[0].get("registry_role"), routes[1].get("registry_role")
+    if isinstance(upstream, str) and not is_public_safe(upstream) and mine == redact(upstream):
+        routes[0]["registry_role"] = upstream
+
+
 UPSTREAM_CRASH = 101  # oracle.worker's exit code for an exception out of main()
 
 
@@ -191,6 +208,7 @@ RULES: dict[str, Callable[[Any, Any], None]] = {
     "latency": latency,
     "provider_transport_reason": provider_transport_reason,
     "usage_error": usage_error,
+    "registry_role_redacted": registry_role_redacted,
 }
 
 

@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 
 from capabilities.reward_memory.contract.candidate import build_candidate, normalise_event
 from capabilities.reward_memory.contract.config import normalise_config
+from capabilities.reward_memory.contract.identities import short_digest
 from capabilities.reward_memory.curation.review import review_candidate
+from capabilities.reward_memory.utility.proposal import APPLICATION_OUTCOMES
 
 # Values at the edges of what the contracts accept: types JSON tells apart, signed
 # zero, integral floats, non-ASCII and over-long text, path-like and `..` text.
@@ -127,6 +129,12 @@ OBSERVATION_FIELDS: dict[str, Any] = {
     ),
     "evidence_refs": st.sampled_from([[], ["evidence:review-9"]]),
     "reason_codes": st.sampled_from([[], ["owner_confirmed"], ["b", "a"]]),
+    # Foreign to the context, alone or together: every cause a rejection lists.
+    "scope": st.sampled_from(
+        [utility_cases.SCOPE, {**utility_cases.SCOPE, "agent_id": "other"}, {"agent_id": "x"}]
+    ),
+    "retrieval_snapshot_ref": st.sampled_from(["snapshot:r1", "snapshot:r2"]),
+    "policy_snapshot_ref": st.sampled_from(["policy:p1", "policy:p2"]),
 }
 
 
@@ -135,6 +143,18 @@ def observation(draw: st.DrawFn) -> dict[str, Any]:
     """One U1 observation with a few fields drawn, its id recomputed."""
     keys = draw(st.lists(st.sampled_from(sorted(OBSERVATION_FIELDS)), max_size=4, unique=True))
     return utility_cases.obs(**{key: draw(OBSERVATION_FIELDS[key]) for key in keys})
+
+
+@st.composite
+def previous_projection(draw: st.DrawFn) -> Any:
+    """A projection our reducer wrote for a drawn stream (in this context or another),
+    then perhaps altered by one edit: intact, foreign and tampered ones."""
+    from capabilities.reward_memory.utility.reducer import project
+
+    document = utility_cases.projection_input(*draw(st.lists(observation(), max_size=3)))
+    if draw(st.booleans()):
+        document["retrieval_snapshot_ref"] = "snapshot:r2"
+    return draw(edited(project(document), max_edits=draw(st.integers(0, 1))))
 
 
 @st.composite
@@ -148,7 +168,9 @@ def utility_project(draw: st.DrawFn) -> dict[str, Any]:
             for i in range(count)
         ]
     document = utility_cases.projection_input(*stream)
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)) == 0:
+        document["previous_projection"] = draw(previous_projection())
+    elif draw(st.booleans()):
         extra = draw(
             st.sampled_from(
                 [
@@ -185,14 +207,81 @@ def ingest_fixture() -> dict[str, Any]:
 
 INGEST_SEED = ingest_fixture()
 
+# The shapes a fixture takes besides F1's: each memory class (hard policy with one or
+# two action scopes, from the role that may derive it), each visibility with the
+# scope kinds it may bind (a peer, a user or the shared account resources), a scope
+# ref that names a JSON file or runs long, a provider no tool knows (with its own
+# scheme or a viking:// scope), and summaries that are long, non-ASCII or both.
+MEMORY_CLASSES = ("procedural_experience", "soft_preference", "hard_policy")
+OWNER_ROLE = "verified_project_owner_or_operator"
+SCOPE_KINDS = ("peer", "user", "resources")
+SCOPE_SUFFIXES = ("", "", "", "/lesson.json", "/" + "/".join(["segment"] * 12))
+FIXTURE_PROVIDERS = ("openviking", "openviking", "mem0", "lark")
+EVENT_SUMMARIES = (
+    None,  # F1's own
+    "Prefer the focused tests.",
+    "先运行聚焦测试" * 70,
+    "é" * 499,
+    "word " * 99 + "end",
+    "a" * 500,
+)
+
+
+def _scope_ref(kind: str, provider: str, suffix: str) -> str:
+    if provider == "lark":
+        return "lark://space/reward-memory" + suffix
+    if kind == "peer":
+        return f1.SCOPE_REF + suffix
+    if kind == "user":
+        return "viking://user/alice/memories/reward-memory/goals/demo-goal" + suffix
+    return "viking://resources/reward-memory/goals/demo-goal" + suffix
+
+
+@st.composite
+def ingest_shape(draw: st.DrawFn) -> dict[str, Any]:
+    """F1's fixture recast as one memory class, visibility, scope and provider."""
+    document = copy.deepcopy(INGEST_SEED)
+    event, corpus = document["event"], document["corpus"]
+    policy, binding = document["standing_policy"], document["provider_binding"]
+    target_class = draw(st.sampled_from(MEMORY_CLASSES))
+    event["target_class"] = corpus["class_id"] = target_class
+    policy["allowed_target_classes"] = [target_class]
+    if target_class != "procedural_experience":
+        event.pop("experience")
+    if target_class == "hard_policy":
+        scopes = draw(st.sampled_from([["repo.test"], ["repo.test", "repo.write"]]))
+        event["requested_action_scopes"] = policy["allowed_action_scopes"] = scopes
+        event["source"]["actor_role"] = OWNER_ROLE
+        policy["allowed_actor_roles"] = [OWNER_ROLE]
+    summary = draw(st.sampled_from(EVENT_SUMMARIES))
+    if summary is not None:
+        event["content_summary"] = summary
+    provider = draw(st.sampled_from(FIXTURE_PROVIDERS))
+    corpus["provider_id"] = binding["provider_id"] = provider
+    visibility = draw(st.sampled_from(["private", "workspace", "public_safe"]))
+    corpus["privacy"]["visibility"] = visibility
+    kind = "peer" if visibility == "private" else draw(st.sampled_from(SCOPE_KINDS))
+    scope_ref = _scope_ref(kind, provider, draw(st.sampled_from(SCOPE_SUFFIXES)))
+    binding["scope_ref"] = scope_ref
+    if draw(st.booleans()):
+        corpus["provider_scope_ref_digest"] = short_digest(scope_ref)
+    else:
+        corpus.pop("provider_scope_ref_digest")
+    return document
+
 
 @st.composite
 def ingest_event(draw: st.DrawFn) -> dict[str, Any]:
-    """A full-fixture ingest (no write) with a few edits."""
+    """A full-fixture ingest (no write): F1's with a few edits, or a drawn shape with at
+    most one (most edits make a fixture invalid, and a shape is there to be accepted)."""
+    if draw(st.booleans()):
+        document = draw(edited(INGEST_SEED))
+    else:
+        document = draw(edited(draw(ingest_shape()), max_edits=1))
     return _case(
         "ingest-event",
         ["reward-memory", "ingest-event", "--input", "{root}/input.json"],
-        **{"input.json": draw(edited(INGEST_SEED))},
+        **{"input.json": document},
     )
 
 
@@ -223,6 +312,32 @@ def rebind_digest(files: dict[str, Any]) -> None:
     reward_memory["enablement_receipts"][f1.AGENT]["config_digest"] = digest
 
 
+REGISTRY_ROLES = st.one_of(
+    st.sampled_from(
+        [
+            "global-local",
+            " global-local ",
+            "global",
+            "project-local",
+            "Global-Local",
+            "global_local",
+            "",
+            "  ",
+            None,
+            0,
+            False,
+            True,
+            1.5,
+            [],
+            ["global-local"],
+            {"role": "global"},
+            "全局",
+        ]
+    ),
+    SCALARS,
+)
+
+
 @st.composite
 def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
     """A registry and config, either edited; the status of F1's Goal and Agent.
@@ -238,6 +353,9 @@ def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
             rebind_digest(files)
     else:
         files[target] = draw(edited(files[target], max_edits=2))
+    if draw(st.booleans()) and isinstance(files[REGISTRY_NAME], dict):
+        # The role a registry declares: the global one and its neighbours.
+        files[REGISTRY_NAME]["registry_role"] = draw(REGISTRY_ROLES)
     argv = ["reward-memory", "experiment-status", "--registry", f"{{root}}/{REGISTRY_NAME}"]
     return _case(
         "experiment-status", [*argv, "--goal-id", f1.GOAL, "--agent-id", f1.AGENT], **files
@@ -245,15 +363,38 @@ def experiment_status(draw: st.DrawFn) -> dict[str, Any]:
 
 
 # --- dogfood-evaluate --------------------------------------------------------------
+RECEIPT_OUTCOMES = APPLICATION_OUTCOMES
+
+
 @st.composite
 def dogfood_evaluate(draw: st.DrawFn) -> dict[str, Any]:
     """A dogfood batch from our cases, with a few edits."""
     seeds = utility_cases.dogfood_cases()
     seed = seeds[draw(st.sampled_from(sorted(seeds)))]
+    if draw(st.booleans()):
+        document = draw(edited(seed, max_edits=2))
+    else:
+        # A utility attribution edited where it lives (its context, its proposal, its
+        # date): every way a utility is rejected, beside a batch that stays valid.
+        document = copy.deepcopy(seeds["utility_rejected" if draw(st.booleans()) else "ready"])
+        target = document["observations"][0]
+        target["utility_attribution"] = draw(
+            edited(target["utility_attribution"], max_edits=draw(st.integers(1, 3)))
+        )
+        if draw(st.booleans()):
+            # What the receipt applied and cited: a utility on a receipt that cites
+            # nothing is rejected, and the batch is still evaluated.
+            receipt = document["observations"][
+                draw(st.integers(0, 1)) % len(document["observations"])
+            ]["application_receipt"]
+            receipt["outcome"] = draw(st.sampled_from(RECEIPT_OUTCOMES))
+            receipt["memory_ref_digests"] = draw(
+                st.sampled_from([[], ["34e0a8c2c217e248"], ["1111111111111111"]])
+            )
     return _case(
         "dogfood-evaluate",
         ["reward-memory", "dogfood-evaluate", "--input", "{root}/input.json"],
-        **{"input.json": draw(edited(seed, max_edits=2))},
+        **{"input.json": document},
     )
 
 
@@ -271,8 +412,17 @@ def operator_input(action: str) -> dict[str, Any]:
     }
 
 
-SUMMARIES = st.sampled_from(
-    ["stale memory", "é" * 300, "先运行聚焦测试" * 40, "word " * 60, "a" * 221, "  x  "]
+# Non-ASCII text of every width (two, three and four UTF-8 bytes, a combining mark)
+# at the lengths around each cut (220, 360, 500 characters).
+SUMMARY_UNITS = ("a", "é", "先运行聚焦测试", "😀", "e\u0301", "word ", "中 文 ")
+SUMMARY_LENGTHS = (219, 220, 221, 359, 360, 361, 362, 499, 500, 501, 700)
+SUMMARIES = st.one_of(
+    st.sampled_from(["stale memory", "  x  "]),
+    st.builds(
+        lambda unit, length: (unit * length)[:length],
+        st.sampled_from(SUMMARY_UNITS),
+        st.sampled_from(SUMMARY_LENGTHS),
+    ),
 )
 
 

@@ -134,12 +134,31 @@ def _enabled_agents(binding: dict[str, Any]) -> list[str]:
     return normal
 
 
-def _route(readback_status: str) -> dict[str, Any]:
+GLOBAL_LOCAL = "global-local"
+"""The role of a registry shared by every project on the machine."""
+
+
+def registry_role(registry: dict[str, Any]) -> str:
+    """The role a registry declares in its ``registry_role``; ``project-local`` when none.
+
+    Read as LoopX 2.1.1 reads it: any non-empty value, as its text, trimmed. The role
+    is printed in a public receipt, so a declared text holding a local path or a
+    secret-shaped word is printed without them (README, differences).
+    """
+    declared = registry.get("registry_role")
+    if not declared:
+        return "project-local"
+    text = str(declared).strip()
+    return text if v.is_public_safe(text) else v.redact(text)
+
+
+def _route(role: str, readback_status: str) -> dict[str, Any]:
     return {
         "schema_version": ROUTE_SCHEMA,
         "registry_source": "invoked_registry",
-        "registry_role": "project-local",
-        "runtime_scope": "project_runtime",
+        "registry_role": role,
+        # A global registry's Goals share one runtime; a project's registry has its own.
+        "runtime_scope": "shared_runtime" if role == GLOBAL_LOCAL else "project_runtime",
         "goal_source": "registry.goals",
         "config_source": "goal_repo_relative_config_pointer",
         "readback_status": readback_status,
@@ -216,6 +235,7 @@ def _canonical_pointer(repo: Path, config_path: str) -> tuple[str, bool]:
 def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution:
     """Resolve the experiment status of one (Goal, Agent) (§5.3); no provider call."""
     goal = find_goal(registry, goal_id)
+    role = registry_role(registry)
     agent = v.normalise_agent_id(agent_id)
     if agent not in registered_agents(goal):
         v.fail("agent_id", "is not registered for this Goal", "agent_not_registered")
@@ -237,7 +257,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         "automatic_ingest": False,
         "automatic_recall": False,
         "fail_open": True,
-        "config_runtime_route": _route("not_attempted"),
+        "config_runtime_route": _route(role, "not_attempted"),
         v.EXTERNAL_WRITES: False,
         "host_coverage": host_coverage(),
     }
@@ -255,7 +275,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         if reason is not None:
             status["reason_code"] = reason
         if route is not None:
-            status["config_runtime_route"] = _route(route)
+            status["config_runtime_route"] = _route(role, route)
         if scope is not None:
             # A config that resolved but is not enabled: how to repair, then its scope
             # (LoopX's key order).
@@ -318,7 +338,7 @@ def resolve(registry: dict[str, Any], goal_id: str, agent_id: str) -> Resolution
         {
             "automatic_ingest": automation["automatic_ingest"],
             "automatic_recall": automation["automatic_recall"],
-            "config_runtime_route": _route("verified"),
+            "config_runtime_route": _route(role, "verified"),
             "status": "available",
             "available": True,
             "config_schema_version": config["schema_version"],

@@ -226,9 +226,11 @@ def candidate_identity(candidate: dict[str, Any]) -> dict[str, Any]:
     return {
         "target_class": candidate["target_class"],
         "content_summary": candidate["content_summary"],
-        "source": candidate["source"],
+        # The source and guard context are null when absent (an operator edits a
+        # reviewed record as it was given), as upstream hashes them.
+        "source": candidate.get("source"),
         "scope": candidate["scope"],
-        "guard_context": candidate["guard_context"],
+        "guard_context": candidate.get("guard_context"),
         "experience": candidate.get("experience"),
         "requested_action_scopes": candidate.get(
             "requested_action_scopes"

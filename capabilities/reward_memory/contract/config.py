@@ -195,10 +195,30 @@ def _automation(value: object) -> tuple[dict[str, bool], dict[str, str]]:
     return normal, intent
 
 
+def named_peer(scope_ref: str) -> str | None:
+    """The peer a scope ref names whatever its scheme: the segment after its first
+    ``/peers/``, or ``None`` when it names none."""
+    _head, found, rest = scope_ref.partition("/peers/")
+    return (rest.split("/", 1)[0] or None) if found else None
+
+
 def check_peer_binding(
     binding: dict[str, Any], scope_ref: str, corpus: dict[str, Any], field: str
 ) -> None:
-    """The scope ref is accepted, bound to the binding's peer, and private if the corpus is."""
+    """The scope ref is accepted, bound to the binding's peer, and private if the corpus is.
+
+    One rule holds whatever the scheme, as in LoopX 2.1.1: a scope ref that names a
+    peer anywhere in its path is that actor's. The ``viking://`` rules hold for the
+    providers that use those URIs. A provider no tool knows has scopes of its own
+    that nothing here can judge, and nothing can ever be written to it (its sync
+    fails before any call); a private corpus on one is refused when a Goal/Agent
+    binds it (:func:`goal_agent_scope`).
+    """
+    peer = named_peer(scope_ref)
+    if peer is not None and binding.get("actor_peer_id") != peer:
+        v.fail(f"{field}.actor_peer_id", "must equal the peer the scope ref names")
+    if corpus["provider_id"] not in PRIVATE_PROVIDERS:
+        return
     scope = classify_scope(scope_ref)
     if scope is None:
         # viking://agent/... is an account-wide shared scope, never a memory root.

@@ -3,7 +3,8 @@
 A configured Goal gets its per-corpus binding from :func:`.config.normalise_config`;
 a fixture states that binding itself, so it is checked here the way LoopX 2.1.1
 checks it: the exact corpus and provider, tokens, the corpus' scope-ref digest, a
-timeout of 1-120 s (30 when absent) and, for a peer scope, the actor peer. Keys
+collection (not a ``.json`` file) as the scope, a timeout of 1-120 s (30 when
+absent) and, for a peer scope, the actor peer. Keys
 outside the binding are tolerated, as upstream tolerates them.
 """
 
@@ -38,6 +39,12 @@ def normalise_fixture_binding(value: object, corpus: dict[str, Any], field: str)
     binding["timeout_seconds"] = timeout
     # Empty (null, [], "") is none; anything else must be an object, as upstream reads it.
     binding["setup_hints"] = v.mapping(binding.get("setup_hints") or {}, f"{field}.setup_hints")
+    if scope_ref.endswith(".json"):
+        # A fixture names the collection its record goes into; a JSON file is one
+        # record, never a place to write another (LoopX 2.1.1 refuses it too).
+        v.fail(
+            f"{field}.scope_ref", "must name a collection, not a .json file", "scope_ref_rejected"
+        )
     scope = classify_scope(scope_ref)
     if scope is not None and scope.peer is not None and "actor_peer_id" not in binding:
         v.fail(f"{field}.actor_peer_id", "is required for a peer scope")

@@ -20,6 +20,9 @@ from capabilities.reward_memory.curation.review import review_candidate
 
 SCHEMA = "reward_memory_operator_control_v0"
 ACTIONS = ("edit", "retire")
+REASONING_LIMIT = 360
+"""An operator's reasoning is kept to 360 characters (code points, never bytes, so no
+character is ever split), shorter than a review's 500, as LoopX 2.1.1 keeps it."""
 NEXT_STEP = {
     "edit": "review_replacement_then_owner_write_and_exact_readback",
     "retire": "owner_write_retirement_then_exact_readback",
@@ -88,6 +91,10 @@ def operator_control(
     ):
         v.fail("reviewed_record", "must be a guard-passed active record", "operator_target_invalid")
     record = v.mapping(reviewed.get("record"), "reviewed_record.record")
+    if not record.get("candidate_ref"):
+        # The control names the record it acts on by this ref, so an absent or empty
+        # one is refused (as LoopX 2.1.1 refuses it); any other value is its text.
+        v.fail("reviewed_record.record.candidate_ref", "is required", "missing_key")
     if (
         v.mapping(record.get("lifecycle"), "reviewed_record.record.lifecycle").get("state")
         != "active"
@@ -133,7 +140,7 @@ def operator_control(
         "decision": action,
         "reviewer_ref": checkpoint["operator_ref"],
         "review_ref": control_ref,
-        "reasoning_summary": reasoning_summary,
+        "reasoning_summary": v.compact(reasoning_summary, REASONING_LIMIT, "reasoning_summary"),
     }
     if action == "edit":
         review["edited_content_summary"] = edited_content_summary

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from capabilities.providers.base import Provider
+from capabilities.providers.factory import SUPPORTED_PROVIDERS
 from capabilities.providers.sync import held, sync
 from capabilities.reward_memory.contract.candidate import (
     EVENT_SCHEMA,
@@ -48,7 +49,6 @@ POLICY_RULE = (
 _SCOPE_NAMES = {"workspace_ref": "workspace", "project_ref": "project"}
 _SCOPE_NAMES.update({key: key for key in IDENTITY_FIELDS})
 PENDING_SYNC_STATUSES = frozenset({"committed_pending"})
-UNSUPPORTED_PROVIDER = "provider_unsupported"
 
 
 def standing_policy_reasons(
@@ -255,6 +255,13 @@ def _sync_and_verify(
     observed_at: str,
 ) -> IngestReceipt:
     """Write the activated record at most once, then verify it (:mod:`.verify`)."""
+    if provider_binding["provider_id"] not in SUPPORTED_PROVIDERS:
+        # No tool can sync to a provider it does not know: LoopX 2.1.1's sync fails
+        # before any packet exists, whatever the scope ref looks like, and the
+        # receipt says so the same way.
+        receipt["status"] = "provider_unavailable"
+        receipt["reason_codes"] = ["provider_sync_execution_failed"]
+        return receipt
     result = sync(
         provider,
         [(body, target)],
@@ -264,12 +271,6 @@ def _sync_and_verify(
         timeout=float(provider_binding["timeout_seconds"]),
         observed_at=observed_at,
     )
-    if result.reason_code == UNSUPPORTED_PROVIDER:
-        # No tool can sync to a provider it does not know: LoopX 2.1.1's sync fails
-        # before any packet exists, and the receipt says so the same way.
-        receipt["status"] = "provider_unavailable"
-        receipt["reason_codes"] = ["provider_sync_execution_failed"]
-        return receipt
     receipt["write"] = result.packet()
     receipt[EXTERNAL_WRITES] = result.write_count > 0
     if not execute or result.status == "unavailable":

@@ -112,6 +112,30 @@ def _sorted_texts(value: object) -> object:
     return value
 
 
+PROPOSAL_TEXT_FIELDS = tuple(
+    sorted(
+        PROPOSAL_FIELDS
+        - {"scope", "memory_ref_digests", "confidence", "reason_codes", "evidence_refs"}
+    )
+)
+"""The proposal's text fields, read as :func:`_text` reads them."""
+
+
+def _text(value: object) -> str:
+    """A value an evaluator gave as text, as LoopX 2.1.1 reads it: its text, trimmed
+    (``2`` is ``"2"``), a false or empty one as none. The checks that follow still
+    refuse what is no opaque ref or no allowed value."""
+    return str(value).strip() if value else ""
+
+
+def _scope_text(value: object) -> object:
+    """An attribution's scope with each value read by :func:`_text`; anything but an
+    object as it came (the scope check refuses it)."""
+    if not isinstance(value, dict):
+        return value
+    return {key: _text(item) for key, item in value.items()}
+
+
 def receipt_text(receipt: dict[str, Any], key: str) -> str:
     """A receipt's text field as upstream reads it: a number is its ``str()`` text.
 
@@ -138,9 +162,16 @@ def application_receipt(value: object) -> dict[str, Any]:
             fail(_RECEIPT_CODE, f"application_receipt.{flag} must be false")
     if receipt["model_reasoning_preserved"] is not True:
         fail(_RECEIPT_CODE, "application_receipt.model_reasoning_preserved must be true")
+    # Verification is a yes or a no: 1 or "true" is neither (as LoopX 2.1.1 reads it).
+    for flag in ("result_readback_verified", "current_artifact_verified"):
+        if not isinstance(receipt[flag], bool):
+            fail(_RECEIPT_CODE, f"application_receipt.{flag} must be a boolean")
     enum(receipt["outcome"], APPLICATION_OUTCOMES, _RECEIPT_CODE, "application_receipt.outcome")
+    # A receipt that applied nothing may cite nothing (as LoopX 2.1.1 reads it): an
+    # applied or refuted one must cite a digest, which its consumers check, and an
+    # observation always binds at least one, so utility is rejected without one.
     if (
-        digests(receipt["memory_ref_digests"], _RECEIPT_CODE, "memory_ref_digests")
+        digests(receipt["memory_ref_digests"], _RECEIPT_CODE, "memory_ref_digests", low=0)
         != receipt["memory_ref_digests"]
     ):
         fail(_RECEIPT_CODE, "application_receipt.memory_ref_digests must be sorted")
@@ -224,7 +255,7 @@ def build_observation(
         _BINDING_CODE,
         "attribution_context",
     )
-    trusted_scope = scope(facts["scope"])
+    trusted_scope = scope(_scope_text(facts["scope"]))
     for key in ("corpus_id", "surface_id"):
         if trusted_scope[key] != trusted[key]:
             fail(
@@ -246,11 +277,16 @@ def build_observation(
         "retrieval_snapshot_ref": facts["retrieval_snapshot_ref"],
         "policy_snapshot_ref": facts["policy_snapshot_ref"],
     }
+    offered = {
+        **offer,
+        **{key: _text(offer[key]) for key in PROPOSAL_TEXT_FIELDS},
+        "scope": _scope_text(offer["scope"]),
+    }
     for key, value in echoes.items():
-        if offer[key] != value:
+        if offered[key] != value:
             fail(_BINDING_CODE, f"evaluator_proposal.{key} does not match the trusted facts")
     bound = digests(offer["memory_ref_digests"], "observation_malformed", "memory_ref_digests")
-    if offer["attribution_level"] == "item":
+    if offered["attribution_level"] == "item":
         if len(bound) != 1 or bound[0] not in trusted["memory_ref_digests"]:
             fail(_BINDING_CODE, "item attribution binds exactly one digest of the receipt")
     elif bound != trusted["memory_ref_digests"]:
@@ -263,16 +299,16 @@ def build_observation(
         "retrieval_snapshot_ref": facts["retrieval_snapshot_ref"],
         "policy_snapshot_ref": facts["policy_snapshot_ref"],
         "outcome_ref": outcome["outcome_ref"],
-        "utility_label": offer["utility_label"],
-        "attribution_level": offer["attribution_level"],
-        "evidence_basis": offer["evidence_basis"],
+        "utility_label": offered["utility_label"],
+        "attribution_level": offered["attribution_level"],
+        "evidence_basis": offered["evidence_basis"],
         "confidence": offer["confidence"],
         # Sorted only when sortable: anything else is refused by the observation's own
         # checks below, with their reason code, rather than by a TypeError here.
         "reason_codes": _sorted_texts(offer["reason_codes"]),
         "evidence_refs": _sorted_texts(offer["evidence_refs"]),
-        "evaluator_ref": offer["evaluator_ref"],
-        "evaluation_version": offer["evaluation_version"],
+        "evaluator_ref": offered["evaluator_ref"],
+        "evaluation_version": offered["evaluation_version"],
         "created_at": created_at,
         **dict.fromkeys(BOUNDARY_FIELDS, False),
     }

@@ -16,6 +16,7 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.utility import observation as u
+from capabilities.reward_memory.utility import previous
 from capabilities.reward_memory.utility.subjects import (
     observation_order,
     subject_id,
@@ -32,7 +33,7 @@ MAX_REJECTIONS = 64
 MAX_FINGERPRINTS = 16
 INPUT_FIELDS = frozenset({"observations", "scope", "retrieval_snapshot_ref", "policy_snapshot_ref"})
 OPTIONAL_INPUT = frozenset({"reducer_version", "previous_projection"})
-_REDUCER_ID = re.compile(r"^mur_[0-9a-f]{64}$")
+REDUCER_ID = re.compile(r"^mur_[0-9a-f]{64}$")
 BOUNDARIES = {
     "read_only": True,
     v.NEW_ACTION_AUTHORITY: False,
@@ -79,7 +80,8 @@ def _history_entry(observation: dict[str, Any], fingerprint: str, sid: str) -> d
     }
 
 
-def _base(context: dict[str, Any], identity: str) -> dict[str, Any]:
+def projection_base(context: dict[str, Any], identity: str) -> dict[str, Any]:
+    """An empty projection of ``context``: every key, in LoopX's order."""
     return {
         "ok": True,
         "schema_version": SCHEMA,
@@ -110,13 +112,13 @@ def _base(context: dict[str, Any], identity: str) -> dict[str, Any]:
     }
 
 
-def _rejected(context: dict[str, Any], identity: str, reason_code: str) -> dict[str, Any]:
-    projection = _base(context, identity)
+def _rejected(context: dict[str, Any], identity: str, *reason_codes: str) -> dict[str, Any]:
+    projection = projection_base(context, identity)
     projection.update(
         ok=False,
         status="rejected",
         rejected_observation_count=1,
-        rejections=[{"reason_codes": [reason_code]}],
+        rejections=[{"reason_codes": list(reason_codes)}],
     )
     return projection
 
@@ -125,7 +127,9 @@ PLACEHOLDER = "rejected"
 MALFORMED = "observation_malformed"
 
 
-def _context(document: dict[str, Any]) -> dict[str, Any]:
+def projection_context(document: dict[str, Any]) -> dict[str, Any]:
+    """The context a projection input (or a projection) names; ``observation_malformed``
+    when it is unreadable."""
     return {
         # A read projection's scope prints its keys sorted, as LoopX's does (its
         # unreadable placeholder keeps the field order); issue 19's key-order check.
@@ -142,7 +146,8 @@ def _context(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _identity_of(context: dict[str, Any]) -> str:
+def identity_of(context: dict[str, Any]) -> str:
+    """The reducer identity of a read context."""
     return reducer_identity(
         context["scope"],
         context["retrieval_snapshot_ref"],
@@ -179,17 +184,6 @@ def _input(document: object) -> dict[str, Any]:
     return document
 
 
-def _previous_identity(previous: object) -> str:
-    if (
-        not isinstance(previous, dict)
-        or previous.get("schema_version") != SCHEMA
-        or not isinstance(previous.get("reducer_identity"), str)
-        or not _REDUCER_ID.match(previous["reducer_identity"])
-    ):
-        u.fail(MALFORMED, "previous_projection is not a projection")
-    return str(previous["reducer_identity"])
-
-
 def _by_subject(item: tuple[str, list[dict[str, Any]]]) -> tuple[str, tuple[str, ...]]:
     """Upstream's subject order: attribution level, then the digests (unattributed: id)."""
     sid, group = item
@@ -205,7 +199,7 @@ def project(document: object) -> dict[str, Any]:
     """
     document = _input(document)
     try:
-        context = _context(document)
+        context = projection_context(document)
     except u.UtilityError as exc:
         unreadable = {
             "scope": dict.fromkeys(u.SCOPE_FIELDS, PLACEHOLDER),
@@ -213,12 +207,12 @@ def project(document: object) -> dict[str, Any]:
             "policy_snapshot_ref": PLACEHOLDER,
             "reducer_version": REDUCER_VERSION,
         }
-        return _rejected(unreadable, _identity_of(unreadable), exc.reason_code)
-    identity = _identity_of(context)
+        return _rejected(unreadable, identity_of(unreadable), exc.reason_code)
+    identity = identity_of(context)
     raw = document["observations"]
     try:
         if document.get("previous_projection") is not None:
-            if _previous_identity(document["previous_projection"]) != identity:
+            if previous.intact_identity(document["previous_projection"]) != identity:
                 return _rejected(context, identity, "reducer_identity_mismatch")
         if len(raw) > MAX_OBSERVATIONS:
             u.fail(MALFORMED, f"at most {MAX_OBSERVATIONS} observations")
@@ -227,24 +221,30 @@ def project(document: object) -> dict[str, Any]:
         # foreign to the context names the rejection.
         for item in raw:
             observation = u.validate_observation(item, item_binding=False)
-            for key, code in (
-                ("scope", "scope_mismatch"),
-                ("retrieval_snapshot_ref", "retrieval_snapshot_mismatch"),
-                ("policy_snapshot_ref", "policy_snapshot_mismatch"),
-            ):
-                if observation[key] != context[key]:
-                    return _rejected(context, identity, code)
+            # Every way the observation is foreign to the context, sorted (as LoopX).
+            foreign = sorted(
+                code
+                for key, code in (
+                    ("scope", "scope_mismatch"),
+                    ("retrieval_snapshot_ref", "retrieval_snapshot_mismatch"),
+                    ("policy_snapshot_ref", "policy_snapshot_mismatch"),
+                )
+                if observation[key] != context[key]
+            )
+            if foreign:
+                return _rejected(context, identity, *foreign)
             observations.append(observation)
         for observation in observations:
             u.check_item_binding(observation)
     except u.UtilityError as exc:
         return _rejected(context, identity, exc.reason_code)
-    return _reduce(context, identity, observations)
+    return reduce_observations(context, identity, observations)
 
 
-def _reduce(
+def reduce_observations(
     context: dict[str, Any], identity: str, observations: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    """The projection of validated observations, all of ``context``."""
     deliveries: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for observation in observations:
         deliveries[observation["observation_id"]].append(observation)
@@ -286,7 +286,7 @@ def _reduce(
     subjects = [
         subject_projection(sid, group) for sid, group in sorted(by_subject.items(), key=_by_subject)
     ]
-    projection = _base(context, identity)
+    projection = projection_base(context, identity)
     conflicted = [s for s in subjects if s["review"]["state"] == "conflict"]
     if not accepted and not rejections:
         status = "empty"
