@@ -256,7 +256,13 @@ def make_target_missing(argv: list[str], cwd: Path) -> dict[str, Any] | None:
 
 
 def validator_run_check(
-    subject: str, argv: list[str], *, cwd: Path, deadline: float, host: str | None = None
+    subject: str,
+    argv: list[str],
+    *,
+    cwd: Path,
+    deadline: float,
+    host: str | None = None,
+    during_install: bool = True,
 ) -> tuple[dict[str, Any], str]:
     """Run the validator once, now, as a Turn would (its deadline, the Goal's
     repository); the ``validator_run`` row and the tail of what it printed.
@@ -279,9 +285,9 @@ def validator_run_check(
         run_argv, named = argv, argv
         request = {**_empty_result_fields(), "host": HOST_IDS.get(host or "", "generic_cli")}
         request["host_turn_id"] = CHECK_TURN
+    skip = "; --skip-validator-run skips this" if during_install else ""
     sys.stderr.write(
-        f"turn-hooks: running the validator once ({_words(named)}), up to {deadline:g} s; "
-        "--skip-validator-run skips this\n"
+        f"turn-hooks: running the validator once ({_words(named)}), up to {deadline:g} s{skip}\n"
     )
     sys.stderr.flush()
     started = time.monotonic()
@@ -297,7 +303,7 @@ def validator_run_check(
     checked = row(
         "validator_run",
         subject,
-        *_run_verdict(status, exit_status, _words(named), seconds, deadline, tail),
+        *_run_verdict(status, exit_status, _words(named), seconds, deadline, tail, during_install),
     )
     checked.update(status=status, exit_status=exit_status, duration_ms=round(seconds * 1000))
     return checked, tail
@@ -323,11 +329,21 @@ def _check_outcome(run: Any) -> tuple[str, int | None, str] | None:
 
 
 def _run_verdict(
-    status: str, exit_status: int | None, words: str, seconds: float, deadline: float, tail: str
+    status: str,
+    exit_status: int | None,
+    words: str,
+    seconds: float,
+    deadline: float,
+    tail: str,
+    during_install: bool = True,
 ) -> tuple[str | None, str]:
     """The row's reason code and message: what happened, and what to do about it."""
     took = f"in {seconds:.1f} s"
-    again = "then install again; --skip-validator-run installs without this run"
+    again = (
+        "then install again; --skip-validator-run installs without this run"
+        if during_install
+        else "then run doctor --run-validator again"
+    )
     if status == "passed":
         return None, f"ran `{words}` here: passed {took}"
     if status == "timeout":

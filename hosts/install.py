@@ -207,9 +207,19 @@ def run_validator_once(
     if not argv or repo is None or not repo.is_dir():
         return []
     if deadline is None:
+        # install's --validation-timeout-seconds (dest ``validator_deadline``): the
+        # built-in validator's own deadline, the one that ends this run too.
+        deadline = getattr(args, "validator_deadline", None)
+    if deadline is None:
         deadline = getattr(args, "validation_timeout_seconds", None)
     checked, tail = doctor.validator_run_check(
-        host, argv, cwd=repo, deadline=validator_deadline(deadline), host=host
+        host,
+        argv,
+        cwd=repo,
+        deadline=validator_deadline(deadline),
+        host=host,
+        # doctor --run-validator runs it too, where install's flags mean nothing.
+        during_install=not getattr(args, "run_validator", False),
     )
     if tail:
         _, earlier = getattr(args, "markdown_tail", None) or ("", "")

@@ -226,7 +226,15 @@ def test_init_switches_the_ranking_and_the_utility_evaluator(capsys, monkeypatch
         capsys, "init", "--ranking", "utility", "--utility-evaluator", "python3 -m evaluator"
     )
     assert (code, switched["ranking"], switched["ranking_changed"]) == (0, "utility", True)
+    assert (switched["status"], switched["changed"]) == (
+        "updated",
+        ["ranking", "utility_evaluator"],
+    )
     assert switched["utility_evaluator"] == "declared"
+    code, again = cli(capsys, "init", "--ranking", "utility")
+    assert (again["status"], again["changed"], again["ranking_changed"]) == ("unchanged", [], False)
+    code, refused = cli(capsys, "init", "--utility-evaluator", "no-such-evaluator-x --judge")
+    assert (code, refused["reason_code"]) == (2, "utility_evaluator_not_found")
     assert "python3" not in json.dumps(switched)
     _code, status = cli(capsys, "status")
     assert status["binding"]["ranking"] == "utility"

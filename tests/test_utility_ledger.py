@@ -11,12 +11,15 @@ from utility_cases import CONTEXT, obs
 from capabilities.reward_memory.utility import observation as u
 from capabilities.reward_memory.utility.ledger import (
     Ledger,
+    OWNER_REF,
+    counted_observations,
     ledgers_of,
     same_bytes,
     utility_context,
 )
 from capabilities.reward_memory.utility.reducer import REDUCER_VERSION, project
 from sidecars import SidecarStore, dumps
+from turn_hooks import SidecarError
 
 
 @pytest.fixture
@@ -70,7 +73,7 @@ def test_the_stored_projection_is_byte_identical_to_a_replay_of_every_observatio
                     {
                         **CONTEXT,
                         "reducer_version": REDUCER_VERSION,
-                        "observations": ledger.observations(),
+                        "observations": counted_observations(ledger.observations()),
                     }
                 )
             ).encode()
@@ -155,3 +158,45 @@ def test_an_observation_past_the_subject_bound_is_refused_and_the_projection_kep
     assert raised.value.reason_code == "utility_ledger_full"
     assert ledger.projection_path.read_bytes() == before
     assert ledger.projection()["ok"] is True and len(ledger.observations()) == 128
+
+
+def test_the_owners_latest_rating_of_a_memory_is_the_one_counted(ledger):
+    """A changed mind replaces an earlier rating (the ledger keeps both): no same-tier
+    conflict, no manual review, and a fourth rating is not a fourth vote."""
+
+    def rate(label, day):
+        when = f"2026-08-{day}T00:00:00Z"
+        return ledger.record(obs(utility_label=label, created_at=when, evaluator_ref=OWNER_REF))
+
+    def counted():
+        [subject] = ledger.projection()["subjects"]
+        assert subject["review"]["state"] != "manual_review"
+        return subject["effective_utility_label"], subject["observation_count"]
+
+    assert (rate("helpful", 16), rate("harmful", 17)) == (True, True)
+    assert counted() == ("harmful", 1)
+    assert rate("harmful", 18) is False, "the same word again is a retry"
+    assert rate("helpful", 19) is True, "back to an earlier word is a new one"
+    assert counted() == ("helpful", 1)
+    assert len(ledger.observations()) == 3
+    assert same_bytes(ledger.projection(), ledger.rebuild())
+
+
+def test_a_sidecar_the_store_refuses_fails_the_record_before_anything_is_written(ledger):
+    import os
+
+    ledger.record(obs())
+    before = ledger.observations_path.read_bytes()
+    ledger.projection_path.unlink()
+    os.mkfifo(ledger.projection_path)
+    with pytest.raises(SidecarError):
+        ledger.record(obs(utility_label="harmful", created_at="2026-08-17T00:00:00Z"))
+    assert ledger.observations_path.read_bytes() == before
+
+
+def test_a_retry_replays_a_projection_left_behind(ledger):
+    first = obs()
+    ledger.record(first)
+    ledger.projection_path.unlink()  # a crash between the two writes
+    assert ledger.record(copy.deepcopy(first)) is False
+    assert same_bytes(ledger.projection(), ledger.rebuild())

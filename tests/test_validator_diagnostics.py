@@ -156,6 +156,9 @@ def test_doctor_runs_the_validator_it_would_install(repo, tmp_path):
                 "--run-validator", "--format", "markdown")  # fmt: skip
     assert asked.returncode == 2 and "validator_run_failed" in asked.stdout
     assert FAILING in asked.stdout
+    # doctor has no --skip-validator-run: it names only what doctor takes.
+    assert "--skip-validator-run" not in asked.stderr + asked.stdout
+    assert "doctor --run-validator again" in asked.stdout
 
 
 def test_a_missing_program_is_refused_before_any_run(repo, tmp_path):
@@ -184,7 +187,8 @@ def test_a_timeout_is_refused_with_the_way_out(repo, tmp_path):
     refused = json.loads(result.stdout)
     assert (result.returncode, refused["reason_code"]) == (2, "validator_run_timeout")
     assert "--skip-validator-run" in refused["checks"][-1]["message"]
-    assert "running the validator once (sleep 60), up to" in result.stderr
+    assert "running the validator once (sleep 60), up to 2 s" in result.stderr
+    assert "within its 2 s deadline" in refused["checks"][-1]["message"], "the deadline given"
     assert not home.exists(), "nothing written"
 
 

@@ -44,13 +44,25 @@ def init(args: argparse.Namespace) -> Result:
             }
         document = {**document, "validator_config": f".local/turn-hooks/{VALIDATOR_FILE}"}
     if document.get("ok", True) and document.get("goal_id") and document.get("agent_id"):
-        document.update(_settings(document["goal_id"], document["agent_id"], args, evaluator))
+        settings = _settings(document["goal_id"], document["agent_id"], args, evaluator)
+        switched = [
+            name for name in ("ranking", "utility_evaluator") if settings[f"{name}_changed"]
+        ]
+        if switched:  # the receipt's status and changed list say so too
+            status = document.get("status")
+            document = {
+                **document,
+                "status": "updated" if status == "unchanged" else status,
+                "changed": [*document.get("changed", []), *switched],
+            }
+        document.update(settings)
     return document, "turn-hooks init"
 
 
 def _evaluator_argv(args: argparse.Namespace) -> list[str] | None:
     """The ``--utility-evaluator`` command as argv (``None``: not given)."""
     import shlex
+    import shutil
 
     from capabilities.reward_memory.contract import values as v
 
@@ -62,6 +74,13 @@ def _evaluator_argv(args: argparse.Namespace) -> list[str] | None:
         argv = []
     if not argv:
         v.fail("utility_evaluator", "must name a command", "utility_evaluator_invalid")
+    if shutil.which(argv[0]) is None:
+        v.fail(
+            "utility_evaluator",
+            f"names {argv[0]!r}, which is not an executable program here: give the "
+            "command as the hooks would run it (an absolute path, or a program on PATH)",
+            "utility_evaluator_not_found",
+        )
     return argv
 
 
@@ -81,15 +100,18 @@ def _settings(
 
     store = SidecarStore(sidecar_root(find_repository(Path.cwd())))
     changed = args.ranking is not None and set_ranking(store, goal_id, agent_id, args.ranking)
+    evaluator_changed = False
     if evaluator_argv is not None:
-        set_setting(store, goal_id, agent_id, "utility_evaluator", {"argv": evaluator_argv})
+        declared = {"argv": evaluator_argv}
+        evaluator_changed = set_setting(store, goal_id, agent_id, "utility_evaluator", declared)
     elif args.no_utility_evaluator:
-        set_setting(store, goal_id, agent_id, "utility_evaluator", None)
+        evaluator_changed = set_setting(store, goal_id, agent_id, "utility_evaluator", None)
     evaluator = read_settings(store, goal_id, agent_id).get("utility_evaluator")
     return {
         "ranking": ranking_of(store, goal_id, agent_id),
         "ranking_changed": changed,
         "utility_evaluator": "declared" if evaluator else "none",
+        "utility_evaluator_changed": evaluator_changed,
     }
 
 

@@ -17,7 +17,7 @@ from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import memory_ref_digest
 from capabilities.reward_memory.turn.application import APPLICATION_DIR, APPLICATION_RECORD_SCHEMA
 from capabilities.reward_memory.utility import observation as u
-from capabilities.reward_memory.utility.ledger import Ledger, ledgers_of
+from capabilities.reward_memory.utility.ledger import OWNER_REF, Ledger, ledgers_of
 from capabilities.reward_memory.utility.lineage import trusted_echo
 from capabilities.reward_memory.utility.proposal import build_observation
 from capabilities.reward_memory.utility.reducer import REDUCER_VERSION
@@ -27,7 +27,6 @@ from turn_hooks.canonical import s1, sha256_hex
 
 RATE_SCHEMA = "turn_hooks_memory_rating_v0"
 LABELS = ("helpful", "harmful", "neutral")
-OWNER_REF = "turn_hooks.owner"
 OWNER_VERSION = "owner_rating_v0"
 
 
@@ -73,7 +72,10 @@ def rate(
     if record is None:
         v.fail(
             "ref",
-            "was never applied in a Turn with a verified outcome: there is nothing to rate yet",
+            "was never applied in a Turn with a verified outcome, so there is nothing to "
+            "rate yet: a memory can be rated once a Turn that recalled it says it applied "
+            "it (reward_memory_application_json, or the record_memory_use tool) and the "
+            "validator gave its verdict; `memory show REF` counts its applications",
             "memory_application_unknown",
         )
     receipt, verified = record["receipt"], record["verified_outcome"]

@@ -8,7 +8,15 @@ file name is the reducer identity (identities.md §14), so a changed scope, snap
 or reducer version starts a new ledger instead of mixing into an old one.
 
 A retry of an observation already recorded (same ``observation_id``, same delivery
-fingerprint) is a no-op: nothing is written. A new delivery is appended and the
+fingerprint) writes nothing, unless the stored projection fell behind the ledger (a
+crash or a refused write between the two files): then the projection is replayed.
+Both files are checked before either is written, so a sidecar the store refuses (a
+link, a FIFO) fails the record with nothing written.
+
+The owner has one voice per memory: of the owner's ratings of one memory
+(:data:`OWNER_REF`), the projection counts the latest recorded. The
+ledger keeps every one, so the history of what the owner said stays readable; a
+changed mind replaces, never conflicts with, an earlier rating. A new delivery is appended and the
 projection is brought up to date in the same locked step, from the ledger, with the
 reducer the offline ``utility-project`` command uses; so :func:`rebuild` from the
 observations alone gives the stored projection byte for byte. Nothing here ever
@@ -34,6 +42,8 @@ from turn_hooks.canonical import sha256_hex
 LEDGER_SCHEMA = "reward_memory_utility_ledger_v0"
 LEDGER_DIR = "reward-memory-utility"
 CONTEXT_KEYS = ("scope", "retrieval_snapshot_ref", "policy_snapshot_ref", "reducer_version")
+OWNER_REF = "turn_hooks.owner"
+"""The evaluator ref of the owner's own ratings (``memory rate``)."""
 
 
 def opaque(prefix: str, value: str) -> str:
@@ -131,13 +141,27 @@ class Ledger:
             if observation[key] != self.context[key]:
                 u.fail("observation_out_of_scope", f"the observation's {key} is not this ledger's")
         fingerprint = u.delivery_fingerprint(observation)
+        self.store.check_writable(self.projection_path)
         with self.store.transaction(self.observations_path) as ledger:
             deliveries = _deliveries(ledger.read())
+            same_voice = deliveries
+            if _owner_rating(observation):
+                # Only the owner's last word on the memory can make this a retry:
+                # going back to an earlier rating is a new word, not a repeat.
+                same_voice = [
+                    held
+                    for held in deliveries
+                    if _owner_rating(held)
+                    and held["memory_ref_digests"] == observation["memory_ref_digests"]
+                ][-1:]
             if any(
                 held["observation_id"] == observation["observation_id"]
                 and u.delivery_fingerprint(held) == fingerprint
-                for held in deliveries
+                for held in same_voice
             ):
+                replayed = _project(self.context, deliveries)
+                if not same_bytes(self.store.read(self.projection_path), replayed):
+                    self.store.write(self.projection_path, replayed)
                 return False
             if len(deliveries) >= MAX_OBSERVATIONS:
                 u.fail("utility_ledger_full", f"a ledger holds at most {MAX_OBSERVATIONS}")
@@ -167,7 +191,36 @@ def _deliveries(document: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _project(context: dict[str, Any], deliveries: list[dict[str, Any]]) -> dict[str, Any]:
-    return project({**{key: context[key] for key in CONTEXT_KEYS}, "observations": deliveries})
+    counted = counted_observations(deliveries)
+    return project({**{key: context[key] for key in CONTEXT_KEYS}, "observations": counted})
+
+
+def counted_observations(deliveries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The deliveries the projection reduces: every one, except that of the owner's
+    ratings of one memory (``memory rate``: :data:`OWNER_REF`, item level) only the
+    latest recorded counts. A rating binds to the memory's latest application, so a
+    second rating of it is a second delivery of the same observation: the reducer
+    would see a conflict and propose quarantine, where the owner only changed their
+    mind.
+
+    Deterministic (ledger order), so a replay gives the same bytes; the offline
+    ``utility-project`` command reduces exactly what it is given.
+    """
+    latest: dict[tuple[str, ...], int] = {}
+    for index, delivery in enumerate(deliveries):
+        if _owner_rating(delivery):
+            latest[tuple(delivery["memory_ref_digests"])] = index
+    return [
+        delivery
+        for index, delivery in enumerate(deliveries)
+        if not _owner_rating(delivery) or latest[tuple(delivery["memory_ref_digests"])] == index
+    ]
+
+
+def _owner_rating(delivery: dict[str, Any]) -> bool:
+    return (
+        delivery.get("evaluator_ref") == OWNER_REF and delivery.get("attribution_level") == "item"
+    )
 
 
 def same_bytes(left: dict[str, Any] | None, right: dict[str, Any] | None) -> bool:
