@@ -296,6 +296,12 @@ def test_a_ref_is_named_by_a_prefix_of_its_digest(capsys, tmp_path):
     for prefix in (digest[:4], f"provider-{digest[:4]}", digest, ref):
         code, shown = call(capsys, "memory", "show", prefix, *args, public=False)
         assert (code, shown["record"]["memory_ref"]) == (0, ref), prefix
+    # A recall shows the memory's candidate ref, often cut short: any unique prefix.
+    candidate = shown["record"]["candidate_ref"]
+    cut = candidate.removeprefix("candidate:")[:8]
+    for named in (candidate, f"candidate:{cut}…", cut):
+        code, shown = call(capsys, "memory", "show", named, *args, public=False)
+        assert (code, shown["record"]["memory_ref"]) == (0, ref), named
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from utility_cases import CONTEXT, obs
 
 from capabilities.reward_memory.utility import observation as u
 from capabilities.reward_memory.utility.ledger import (
-    Ledger,
     OWNER_REF,
+    Ledger,
     counted_observations,
     ledgers_of,
     same_bytes,

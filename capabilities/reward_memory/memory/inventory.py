@@ -29,6 +29,7 @@ LIST_LIMIT = 1000
 MIN_PREFIX = 4
 """The fewest hex digits of a ref's digest that name it (as git's shortest abbreviation)."""
 _PROVIDER = "provider-"
+_CANDIDATE = "candidate:"
 
 ProviderFor = Callable[[dict[str, Any]], Provider]
 
@@ -117,19 +118,25 @@ def all_records(resolution: Resolution, provider_for: ProviderFor) -> list[Store
 def find(records: list[StoredRecord], ref: str, *, field: str = "ref") -> StoredRecord:
     """The one record ``ref`` names: its memory_ref, or a unique prefix of it.
 
-    A ``candidate:`` ref is accepted too, since recall receipts print it. ``field``
-    names the ref in a refusal (``refs[2]`` of several, so the user knows which).
+    A ``candidate:`` ref (or a unique prefix of it, with or without ``candidate:``) is
+    accepted too, since recalled memories are shown by it. ``field`` names the ref in
+    a refusal (``refs[2]`` of several, so the user knows which).
     """
     if not isinstance(ref, str) or not ref.strip():
         v.fail(field, "must be a memory_ref printed by `memory list`", "memory_ref_invalid")
     ref = ref.strip()
     # The digest is what tells refs apart, so a prefix counts its hex digits, with or
     # without the ``provider-`` every ref shares.
-    digest = ref.removeprefix(_PROVIDER).lower()
-    if ref.startswith("candidate:"):
-        matches = [r for r in records if r.record.get("candidate_ref") == ref]
-    elif len(digest) >= MIN_PREFIX and all(c in "0123456789abcdef" for c in digest):
+    digest = ref.removeprefix(_PROVIDER).removeprefix(_CANDIDATE).rstrip("…").lower()
+    if len(digest) >= MIN_PREFIX and all(c in "0123456789abcdef" for c in digest):
         matches = [r for r in records if r.memory_ref.startswith(_PROVIDER + digest)]
+        if not matches and not ref.startswith(_PROVIDER):
+            candidate = _CANDIDATE + digest
+            matches = [
+                r for r in records if str(r.record.get("candidate_ref") or "").startswith(candidate)
+            ]
+    elif ref.startswith(_CANDIDATE):
+        matches = [r for r in records if r.record.get("candidate_ref") == ref]
     else:
         v.fail(
             field,
@@ -137,7 +144,12 @@ def find(records: list[StoredRecord], ref: str, *, field: str = "ref") -> Stored
             "memory_ref_invalid",
         )
     if not matches:
-        v.fail(field, "names no memory of this binding", "memory_ref_unknown")
+        v.fail(
+            field,
+            "names no memory of this binding: `memory list` prints each memory's ref "
+            "(provider-<hex>); the candidate:<hex> a recall shows is taken too",
+            "memory_ref_unknown",
+        )
     if len({r.memory_ref for r in matches}) > 1:
         v.fail(field, "is an ambiguous prefix: give more characters", "memory_ref_ambiguous")
     return matches[0]
