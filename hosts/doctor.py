@@ -121,7 +121,10 @@ def state_directory_problem(repo: Path) -> tuple[str, str] | None:
     """
     store = SidecarStore(sidecar_root(repo))
     try:
+        # The config's directory, and the embedded store's file (a FIFO there would
+        # hang every reader were it not refused).
         store.check_writable(store.path("reward-memory", "experiment.json"))
+        store.check_writable(store.path("memory.sqlite3"))
     except SidecarError as exc:
         if exc.reason_code == "sidecar_symlink":
             fix = (
@@ -137,8 +140,8 @@ def state_directory_problem(repo: Path) -> tuple[str, str] | None:
         else:
             fix = (
                 "turn-hooks cannot use .local/turn-hooks here (a file where a directory "
-                "should be, or one that is not yours): move it aside and run "
-                "`turn-hooks init` again"
+                "should be, a FIFO or device where a file should be, or one that is not "
+                "yours): move it aside and run `turn-hooks init` again"
             )
         return exc.reason_code, fix
     return None

@@ -76,3 +76,14 @@ def test_make_directory_makes_private_directories_and_refuses_a_link(tmp_path):
         store.make_directory(root / "linked" / "below")
     assert raised.value.reason_code == "sidecar_symlink"
     assert not (tmp_path / "below").exists(), "nothing made through the link"
+
+
+def test_a_fifo_in_place_of_the_embedded_store_fails_doctor(project, tmp_path):
+    store = project / ".local" / "turn-hooks" / "memory.sqlite3"
+    if store.exists():
+        store.unlink()
+    os.mkfifo(store)
+    code, doctor = turn_hooks(project, "doctor", home=tmp_path / "home")
+    row = binding_row(doctor)
+    assert (code, row["ok"]) == (2, False), doctor
+    assert "FIFO" in row["message"]

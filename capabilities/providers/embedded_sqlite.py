@@ -909,11 +909,15 @@ def _check_kind(info: os.stat_result, *, directory: bool) -> None:
     problem = kind_problem(info.st_mode, directory=directory)  # the sidecars' one rule
     if problem == "symlink":
         raise ProviderUnavailable(
-            "the embedded store's path crosses a symlink", reason_code="embedded_store_symlink"
+            "the embedded store's path crosses a symlink (.local or .local/turn-hooks is a "
+            "link): `turn-hooks doctor` says how to put it right",
+            reason_code="embedded_store_symlink",
         )
     if problem is not None:
         raise ProviderUnavailable(
-            "the embedded store's path holds the wrong kind of file",
+            "the embedded store's path holds the wrong kind of file (a FIFO, a device or a "
+            "directory where memory.sqlite3 should be): `turn-hooks doctor` says how to put "
+            "it right",
             reason_code="embedded_store_not_regular",
         )
 
