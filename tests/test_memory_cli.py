@@ -273,7 +273,7 @@ def test_a_bad_line_imports_nothing(change, reason, capsys, tmp_path):
     [
         pytest.param("{not json\n", "import_line_invalid", id="not-json"),
         pytest.param('{"schema_version": "other"}\n', "import_line_invalid", id="other-schema"),
-        pytest.param("\udcff", "import_not_utf8", id="not-utf8"),
+        pytest.param("\udcff", "input_not_utf8", id="not-utf8"),
         pytest.param("[" * 5000 + "]" * 5000 + "\n", "input_too_deep", id="deep"),
         pytest.param('{"schema_version": 1e999}\n', "input_number_out_of_range", id="huge"),
     ],

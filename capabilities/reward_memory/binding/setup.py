@@ -340,13 +340,15 @@ def _with_next_step(document: dict[str, Any], repo: Path) -> dict[str, Any]:
             "no test command found here (no Makefile test or check target, pytest, "
             "npm test, cargo or go tests): install the hooks with the check that says "
             "this project's work is right, e.g. turn-hooks install codex --validate-with "
-            "'YOUR CHECK', or with --recall-only to learn nothing"
+            "'YOUR CHECK' (or install claude-code, gemini or dsh), or with --recall-only "
+            "to learn nothing"
         )
         return document
     check, source = found
     document["suggested_check"] = {"command": check, "found_in": source}
     document["next_step"] = (
         f"install the hooks with this repository's check ({source}): "
-        f"turn-hooks install codex --validate-with {shlex.quote(check)}"
+        f"turn-hooks install codex --validate-with {shlex.quote(check)} (or install "
+        "claude-code, gemini or dsh)"
     )
     return document
