@@ -385,3 +385,20 @@ def test_a_host_that_does_not_settle_keeps_no_recall_behind(tmp_path, plugin_pm)
     assert FIELD not in contribution(outcome).result_fields
     store = resolution(registry).sidecars
     assert list(store.iter_documents(RECALL_DIR, *_parts())) == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "why"),
+    [
+        pytest.param(" ", "it is empty", id="blank"),
+        pytest.param("see /etc/passwd", "local path", id="path"),
+        pytest.param("key sk-ant-api03-" + "a" * 40, "secret", id="secret"),
+    ],
+)
+def test_a_refused_reason_says_which_rule_it_broke(reason, why):
+    from capabilities.reward_memory.contract import values as v
+
+    with pytest.raises(v.RewardMemoryInputError) as raised:
+        v.compact(reason, 500, "reason")
+    assert raised.value.reason_code == "text_not_public_safe"
+    assert why in str(raised.value)

@@ -109,7 +109,14 @@ def compact(value: object, limit: int, field: str) -> str:
     """
     text = compact_or_empty(value, limit)
     if not text:
-        fail(field, "must be compact and public-safe", "text_not_public_safe")
+        folded = " ".join(str(value or "").split())
+        if not folded:
+            why = "it is empty"
+        elif _LOCAL_PATH.search(folded):
+            why = "it holds a local path; describe the place instead"
+        else:
+            why = "it holds something shaped like a secret (a key, token or password)"
+        fail(field, f"must be compact and public-safe: {why}", "text_not_public_safe")
     return text
 
 
