@@ -331,6 +331,7 @@ def plugin_route_install(
         refused = doctor.report([*checks, command], host="claude-code", action="install")
         return {**refused, "changed": False, "route": "plugin"}
     declared = repository_declaration(args)
+    # changed: written now; the receipt says recorded whenever one is declared there.
     recorded = bool(repo and declared and record_validator(repo, declared))
     if not enabled:
         return None
@@ -345,7 +346,8 @@ def plugin_route_install(
         "route": "plugin",
         "changed": recorded or allowed,
         "events": [],
-        "validator_recorded": recorded,
+        "validator_recorded": bool(repo and declared),
+        "validator_changed": recorded,
         "permission_rule": plugin_route.RULE,
         "checks": [*checks, command],
         "message": "the turn-hooks plugin is enabled in Claude Code: its hooks and server "

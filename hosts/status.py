@@ -265,6 +265,9 @@ def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
         # Which route serves Claude Code: the plugin, `install`, both (the installed
         # hooks serve their Goals, the plugin's stand aside) or none.
         view["route"] = plugin_route.route(settings.parent, plugin_route.project_directory(), None)
+        # The plugin's hooks are installed too, by Claude Code's own plugin manager:
+        # they bind from the repository, so no handler here names a Goal.
+        view["installed"] = view["installed"] or view["route"] == "plugin"
     return view
 
 

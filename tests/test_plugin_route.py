@@ -308,7 +308,7 @@ def test_uninstall_takes_the_plugin_rule_away_and_status_names_the_route(repo, t
         env=env, check=False,
     )  # fmt: skip
     [claude] = [h for h in json.loads(done.stdout)["hosts"] if h["host"] == "claude_code"]
-    assert (claude["route"], claude["installed"]) == ("plugin", False), claude
+    assert (claude["route"], claude["installed"]) == ("plugin", True), claude  # by the plugin
     code, removed = turn_hooks(repo, "install", "claude-code", "--uninstall", "--all",
                                "--home", str(home))  # fmt: skip
     assert code == 0 and removed["mcp_removed"]["plugin_permission_rule"] is True, removed
