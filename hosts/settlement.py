@@ -1374,6 +1374,26 @@ def await_in_flight(
             continue  # an unusable entry is the worker's to report
 
 
+def validator_running_for(store: SidecarStore, goal_id: str) -> float | None:
+    """How many seconds the Goal's validator has been running, or ``None`` when none
+    runs (``status``: a Turn queued behind a test suite says what it waits for).
+    Nothing is created: without a lock file no validator ever ran here."""
+    import time
+
+    slot = _slot_path(store, goal_id)
+    try:
+        started = os.stat(lock_path(slot)).st_mtime
+    except OSError:
+        return None
+    try:
+        with SidecarStore(store.root, lock_timeout=0).lock(slot):
+            return None
+    except SidecarLockTimeout:
+        return max(0.0, time.time() - started)
+    except (SidecarError, OSError):
+        return None
+
+
 def _validator_runs_since(store: SidecarStore, goal_id: str, seconds: float) -> bool:
     """Whether the Goal's validator lock is held by a validator that started more
     than ``seconds`` ago (:func:`validator_slot` marks the start on its lock file)."""

@@ -385,7 +385,14 @@ def settlements(
     --validation-output``).
     """
     from hosts import spill
-    from hosts.settlement import SPOOL_DIR, VALIDATION_RUN_KEY, binding_store, parked, queued
+    from hosts.settlement import (
+        SPOOL_DIR,
+        VALIDATION_RUN_KEY,
+        binding_store,
+        parked,
+        queued,
+        validator_running_for,
+    )
     from sidecars import goal_agent_parts
 
     view: dict[str, Any] = {"queued_settlement_count": 0, "last_turn_settlement": None}
@@ -399,6 +406,9 @@ def settlements(
     try:
         markers = queued(store, goal_id, agent_id)
         view["queued_settlement_count"] = len(markers)
+        # A queued Turn usually waits for a test suite: say that one runs, and since when.
+        running = validator_running_for(store, goal_id)
+        view["validator_running_seconds"] = None if running is None else round(running, 1)
         spooled = list(store.iter_documents(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id)))
         # The newest by its last write: only that one is read, however long the spool.
         newest = max(spooled, key=_written_at, default=None)

@@ -379,7 +379,16 @@ def test_status_shows_a_turn_whose_validator_failed_and_what_waits_in_the_queue(
         "validated_command_failed",
     )
     assert binding["queued_settlement_count"] == 1
+    assert binding["validator_running_seconds"] is None, "the failed check ended"
     assert str(tmp_path) not in out
+
+    # A validator that runs now (it holds the Goal's validator lock): status says so.
+    from hosts.settlement import _slot_path
+    from sidecars import SidecarStore
+
+    with SidecarStore(store.root).lock(_slot_path(store, goal)):
+        _code, document, _out = call(capsys, "status", *binding_args(registry, goal))
+    assert document["binding"]["validator_running_seconds"] >= 0
 
 
 def test_a_linked_host_file_is_shown_as_install_refuses_it(tmp_path):
