@@ -152,9 +152,9 @@ def parse_import(resolution: Resolution, data: bytes) -> list[tuple[dict[str, An
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        number = data.count(b"\n", 0, exc.start) + 1
         # The reason every JSON input gives (README); the line, so it can be found.
-        v.fail("input", f"is not UTF-8 (line {line})", "input_not_utf8")
+        v.fail("input", f"is not UTF-8 (line {number})", "input_not_utf8")
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if len(lines) > MAX_LINES:
         v.fail("input", f"holds more than {MAX_LINES} records", "import_too_large")
