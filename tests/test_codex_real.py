@@ -386,7 +386,12 @@ def test_a_context_limit_set_on_our_handler_bounds_us_so_codex_cuts_nothing(any_
     memories = [part for part in ours.split("\n\n") if part.startswith("[memory ")]
     assert 1 <= len(memories) < 5, "fewer memories than the default bound lets through"
     assert omission_note(5 - len(memories)) in ours
-    assert ours.rstrip().endswith(tool_request(FIELD, "record_reflection"))
+    # Both requests survive the cut: the reflection's, then (memories were recalled)
+    # the question which were applied, last (issue 39).
+    assert tool_request(FIELD, "record_reflection") in ours
+    assert ours.rstrip().endswith(
+        tool_request("reward_memory_application_json", "record_memory_use")
+    )
 
 
 def _record(index: int) -> str:

@@ -315,3 +315,35 @@ def test_uninstall_takes_the_plugin_rule_away_and_status_names_the_route(repo, t
     assert json.loads((home / "settings.json").read_text()) == {
         "enabledPlugins": {"turn-hooks@turn-hooks": True}
     }
+
+
+def test_a_validator_record_the_store_refuses_is_a_typed_error_and_one_that_does_not_read_back_too(
+    tmp_path, monkeypatch
+):
+    """The repository's validator declaration is written and read back exactly, or
+    refused with validator_record_failed (nothing a hook reads is half-written)."""
+    from sidecars import record_validator, validator_document
+    from sidecars.store import SidecarStore
+    from turn_hooks import InvalidInputError
+
+    repo = tmp_path / "repo"
+    (repo / ".local").mkdir(parents=True)
+    (repo / ".local" / "turn-hooks").symlink_to(tmp_path)
+    declared = validator_document(validate_with="make test")
+    with pytest.raises(InvalidInputError) as raised:
+        record_validator(repo, declared)
+    assert raised.value.reason_code == "validator_record_failed"
+
+    (repo / ".local" / "turn-hooks").unlink()
+    real_read = SidecarStore.read
+    calls = []
+
+    def read_changed(self, path):  # the second read is the readback
+        calls.append(path)
+        document = real_read(self, path)
+        return {**document, "changed": True} if len(calls) > 1 and document else document
+
+    monkeypatch.setattr(SidecarStore, "read", read_changed)
+    with pytest.raises(InvalidInputError) as raised:
+        record_validator(repo, declared)
+    assert raised.value.reason_code == "validator_record_failed"

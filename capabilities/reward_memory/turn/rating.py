@@ -114,7 +114,7 @@ def rate(
         "exact_readback_verified": readback,
         "utility": utility_state(store, goal_id, agent_id, digest),
         "automatic_deletion": False,
-        "grants_new_action_authority": False,
+        v.NEW_ACTION_AUTHORITY: False,
     }
 
 
