@@ -130,6 +130,7 @@ def app_refresh_state(args: argparse.Namespace) -> Result:
         declared=declared,
         workspace=workspace,
         restage=args.restage,
+        application_json=args.reward_memory_application_json,
     )
     if resolution.status["available"]:
         host.record_step(turn, "writeback")
@@ -180,6 +181,11 @@ def add_codex_app(commands: argparse._SubParsersAction[Any]) -> None:
         parser.add_argument("--turn-id", required=True, help="the App turn id")
         parser.add_argument("--effect-id", help="settlement effect id (default writeback:<turn>)")
     refresh.add_argument("--reward-memory-reflection-json", help="the v1 reflection JSON text")
+    refresh.add_argument(
+        "--reward-memory-application-json",
+        help="the model's answer on which recalled memories it applied (at most 600 "
+        "characters); settled with the Turn's verdict once the spend reads back",
+    )
     refresh.add_argument("--validation-command-json", help="the Todo's validator argv as JSON")
     refresh.add_argument(
         "--validation-timeout-seconds",

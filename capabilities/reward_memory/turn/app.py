@@ -7,6 +7,12 @@ provider. The App host (``hosts.codex_app``) keeps the writeback and spend ledge
 once both read back it dispatches ``post_settlement`` with the quota-spend evidence,
 and the plugin's hook finalizes the staged candidate here, through the ordinary Turn
 ingest with ``turn_key = effect_id``.
+
+The App hands over the model's memory application answer the same way
+(``--reward-memory-application-json``): staged beside the candidate, it is settled at
+finalize against what PreTurn recalled for the App's turn id, with the validator's
+verdict on the Turn, as every other host settles it (turn/application.py). A Turn
+that applied a memory without a reflection is validated at refresh all the same.
 """
 
 from __future__ import annotations
@@ -26,6 +32,15 @@ from capabilities.reward_memory.contract.identities import (
 )
 from capabilities.reward_memory.contract.reader import read_reflection, refuse_unreadable
 from capabilities.reward_memory.contract.values import now_timestamp
+from capabilities.reward_memory.turn.application import (
+    FIELD as APPLICATION_FIELD,
+)
+from capabilities.reward_memory.turn.application import (
+    FIELD_MAX as APPLICATION_FIELD_MAX,
+)
+from capabilities.reward_memory.turn.application import (
+    settle_application_fail_open,
+)
 from capabilities.reward_memory.turn.post_settlement import (
     APP_WIRING,
     ProviderFor,
@@ -40,6 +55,8 @@ STAGE_SCHEMA = "codex_app_reward_memory_outcome_candidate_v0"
 REQUEST_SCHEMA = "reward_memory_reflection_validation_request_v0"
 STAGE_WIRING = "codex_app_refresh_stage"
 CANDIDATE_DIR = "reward-memory-app-outcomes"
+APPLICATION_STAGE_DIR = "reward-memory-app-applications"
+APPLICATION_STAGE_SCHEMA = "codex_app_reward_memory_application_stage_v0"
 INGEST_HOOK_ID = "reward-memory.outcome-ingest"
 """The plugin's ``post_settlement`` hook id: the App command reads its own result
 from the dispatcher receipt under it (plugin.py registers it; a test pins both)."""
@@ -67,10 +84,15 @@ def run_todo_validator(
     *,
     request: dict[str, Any],
     workspace: Path | None,
-    raw_digest: str,
+    raw_digest: str | None,
     evidence_refs: list[str],
 ) -> dict[str, Any]:
-    """``task_validation`` of the App protocol: passed only with the exact attestation."""
+    """``task_validation`` of the App protocol: passed only with the exact attestation.
+
+    Without a reflection (``raw_digest`` ``None``: a Turn that only applied a memory)
+    there is nothing to attest: exit 0 is the verdict ``passed``, as
+    ``turn-hooks validate command`` answers such a request.
+    """
     if not declared:
         return {"ok": False, "status": "unavailable", "validator_kind": "none"}
     argv = declared.get("validation_command_argv")
@@ -93,6 +115,13 @@ def run_todo_validator(
         stdout = run.stdout.decode("utf-8")
     except UnicodeDecodeError:
         stdout = ""  # as ever: output that is not text attests nothing
+    if raw_digest is None:
+        status = "passed" if run.reason is None else "inconclusive"
+        return {
+            "ok": status == "passed",
+            "status": status,
+            "validator_kind": "todo_declared_command",
+        }
     attestation = parse_attestation(stdout, raw_digest, evidence_refs) if not run.reason else None
     if attestation is None:
         return {"ok": False, "status": "inconclusive", "validator_kind": "todo_declared_command"}
@@ -109,6 +138,60 @@ def candidate_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_i
     return store.path(
         *goal_agent_parts(CANDIDATE_DIR, goal_id, agent_id),
         path_token(candidate_id, "candidate") + ".json",
+    )
+
+
+def application_stage_path(
+    store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str
+) -> Path:
+    """``reward-memory-app-applications/T(goal)/T(agent)/T(candidate_id).json``: the
+    application answer the App's refresh handed over, until finalize settles it."""
+    return store.path(
+        *goal_agent_parts(APPLICATION_STAGE_DIR, goal_id, agent_id),
+        path_token(candidate_id, "candidate") + ".json",
+    )
+
+
+def application_answer(text: str | None) -> str | None:
+    """The App's application answer as given, ``None`` when blank.
+
+    :raises RewardMemoryInputError: longer than the field's bound
+        (``application_answer_too_large``), as a hook host's schema refuses it.
+    """
+    if text is None or not text.strip():
+        return None
+    if len(text) > APPLICATION_FIELD_MAX:
+        v.fail(
+            APPLICATION_FIELD,
+            f"exceeds {APPLICATION_FIELD_MAX} characters",
+            "application_answer_too_large",
+        )
+    return text
+
+
+def _stage_application(
+    store: SidecarStore,
+    status: Any,
+    candidate: str,
+    *,
+    answer: str,
+    turn_instance_id: str,
+    validation: dict[str, Any] | None,
+    observed_at: str | None,
+) -> None:
+    """Keep the answer (and, for a Turn without a reflection, its verdict) for finalize."""
+    path = application_stage_path(store, status["goal_id"], status["agent_id"], candidate)
+    previous = store.read(path) or {}
+    store.write(
+        path,
+        {
+            "schema_version": APPLICATION_STAGE_SCHEMA,
+            "candidate_id": candidate,
+            "turn_instance_id": turn_instance_id,
+            "answer": answer,
+            "task_validation": validation,
+            "observed_at": previous.get("observed_at") or observed_at or now_timestamp(),
+        },
     )
 
 
@@ -145,8 +228,13 @@ def stage(
     workspace: Path | None,
     observed_at: str | None = None,
     restage: bool = False,
+    application_json: str | None = None,
 ) -> dict[str, Any]:
-    """Stage one App Turn's reflection and validate it; never calls a provider."""
+    """Stage one App Turn's reflection and validate it; never calls a provider.
+
+    An application answer is staged beside it; without a reflection, the Turn's
+    validator runs for the answer alone, whose verdict finalize settles it with.
+    """
     status = resolution.status
     ids = [status["goal_id"], status["agent_id"], todo_id, turn_instance_id, effect_id]
     if not all(isinstance(part, str) and part for part in ids):
@@ -156,6 +244,7 @@ def stage(
             "app_candidate_identity_invalid",
         )
     candidate = app_candidate_id(*ids)
+    answer = application_answer(application_json)
     if not status["available"]:
         return _stage_receipt(
             status, candidate, status=status["status"], reason_code=status.get("reason_code")
@@ -166,6 +255,28 @@ def stage(
         refuse_unreadable(reflection_json)
         reflection_json = read_reflection(reflection_json).value
     parsed = parse_reflection(reflection_json)
+    if answer is not None and parsed.kind in {"none", "no_evidence", "legacy"}:
+        answer_request = {
+            "schema_version": REQUEST_SCHEMA,
+            "goal_id": status["goal_id"],
+            "agent_id": status["agent_id"],
+            "todo_id": todo_id,
+            "turn_instance_id": turn_instance_id,
+            "effect_id": effect_id,
+            APPLICATION_FIELD: answer,
+        }
+        validation = run_todo_validator(
+            declared, request=answer_request, workspace=workspace, raw_digest=None, evidence_refs=[]
+        )
+        _stage_application(
+            resolution.sidecars,
+            status,
+            candidate,
+            answer=answer,
+            turn_instance_id=turn_instance_id,
+            validation=validation,
+            observed_at=observed_at,
+        )
     if parsed.kind in {"none", "no_evidence"}:
         return _stage_receipt(
             status,
@@ -240,6 +351,16 @@ def stage(
                 "raw_content_captured": False,
             }
         )
+    if answer is not None:  # its verdict is the reflection's validation, staged above
+        _stage_application(
+            store,
+            status,
+            candidate,
+            answer=answer,
+            turn_instance_id=turn_instance_id,
+            validation=None,
+            observed_at=observed_at,
+        )
     bound = validation.get("status") == "passed"
     return _stage_receipt(
         status,
@@ -278,8 +399,53 @@ def finalize(
     store = resolution.sidecars
     path = candidate_path(store, status["goal_id"], status["agent_id"], candidate_id)
     staged = store.read(path)
+    application = store.read(
+        application_stage_path(store, status["goal_id"], status["agent_id"], candidate_id)
+    )
     if staged is None:
-        return None
+        if application is None:
+            return None  # a refresh may yet stage this Turn: its recall waits for it
+        receipt = base_receipt(status, APP_WIRING)
+        receipt.update(
+            status="no_eligible_evidence", reason_code="app_refresh_declared_no_reward_evidence"
+        )
+        return _settle_recall(resolution, turn, application, receipt)
+    receipt = _ingest_staged(resolution, settlement, staged, provider_for=provider_for)
+    return _settle_recall(resolution, turn, application, receipt, staged.get("task_validation"))
+
+
+def _settle_recall(
+    resolution: Resolution,
+    turn: TurnContext,
+    application: dict[str, Any] | None,
+    receipt: dict[str, Any],
+    validation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Settle what PreTurn recalled for the App's turn id, with the staged answer (a
+    silent model is ``available_not_applied``) and the Turn's verdict."""
+    answer = (application or {}).get("answer") or ""
+    verdict = validation or (application or {}).get("task_validation")
+    settled = settle_application_fail_open(
+        resolution,
+        turn.host_turn_id,
+        {APPLICATION_FIELD: answer},
+        {"task_validation": verdict} if isinstance(verdict, dict) else None,
+        (application or {}).get("observed_at") or turn.observed_at,
+    )
+    if settled is not None:
+        receipt["memory_application"] = settled
+    return receipt
+
+
+def _ingest_staged(
+    resolution: Resolution,
+    settlement: Settlement,
+    staged: dict[str, Any],
+    *,
+    provider_for: ProviderFor,
+) -> dict[str, Any]:
+    """The staged reflection's ingest, once its validation passed; else why it waits."""
+    status = resolution.status
     receipt = base_receipt(status, APP_WIRING)
     if binding_fingerprint(resolution.binding, status["agent_id"]) != staged.get(
         "binding_fingerprint"
