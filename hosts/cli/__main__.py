@@ -1,0 +1,7 @@
+"""``python -m hosts.cli``: the command line, as hook commands of earlier versions run it."""
+
+import sys
+
+from hosts.cli.command import main
+
+sys.exit(main())
