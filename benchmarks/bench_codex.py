@@ -33,7 +33,7 @@ from test_codex_real import CODEX, REFLECTED, CodexRun, install_codex  # noqa: E
 from turn_support import settled_spools  # noqa: E402
 
 from conformance.fakes import FakeResponses  # noqa: E402
-from hosts._hook_line import entry_argv  # noqa: E402
+from hosts.setup._hook_line import entry_argv  # noqa: E402
 
 INSTALLED = f" {shlex.join(entry_argv()[1:])} "
 """What ``install`` writes after the interpreter, in place of ``-m hosts.cli``."""

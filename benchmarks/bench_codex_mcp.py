@@ -31,8 +31,8 @@ from host_turns import stop_residents  # noqa: E402
 from test_codex_real import CODEX, CodexRun, install_codex  # noqa: E402
 
 from conformance.fakes import FakeResponses  # noqa: E402
-from hosts._hook_line import ROOT  # noqa: E402
-from hosts.mcp_install import TABLE  # noqa: E402
+from hosts.setup._hook_line import ROOT  # noqa: E402
+from hosts.setup.mcp_install import TABLE  # noqa: E402
 
 
 def variants(text: str, trees: dict[str, Path]) -> dict[str, str]:

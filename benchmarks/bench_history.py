@@ -34,8 +34,8 @@ from pathlib import Path
 from fixtures import f1
 from test_settlement_faults import gated_validator
 from turn_support import bound_goal, hook_turn, reflection_message
-from hosts import settlement
-from hosts.cli import main as cli
+from hosts.settlement import settlement
+from hosts.cli.command import main as cli
 from sidecars import goal_agent_parts
 import sidecars.store as sidecars_store
 from turn_hooks import make_plugin_manager

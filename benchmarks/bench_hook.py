@@ -26,7 +26,7 @@ from corpus import seed
 from fixtures import f1
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
-from hosts._hook_line import entry_argv
+from hosts.setup._hook_line import entry_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]

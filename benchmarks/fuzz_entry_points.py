@@ -19,7 +19,7 @@ documents (from tests/fixtures), a value of another type at every leaf and conta
 (object, list, mixed list, number, 10**400, NaN, Infinity, -0.0, bool, null, "", a
 100,000-character string, invalid UTF-8, surrogates, NUL, 10,000 levels of nesting,
 duplicate keys), truncated JSON, random bytes and wrong flags. The bulk runs in-process
-(``hosts.cli.main`` with argv, stdin and stdout replaced); one input in
+(``hosts.cli.command.main`` with argv, stdin and stdout replaced); one input in
 ``--subprocess-every`` runs as a real ``python -m hosts.cli`` process, as a host runs a
 hook. Every state lives in a scratch tree: HOME, XDG_*, TURN_HOOKS_STATE_DIR and the
 resident directory point inside it, and TURN_HOOKS_RESIDENT=0.
@@ -62,7 +62,7 @@ for _path in (str(ROOT / "tests"), str(ROOT)):
 from document_paths import paths as places  # noqa: E402
 from fixtures import f1  # noqa: E402
 
-from hosts import cli  # noqa: E402
+from hosts.cli import command as cli  # noqa: E402
 
 SCRATCH = "@SCRATCH@"
 """Stands for the scratch tree in a generated input; replaced when the input runs, so

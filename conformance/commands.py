@@ -4,7 +4,7 @@ It is no entry point, so no Turn imports it: the ``turn-hooks`` command line
 registers it when it builds its parser. The runner itself is imported only when the
 command runs. Where a run's report is kept (the latest per host) belongs to the
 hosts' state directory: the command line hands that store to these commands as
-``args.conformance_reports`` (``hosts.conformance_reports``), so this package
+``args.conformance_reports`` (``hosts.setup.conformance_reports``), so this package
 imports no host.
 """
 
@@ -268,4 +268,4 @@ class ConformanceCommands:
 
 
 plugin = ConformanceCommands()
-"""The object ``hosts.cli`` registers while it builds the command tree."""
+"""The object ``hosts.cli.command`` registers while it builds the command tree."""

@@ -54,7 +54,7 @@ RENDER_LIMIT = 8000
 MEMORY_BYTES = 400
 """The most UTF-8 bytes one recalled memory renders in (issue 38), however long its fields."""
 REQUEST_END = "When there is none, leave it out entirely."
-"""How every result request ends, by the field's tool or by its block (hosts.render
+"""How every result request ends, by the field's tool or by its block (hosts.facts.render
 ``NONE_WANTED``): the mark of the reflection request in a model request, whichever
 channel the host's install wired."""
 # The first words of the reward-memory instructions, where our rendered text begins

@@ -9,7 +9,7 @@ call the server does not take (none running, busy, broken, switched off with
 the cold path, with the same outputs.
 
 Installed hooks run it under ``-S``: ``python -S -c "<loader>" host ...``
-(:func:`hosts._hook_line.entry_argv`), where the loader puts the package root first
+(:func:`hosts.setup._hook_line.entry_argv`), where the loader puts the package root first
 on the path and calls :func:`run`. ``-S`` defers the ``site`` module: its ``.pth``
 files and site-packages cost about 10 ms, a third of the interpreter's start, and
 the call the server takes needs none of it. The cold path imports ``site`` first
@@ -49,13 +49,13 @@ def main() -> int:
                     _warm.flush_notes(argv)
                 return status
         full_site()
-        from hosts.cli import main as cold
+        from hosts.cli.command import main as cold
 
         status = cold(argv[1:])
         _warm.flush_notes(argv)
         return status
     full_site()
-    from hosts.cli import main as cold
+    from hosts.cli.command import main as cold
 
     return cold(argv[1:])
 
@@ -69,7 +69,7 @@ def run() -> None:
     cold run exits normally, flushing its streams and running its exit handlers.
     """
     status = main()
-    if "hosts.cli" in sys.modules:
+    if "hosts.cli.command" in sys.modules:
         sys.exit(status)
     import posix  # loaded already: ``os`` is not, under ``-S``
 

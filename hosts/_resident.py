@@ -4,7 +4,7 @@ Started detached by a hook client (:func:`hosts._warm.start_server`), one per pa
 key, in a 0700 directory of the user. The server stays single-threaded and holds no
 connection, file or thread of any hook: it only imports. For each client (checked to
 be this user with ``SO_PEERCRED``) it forks a child, which takes the client's
-standard streams, directory, environment and umask and runs ``hosts.cli.main`` as a
+standard streams, directory, environment and umask and runs ``hosts.cli.command.main`` as a
 cold process would, then reports the exit status to the client itself. The child is
 forked ahead of its call (a spare, waiting on a socket pair for the server to hand it
 a client), so a call does not wait for the fork of a large process: about 6 ms on
@@ -14,7 +14,7 @@ its client (a client that goes away gets its child killed). The socket pair stay
 open while the child runs: a child whose call is a session (``mcp serve``, which
 lasts as long as its host keeps it) says so over it and is no call from then on, so
 the server forks the next spare, sets no deadline on it and may go idle under it.
-A call that queued work for after its reply (:mod:`hosts.after_reply`: a Stop's
+A call that queued work for after its reply (:mod:`hosts.settlement.after_reply`: a Stop's
 settlement, the hook log) says ``D`` over it just before it reports its exit status,
 and is no call from then on either: its client's exit does not get it killed, and the
 work bounds itself as the forked settler of a cold Stop does.
@@ -43,7 +43,8 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from hosts import _warm, after_reply
+from hosts import _warm
+from hosts.settlement import after_reply
 
 _PEERCRED = struct.Struct("3i")
 
@@ -66,13 +67,13 @@ def warm_up() -> None:
     import importlib.metadata
     import pkgutil
     import re
-    import tomllib  # noqa: F401  # every Codex Turn reads config.toml (hosts.channel)
+    import tomllib  # noqa: F401  # every Codex Turn reads config.toml (hosts.adapters.channel)
 
-    import hosts.cli
-    import hosts.codex_cli
-    import hosts.generic
-    import hosts.hook_log
-    import hosts.settlement
+    import hosts.adapters.codex_cli
+    import hosts.adapters.generic
+    import hosts.cli.command
+    import hosts.settlement.hook_log
+    import hosts.settlement.settlement
     import turn_hooks
     from turn_hooks import make_plugin_manager, prebuild_plugin_manager
 
@@ -102,7 +103,7 @@ def warm_up() -> None:
     # The models a call would build on its first use of one (turn_hooks.models).
     for name in turn_hooks.__all__:
         getattr(turn_hooks, name)
-    hosts.cli.prebuild()
+    hosts.cli.command.prebuild()
     prebuild_plugin_manager()
     # A plugin may load what its first hook call would (a model) for every child.
     for plugin in manager.get_plugins():
@@ -213,7 +214,7 @@ def _crowded() -> bool:
     if mine is None or sum(1 for entry in servers if entry < mine) < bound:
         return False
     try:
-        from hosts.hook_log import record
+        from hosts.settlement.hook_log import record
 
         record("resident", "start", [("resident", "resident_servers_bound")])
     except Exception:  # logging never stops the refusal
@@ -342,7 +343,7 @@ def _heard(
     sessions: set[int],
 ) -> None:
     """Read what the child ``pid`` said on its pair: ``S``, its call became a session;
-    ``D``, it has replied and finishes its call's queued work (:mod:`hosts.after_reply`).
+    ``D``, it has replied and finishes its call's queued work (:mod:`hosts.settlement.after_reply`).
 
     The server then lets the call go (a session watches its client itself; the work
     after a reply bounds itself; neither has the call's deadline) and only reaps the
@@ -602,7 +603,7 @@ def _reply_then_finish(
     conn: socket.socket, pair: socket.socket, status: int
 ) -> None:  # pragma: no cover - in the child
     """Report ``status`` to the client, then run the call's queued work
-    (:mod:`hosts.after_reply`): the host goes on while this child finishes.
+    (:mod:`hosts.settlement.after_reply`): the host goes on while this child finishes.
 
     The server hears ``D`` first, so the client's exit right after the report is no
     longer a reason to kill this child, and no call's deadline applies (the work
@@ -684,10 +685,10 @@ def _fresh_stdio() -> None:  # pragma: no cover - in the child
 
 
 def _run(args: list[str]) -> int:  # pragma: no cover - in the child
-    """``sys.exit(hosts.cli.main(args))`` and interpreter exit, as a cold process does."""
+    """``sys.exit(hosts.cli.command.main(args))`` and interpreter exit, as a cold process does."""
     import atexit
 
-    from hosts.cli import main as cold
+    from hosts.cli.command import main as cold
 
     try:
         status = _exit_status(cold(args))

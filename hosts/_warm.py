@@ -613,7 +613,7 @@ def flush_notes(argv: list[str]) -> None:
     """Write the faults noted in this process to the hook log (it imports the log)."""
     if not _notes:
         return
-    from hosts.hook_log import record
+    from hosts.settlement.hook_log import record
 
     if session(argv[1:]):
         host, event = "mcp", "serve"

@@ -201,7 +201,7 @@ class SidecarStore:
         is written: a link or a widened directory on the way, a sidecar or lock that is
         not a regular file, a sidecar more open than 0600 or not this user's. Nothing
         is created or read: a check for a caller that wants to know before it writes
-        later (:mod:`hosts.hook_log`)."""
+        later (:mod:`hosts.settlement.hook_log`)."""
         self._check_path(path)
         try:
             info = os.lstat(path)

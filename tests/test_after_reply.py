@@ -1,10 +1,10 @@
-"""hosts.after_reply: work queued for after a resident call's reply, else done at once."""
+"""hosts.settlement.after_reply: work queued after a resident call's reply, else done at once."""
 
 from __future__ import annotations
 
 import pytest
 
-from hosts import after_reply
+from hosts.settlement import after_reply
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import pytest
 from fixtures import f1
 from turn_support import bound_goal
 
-from hosts.cli import main
+from hosts.cli.command import main
 from sidecars import config_home, default_registry, name_binding, name_registry
 from turn_hooks.errors import InvalidInputError
 

@@ -23,7 +23,7 @@ from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeMessages
 from conformance.scenarios import REQUEST_END, strings
-from hosts.render import block_request, tool_request
+from hosts.facts.render import block_request, tool_request
 
 ROOT = Path(__file__).parent.parent
 CLAUDE_DIR = Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
@@ -161,7 +161,15 @@ def test_an_unrelated_prompt_gets_no_memory_and_under_1_kb_of_context(claude, tm
     with FakeMessages() as fake:
         fake.reply("Leaves let go.")
         assert ask(claude, tmp_path, fake, HAIKU).returncode == 0
-        argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--home", str(config)]
+        argv = [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "install",
+            "claude-code",
+            "--home",
+            str(config),
+        ]
         argv += ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
         argv += ["--validation-command-json", json.dumps(VALIDATOR)]
         subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
@@ -192,7 +200,15 @@ def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(cla
     # Issue 36: the tool is the only channel asked for, and it is loaded up front.
     registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
     config = tmp_path / "cfg"
-    argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code", "--home", str(config)]
+    argv = [
+        sys.executable,
+        "-m",
+        "hosts.cli",
+        "install",
+        "claude-code",
+        "--home",
+        str(config),
+    ]
     argv += ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
     argv += ["--validation-command-json", json.dumps(VALIDATOR)]
     installed = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)

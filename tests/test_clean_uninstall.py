@@ -15,7 +15,7 @@ import pytest
 from test_codex_real import CODEX
 from test_install_hosts import repo, turn_hooks  # noqa: F401 (fixture)
 
-from hosts.codex_trust import _without_bare_tables
+from hosts.setup.codex_trust import _without_bare_tables
 
 
 @pytest.fixture

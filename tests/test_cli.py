@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance.public_safety import public_safety_violations
-from hosts import cli
+from hosts.cli import command as cli
 from sidecars import SidecarStore
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -15,7 +15,8 @@ from fixtures import f1
 from turn_support import RAW, bound_goal
 
 from conformance.public_safety import public_safety_violations
-from hosts import cli, codex_app
+from hosts.adapters import codex_app
+from hosts.cli import command as cli
 from turn_hooks import (
     Settlement,
     SettlementEvidence,

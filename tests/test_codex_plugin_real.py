@@ -21,7 +21,7 @@ from turn_support import journals_after_settlement
 
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
-from hosts.codex_install import AppServer
+from hosts.facts.codex_rpc import AppServer
 
 ROOT = Path(__file__).parent.parent
 

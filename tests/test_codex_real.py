@@ -28,8 +28,8 @@ from capabilities.providers.sync import stored_form
 from capabilities.reward_memory.turn.pre_turn import GUIDANCE_INSTRUCTION
 from conformance.drivers import run_host
 from conformance.fakes import FakeResponses
-from hosts import codex_versions
-from hosts.render import block_request, omission_note, tool_request
+from hosts.facts import codex_versions
+from hosts.facts.render import block_request, omission_note, tool_request
 
 ROOT = Path(__file__).parent.parent
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
@@ -362,7 +362,7 @@ CODEX_CUT = "Full hook output saved to"
 
 def test_a_context_limit_set_on_our_handler_bounds_us_so_codex_cuts_nothing(any_codex, tmp_path):
     """Codex keeps a hook's context whole up to four UTF-8 bytes per token of the
-    handler's `additionalContextLimit` (hosts/codex_limit.py). A user who lowers it on
+    handler's `additionalContextLimit` (hosts/facts/codex_limit.py). A user who lowers it on
     our installed handler lowers our bound: a reinstall keeps it (and trusts it again),
     fewer memories arrive whole, and Codex cuts nothing."""
     with FakeResponses() as fake:
@@ -537,7 +537,7 @@ def test_the_mcp_server_honours_the_variables_the_hooks_honour(codex, tmp_path, 
 def test_app_server_observer_settles_completed_turns_only(any_codex, tmp_path):
     """The Codex App's loop over app-server's JSON-RPC, on both releases (the
     conformance `codex-app` run, much longer, runs on the oldest)."""
-    from hosts.app_server import AppServerObserver
+    from hosts.adapters.app_server import AppServerObserver
 
     codex = any_codex
     with FakeResponses() as fake:

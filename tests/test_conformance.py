@@ -35,7 +35,7 @@ from conformance.scenarios import (
     TEXT_START,
     our_text,
 )
-from hosts.render import NONE_WANTED
+from hosts.facts.render import NONE_WANTED
 from turn_hooks import InvalidInputError
 
 CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "turn-hooks"
@@ -495,7 +495,8 @@ def test_a_report_that_cannot_be_kept_is_refused_before_the_run(tmp_path, monkey
 
 
 def test_a_saved_report_that_is_not_a_runs_is_refused_and_summarised_as_such(capsys):
-    from hosts import cli, conformance_reports
+    from hosts.cli import command as cli
+    from hosts.setup import conformance_reports
 
     assert (
         cli.main(["conformance", "run", "--host", "generic", "--scenario", "hook.fail_open"]) == 0

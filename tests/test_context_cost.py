@@ -33,7 +33,7 @@ from test_recall_quality import MEMORIES, learn
 from turn_support import ROOT, bound_goal
 
 from capabilities.reward_memory.turn.host_view import ELLIPSIS, ITEM_BYTES, guidance_items
-from hosts.render import NONE_WANTED
+from hosts.facts.render import NONE_WANTED
 
 NO_RECALL_BYTES = 1024
 TOOLS_BYTES = 900

@@ -29,7 +29,7 @@ from turn_support import ROOT, bound_goal, hook_turn
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
-from hosts.settlement import await_in_flight, settlement_store, spool_path
+from hosts.settlement.settlement import await_in_flight, settlement_store, spool_path
 from sidecars import SidecarStore, lock_path
 from turn_hooks import SidecarLockTimeout
 
@@ -163,7 +163,7 @@ def _queued_entry(registry, tmp_path):
 
 def slot_free(registry):
     """Whether the Goal's validator lock (one validator at a time) can be taken now."""
-    from hosts import settlement
+    from hosts.settlement import settlement
 
     store = settlement_store(str(registry), f1.GOAL)
     try:
@@ -208,7 +208,7 @@ def test_one_fork_settles_in_its_own_session_holding_the_lock_and_is_reaped(tmp_
     (the host's signal to the hook's group misses it) and holds the entry's lock it
     inherited, and a caller that lives on reaps each settler it started at its next
     hand-off, so none stays a zombie."""
-    from hosts import settlement
+    from hosts.settlement import settlement
     from turn_hooks import make_plugin_manager
 
     monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
@@ -256,7 +256,7 @@ def test_the_stop_hook_leaves_the_spools_sweep_to_its_settler(tmp_path, monkeypa
     """The spool directory gains an entry a Turn, and sweeping it for temp files a
     killed writer left lists all of it: the hook, on the Turn's critical path, does
     not; the settler it hands the entry to does, before it writes the entry again."""
-    from hosts import settlement
+    from hosts.settlement import settlement
     from turn_hooks import make_plugin_manager
 
     monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
@@ -284,7 +284,7 @@ def test_the_stop_hook_leaves_the_spools_sweep_to_its_settler(tmp_path, monkeypa
 def _settle_counting_parses(tmp_path, monkeypatch):
     """Settle one Turn detached, every parse of a spooled Turn leaving a marker file
     (seen from here even when a forked settler parses); (registry, receipt, marker)."""
-    from hosts import settlement
+    from hosts.settlement import settlement
     from turn_hooks import make_plugin_manager
 
     monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
@@ -310,7 +310,7 @@ def test_the_settler_takes_the_turn_it_spooled_without_parsing_it_again(tmp_path
     """Parsing a spooled Turn back imports pydantic and builds its validator, about
     130 ms of CPU at the end of every Turn, while the host goes on: the Stop's own
     settler holds that Turn already, so it never parses it."""
-    from hosts import settlement
+    from hosts.settlement import settlement
 
     monkeypatch.setattr(settlement, "_settlers", [])
     registry, receipt, parsed = _settle_counting_parses(tmp_path, monkeypatch)
@@ -327,7 +327,7 @@ def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monk
     """Where no settler could be forked the hook settles its entry itself, under the
     same lock, with the Turn it holds; an entry that holds another Turn by then (here
     changed in place) is parsed, and its own Turn is the one delivered."""
-    from hosts import settlement
+    from hosts.settlement import settlement
 
     delivered = []
     deliver = settlement._deliver
@@ -356,7 +356,7 @@ def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monk
 @pytest.fixture
 def replying(monkeypatch):
     """This process as a resident server's child: it may answer before it settles."""
-    from hosts import after_reply, settlement
+    from hosts.settlement import after_reply, settlement
 
     monkeypatch.delenv(settlement.ENV_SETTLE, raising=False)
     after_reply.accept()
@@ -365,10 +365,10 @@ def replying(monkeypatch):
 
 
 def test_a_stop_that_can_answer_first_settles_after_its_reply_holding_the_lock(tmp_path, replying):
-    """No fork: the Stop returns with its settlement queued (:mod:`hosts.after_reply`),
+    """No fork: the Stop returns with its settlement queued (:mod:`hosts.settlement.after_reply`),
     the entry's lock still held by the descriptor kept for it, and the queued work
     settles the entry and lets the lock go."""
-    from hosts import settlement
+    from hosts.settlement import settlement
     from turn_hooks import make_plugin_manager
 
     registry = bound_goal(tmp_path)
@@ -398,7 +398,7 @@ def test_a_stop_with_no_descriptor_left_for_its_lock_settles_before_it_returns(
 ):
     """Out of descriptors, the lock cannot be kept for after the reply: the Stop settles
     its entry itself, under the same lock, as when no settler could be forked."""
-    from hosts import settlement
+    from hosts.settlement import settlement
     from turn_hooks import make_plugin_manager
 
     def no_descriptor(fd):

@@ -15,7 +15,7 @@ from fixtures import f1
 from test_host_generic import VALIDATOR, message, run_cli
 from turn_support import bound_goal
 
-from hosts.dsh_install import PLUGIN_FILE
+from hosts.setup.dsh_install import PLUGIN_FILE
 from sidecars import sidecar_root
 
 

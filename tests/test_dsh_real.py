@@ -22,7 +22,7 @@ from test_codex_real import CACHE, REFLECTED, VALIDATOR
 from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeChat
-from hosts.cli import main as cli_main
+from hosts.cli.command import main as cli_main
 
 ROOT = Path(__file__).parent.parent
 DSH_DIR = Path(os.environ.get("TURN_HOOKS_DSH_DIR") or CACHE / "dsh-0.1.0-rc.8")

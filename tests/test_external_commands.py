@@ -18,7 +18,7 @@ from test_store_faults import promptly
 
 from capabilities.reward_memory.turn.app import run_todo_validator
 from capabilities.reward_memory.utility.evaluator import _run as run_evaluator
-from hosts.settlement import run_validator
+from hosts.settlement.settlement import run_validator
 from turn_hooks import ExternalRun, InvalidInputError, run_external
 
 PY = sys.executable

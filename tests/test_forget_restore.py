@@ -23,7 +23,7 @@ from test_openviking_real import event_for, ov_env, ov_server  # noqa: F401 (fix
 from turn_support import ROOT, bound_goal, hook_argv, reflection_message, run_process
 
 from capabilities.reward_memory.memory.forgotten import lesson_digest, mark_scope, mark_uri
-from hosts import cli
+from hosts.cli import command as cli
 
 
 @pytest.fixture(params=["embedded_sqlite", "openviking"])

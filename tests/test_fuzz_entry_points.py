@@ -1,7 +1,7 @@
 """Property-based fuzzing of every command and host hook (issue 13, "Done when" 2).
 
 The commands come from the real parser, so a new command or option is fuzzed without
-a change here. Each example runs ``hosts.cli.main`` in-process in a fresh scratch tree
+a change here. Each example runs ``hosts.cli.command.main`` in-process in a fresh scratch tree
 (HOME, the XDG directories, the state directory, the working directory and TMPDIR all
 inside it), with hostile argv values, ``--input`` files and stdin: deep nesting, huge
 numbers, lone surrogates and invalid UTF-8, NUL bytes, unknown keys and wrong types.
@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from turn_support import RAW, bound_goal
 
-from hosts import cli
+from hosts.cli import command as cli
 
 ROOT = Path(__file__).parent.parent
 VALIDATOR = [sys.executable, str(ROOT / "scripts" / "demo" / "validator.py")]

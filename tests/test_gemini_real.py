@@ -24,7 +24,7 @@ from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import gemini_answer, gemini_argv, gemini_env, gemini_settings, run_host
 from conformance.fakes import FakeGemini
 from conformance.scenarios import strings
-from hosts.render import block_request
+from hosts.facts.render import block_request
 
 ROOT = Path(__file__).parent.parent
 GEMINI_DIR = Path(os.environ.get("TURN_HOOKS_GEMINI_DIR") or CACHE / "gemini-cli-0.61.0")

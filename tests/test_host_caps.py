@@ -4,7 +4,7 @@ A capability contributes far more than any cap (tests/fixtures/bulky_capability.
 injected with ``TURN_HOOKS_PLUGINS`` as a user's plugin would be) but stays inside the
 64 KiB contract budget. Each host's own pre-turn command, run as a new process the way
 its runtime runs it, must give the model at most that host's cap from
-``hosts.caps.HOST_CAPS``, cut at whole items from the end with the omission line, and
+``hosts.facts.caps.HOST_CAPS``, cut at whole items from the end with the omission line, and
 keep the block requests (issue 17).
 """
 
@@ -20,8 +20,8 @@ from fixtures.bulky_capability import ITEMS, SPEC
 from test_host_generic import run_cli
 from turn_support import bound_goal
 
-from hosts.caps import CONTRIBUTION_BUDGET_BYTES, HOST_CAPS, render_cap
-from hosts.render import RENDER_LIMIT, block_request, omission_note
+from hosts.facts.caps import CONTRIBUTION_BUDGET_BYTES, HOST_CAPS, render_cap
+from hosts.facts.render import RENDER_LIMIT, block_request, omission_note
 from turn_hooks._contribution import measure_context_items
 
 TESTS = Path(__file__).parent
@@ -136,7 +136,7 @@ def _hooks_json(goal: str, **fields) -> dict:
 def test_codex_byte_cap_reads_the_limit_on_our_handler_and_defaults_otherwise(
     tmp_path, monkeypatch, hooks_json, expected
 ):
-    from hosts.caps import render_byte_cap
+    from hosts.facts.caps import render_byte_cap
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path))
     if hooks_json is not None:
@@ -147,7 +147,7 @@ def test_codex_byte_cap_reads_the_limit_on_our_handler_and_defaults_otherwise(
 
 
 def test_a_fifo_at_hooks_json_reads_as_codexs_default(tmp_path, monkeypatch):
-    from hosts.caps import render_byte_cap
+    from hosts.facts.caps import render_byte_cap
 
     monkeypatch.setenv("CODEX_HOME", str(tmp_path))
     os.mkfifo(tmp_path / "hooks.json")
@@ -155,7 +155,7 @@ def test_a_fifo_at_hooks_json_reads_as_codexs_default(tmp_path, monkeypatch):
 
 
 def test_a_byte_bound_counts_utf8_bytes_not_characters():
-    from hosts.render import render
+    from hosts.facts.render import render
     from turn_hooks import ContextItem, HostProjection
 
     items = [ContextItem(ref=f"r{i}", text="é" * 100) for i in range(3)]

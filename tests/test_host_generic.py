@@ -13,8 +13,8 @@ from fixtures import f1
 from turn_support import RAW, bound_goal
 
 from conformance.public_safety import public_safety_violations
-from hosts.codex_cli import INJECTED_SCHEMA, delivered_refs
-from hosts.render import (
+from hosts.adapters.codex_cli import INJECTED_SCHEMA, delivered_refs
+from hosts.facts.render import (
     NONE_WANTED,
     block_request,
     extract_block,
@@ -25,7 +25,7 @@ from hosts.render import (
     tool_request,
     without_refs,
 )
-from hosts.settlement import run_validator, settlement_store
+from hosts.settlement.settlement import run_validator, settlement_store
 from sidecars import goal_repository, path_token
 from turn_hooks import ContextItem, HostProjection
 
@@ -561,7 +561,7 @@ def test_no_prompt_in_recall_keys_the_situation_on_goal_and_project_alone(tmp_pa
 
 
 def test_the_installer_bakes_no_prompt_in_recall_into_the_pre_turn_hook_only():
-    from hosts.codex_install import hook_command
+    from hosts.setup.codex_install import hook_command
 
     binding = {"registry": "r.json", "goal_id": "g", "agent_id": "a", "validation_argv": None}
     pre = hook_command("UserPromptSubmit", prompt_in_recall=False, **binding)
@@ -607,7 +607,7 @@ def test_a_busy_hook_log_loses_no_line(tmp_path):
 
 
 def test_only_well_formed_spilled_entries_are_folded_in(tmp_path):
-    from hosts import hook_log
+    from hosts.settlement import hook_log
     from sidecars import SidecarStore
 
     store = SidecarStore(hook_log.log_root())
@@ -648,7 +648,7 @@ def test_a_pre_turn_imports_no_lock_library_no_process_machinery_and_no_write_pa
     registry = bound_goal(tmp_path / "goal")
     names = ("subprocess", "filelock", "selectors", *WRITE_PATH)
     code = (
-        "import sys; from hosts.cli import main; "
+        "import sys; from hosts.cli.command import main; "
         "status = main(sys.argv[1:]); "
         f"print(sorted(m for m in {names!r} if m in sys.modules), "
         "file=sys.stderr); sys.exit(status)"
@@ -691,7 +691,7 @@ def test_a_failing_validator_says_why_in_the_hook_log(tmp_path):
 def test_one_host_has_one_spelling_in_the_hook_log():
     """The adapter logs the host as the command line names it (``codex-cli``); the
     plugin results of the same Turn, logged by its Turn's host id, read the same."""
-    from hosts import hook_log
+    from hosts.settlement import hook_log
 
     hook_log.record("codex_cli", "pre_turn", [("reward_memory", "a_reason")])
     hook_log.record("codex-cli", "pre_turn", [("adapter", "b_reason")])
@@ -707,8 +707,8 @@ def test_the_hook_log_keeps_its_newest_entries_in_pages():
     """A hook rewrites only the current page (at most ``PAGE_ENTRIES`` entries), so its
     cost does not grow with the log; the log as a whole still keeps the newest
     ``KEEP_ENTRIES``, in order, and ``turn-hooks log`` shows them newest first."""
-    from hosts import hook_log
-    from hosts.status import hook_log as view
+    from hosts.settlement import hook_log
+    from hosts.setup.status import hook_log as view
     from sidecars import SidecarStore
 
     written = [
@@ -730,8 +730,8 @@ def test_the_hook_log_keeps_its_newest_entries_in_pages():
 
 
 def test_a_spill_larger_than_a_page_is_folded_into_pages():
-    from hosts import hook_log
-    from hosts.status import hook_log as view
+    from hosts.settlement import hook_log
+    from hosts.setup.status import hook_log as view
     from sidecars import SidecarStore
 
     store = SidecarStore(hook_log.log_root())
@@ -774,7 +774,7 @@ def test_a_field_with_a_tool_on_this_host_is_asked_for_through_the_tool_alone():
 
 def _serve(host, home, command=None):
     """Our MCP server in a host home, as `install` wires it (``command``: another one)."""
-    from hosts import mcp_install
+    from hosts.setup import mcp_install
 
     server = mcp_install.server_command(registry="r")
     if command is not None:

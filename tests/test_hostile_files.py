@@ -22,7 +22,7 @@ from test_store_faults import binding_args, promptly, turn_hooks
 from turn_support import bound_goal
 
 from capabilities.reward_memory.contract.config import read_config_bytes
-from hosts import cli
+from hosts.cli import command as cli
 from sidecars import kind_problem, read_bounded, read_registry, read_source, read_stream
 from turn_hooks import MAX_JSON_SIZE, InvalidInputError
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from turn_support import RAW, bound_goal
 
-from hosts import cli
+from hosts.cli import command as cli
 from turn_hooks import (
     MAX_JSON_DEPTH,
     MAX_NUMBER_CHARS,
@@ -449,7 +449,16 @@ def message(prefix=""):
 def settle(registry, stdin, *extra):
     bound = ("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
     result = subprocess.run(
-        [sys.executable, "-m", "hosts.cli", "host", "generic", "post-settlement", *bound, *extra],
+        [
+            sys.executable,
+            "-m",
+            "hosts.cli",
+            "host",
+            "generic",
+            "post-settlement",
+            *bound,
+            *extra,
+        ],
         input=stdin,
         capture_output=True,
         check=False,
@@ -505,7 +514,7 @@ def test_one_bad_byte_in_the_final_message_still_learns(tmp_path, bad):
 
 
 def test_hook_stdin_is_read_as_bytes_and_bounded():
-    from hosts.generic import MAX_EVENT_CHARS, read_hook_stdin
+    from hosts.adapters.generic import MAX_EVENT_CHARS, read_hook_stdin
 
     big = io.BufferedReader(io.BytesIO(b" " * (MAX_EVENT_CHARS + 10)))
     stream = io.TextIOWrapper(big)
@@ -522,7 +531,7 @@ def test_hook_stdin_is_read_as_bytes_and_bounded():
 
 
 def test_no_stdin_at_all_reads_as_empty(monkeypatch):
-    from hosts.generic import read_hook_stdin
+    from hosts.adapters.generic import read_hook_stdin
 
     monkeypatch.setattr(sys, "stdin", None)
     assert read_hook_stdin() == b""

@@ -17,7 +17,7 @@ import pytest
 from test_openviking_real import ov_env, ov_server  # noqa: F401 - fixtures used by name
 
 from capabilities.reward_memory.binding.setup import CONFIG_PATH, IGNORE_TEXT
-from hosts.cli import main
+from hosts.cli.command import main
 from sidecars import default_registry
 
 

@@ -274,7 +274,7 @@ def test_validate_with_declares_the_built_in_validator_in_shell_words():
     # write; bad words are the declaration's own typed error, before any write.
     import argparse
 
-    from hosts.install import validation_argv
+    from hosts.setup.install import validation_argv
     from turn_hooks.errors import InvalidInputError
 
     def args(**values):
@@ -380,7 +380,7 @@ def test_a_linked_host_file_is_refused_and_left_alone(repo, tmp_path, host, name
 
 def hooks_listed(home: Path, cwd: Path) -> dict[str, str]:
     """What the real Codex computes: each hooks.json handler's command -> trust status."""
-    from hosts.codex_install import AppServer
+    from hosts.facts.codex_rpc import AppServer
 
     server = AppServer(str(CODEX), {**os.environ, "CODEX_HOME": str(home)})
     try:
@@ -463,7 +463,7 @@ def test_trust_entries_follow_their_handlers_or_nothing_is_written(tmp_path):
     # The edit uninstall makes without a codex binary: an entry moves with its handler
     # (its hash is its content), a removed handler's goes; a form Codex does not write,
     # or a linked config.toml, is refused with config.toml as it was.
-    from hosts import codex_trust
+    from hosts.setup import codex_trust
     from turn_hooks.errors import InvalidInputError
 
     a, b, c = ({"type": "command", "command": name} for name in "abc")

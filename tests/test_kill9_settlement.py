@@ -30,7 +30,7 @@ from turn_support import ROOT, bound_goal, hook_argv, reflection_message, resolu
 
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.turn.reconcile import reconcile
-from hosts.settlement import queued, replay_pending, settlement_store
+from hosts.settlement.settlement import queued, replay_pending, settlement_store
 from turn_hooks import make_plugin_manager
 
 EVIDENCE = ROOT / "scripts" / "demo" / "evidence.json"
@@ -119,7 +119,7 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path, dialect):
 @pytest.mark.slow
 def test_kill_9_of_a_warm_stop_at_random_points_loses_and_doubles_nothing(tmp_path):
     """A Codex Stop served by the resident server: its child answers the host, then
-    settles the Turn itself (hosts.after_reply). The kills (of that child and of the
+    settles the Turn itself (hosts.settlement.after_reply). The kills (of that child and of the
     hook client) land before the spool, before and after the reply, during the
     validator and after the write."""
     run_dir = Path(tempfile.mkdtemp(dir=resident_support.BASE))
@@ -188,7 +188,7 @@ def whole_settlement(registry, argv, marks, env):
 def carry_on_and_check(registry, marks):
     """Work the queue and reconcile the journals as later Turns would; then every
     spooled Turn the validator attested is exactly one record."""
-    from hosts import spill
+    from hosts.settlement import spill
 
     time.sleep(1)  # let validators orphaned by a kill finish their output
     store = settlement_store(str(registry), f1.GOAL)
@@ -243,7 +243,7 @@ def test_kill_9_swept_from_the_moment_stdin_is_written_loses_nothing_read(tmp_pa
 
     Whether a hook had read its whole stdin is read back from the offset of the file
     it was handed (it shares the parent's open file), not from a clock."""
-    from hosts import spill
+    from hosts.settlement import spill
 
     env = unmeasured()
     registry = bound_goal(tmp_path)

@@ -41,7 +41,7 @@ def modules():
 
 # The command line is the composition root: it alone may add the maintainers'
 # conformance commands to its parser (they are no entry point, so no Turn loads them).
-COMPOSITION_ROOT = {("hosts/cli.py", "conformance.commands")}
+COMPOSITION_ROOT = {("hosts/cli/command.py", "conformance.commands")}
 
 
 @pytest.mark.parametrize(("package", "path"), list(modules()))
@@ -341,3 +341,183 @@ def test_the_name_check_sees_code_and_skips_prose():
     assert capability_names_in(["from capabilities.REWARD_MEMORY import x"]) == ["reward_memory"]
     names = set(code_names("from a.b import c as d\nimport e\nasync def f(h):\n    f(g=1)\n"))
     assert names >= {"a.b", "c", "d", "e", "f", "g", "h"}
+
+
+# --- the rooms of hosts/ ------------------------------------------------------------
+#
+#        _entry, _resident   (the front door: paths and module names installed hooks
+#              |              and running servers are known by, so they stay flat)
+#             cli
+#              |
+#           adapters
+#              |
+#            setup
+#              |
+#            _warm            (the resident server's client, flat beside _entry)
+#              |
+#          settlement
+#              |
+#            facts
+#
+# Each room may import itself and the rooms below it; nothing imports cli but the
+# front door. Every import counts, those inside functions too: a lazy import keeps a
+# module off the hook path, it does not change who depends on whom.
+HOSTS = ROOT / "hosts"
+HOST_ROOMS = {
+    "facts": set(),
+    "settlement": {"facts"},
+    "_warm": {"settlement", "facts"},
+    "setup": {"_warm", "settlement", "facts"},
+    "adapters": {"setup", "_warm", "settlement", "facts"},
+    "cli": {"adapters", "setup", "_warm", "settlement", "facts"},
+    "front": {"cli", "adapters", "setup", "_warm", "settlement", "facts"},
+}
+HOST_ROOT_MODULES = {"__init__": None, "_entry": "front", "_resident": "front", "_warm": "_warm"}
+# Known arrows against the rooms, each a lazy import inside one function, kept until a
+# change of behaviour (not a move) takes them out. The test fails once one is gone, so
+# the list only shrinks. spill rebuilds a dead Stop hook's Turn through the adapters.
+HOST_BACK_EDGES = {
+    ("hosts.settlement.spill", "hosts.adapters.generic"),
+    ("hosts.settlement.spill", "hosts.adapters.codex_cli"),
+}
+# The one import circle left among hosts modules, all of it through lazy imports: a
+# Turn asks status whether its tool channel is wired (channel -> status), status and
+# install and the plugin route ask each other, and spill's rebuild (above). Breaking it
+# is a change of behaviour of its own; it must not grow.
+HOST_CYCLES = [
+    {
+        "hosts.adapters.channel",
+        "hosts.adapters.codex_cli",
+        "hosts.adapters.generic",
+        "hosts.settlement.settlement",
+        "hosts.settlement.spill",
+        "hosts.setup.install",
+        "hosts.setup.plugin_route",
+        "hosts.setup.status",
+    }
+]
+
+
+def host_module(path):
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+HOST_MODULES = {host_module(path): path for path in sorted(HOSTS.rglob("*.py"))}
+
+
+def host_room(name):
+    """The room of a hosts module: its sub-package, or its role at the package root."""
+    parts = name.split(".")
+    if len(parts) == 1:
+        return None  # the package docstring
+    if len(parts) == 2 and parts[1] in HOST_ROOT_MODULES:
+        return HOST_ROOT_MODULES[parts[1]]
+    return parts[1]  # a sub-package, or a module in one
+
+
+def host_arrows(path):
+    """The hosts modules ``path`` imports, at its top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            found.add(".")  # relative imports hide the room; hosts uses none
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in HOST_MODULES
+                else node.module
+                for alias in node.names
+            ]
+        found.update(name for name in names if name.split(".")[0] == "hosts")
+    return found - {host_module(path) if path.is_relative_to(ROOT) else None}
+
+
+def test_the_host_rooms_are_the_sub_packages_on_disk():
+    on_disk = {path.name for path in HOSTS.iterdir() if (path / "__init__.py").is_file()}
+    assert on_disk == set(HOST_ROOMS) - {"front", "_warm"}
+    assert {path.stem for path in HOSTS.glob("*.py")} == set(HOST_ROOT_MODULES), "no flat modules"
+
+
+def test_the_host_rooms_are_a_layering():
+    for room, allowed in HOST_ROOMS.items():
+        assert room not in allowed
+        for lower in allowed:
+            assert HOST_ROOMS[lower] <= allowed, f"{room} may import {lower} but not all below it"
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, id=name) for name in HOST_MODULES if host_room(name)]
+)
+def test_hosts_imports_follow_the_rooms(name):
+    room = host_room(name)
+    for target in host_arrows(HOST_MODULES[name]):
+        assert target != ".", f"{name} uses a relative import"
+        if target not in HOST_MODULES:  # a room's package, or the hosts package itself
+            continue
+        if (name, target) in HOST_BACK_EDGES:
+            continue
+        other = host_room(target)
+        assert other in (room, None) or other in HOST_ROOMS[room], (
+            f"{name} ({room}) may not import {target} ({other})"
+        )
+
+
+def test_the_known_back_edges_are_still_there():
+    for name, target in HOST_BACK_EDGES:
+        assert target in host_arrows(HOST_MODULES[name]), f"{name} -> {target} is gone: drop it"
+
+
+def host_cycles():
+    """The strongly connected groups of two or more hosts modules (Tarjan)."""
+    arrows = {
+        name: {target for target in host_arrows(path) if target in HOST_MODULES}
+        for name, path in HOST_MODULES.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups = []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(arrows[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for name in sorted(arrows):
+        if name not in index:
+            visit(name)
+    return groups
+
+
+def test_no_import_circle_among_hosts_modules_but_the_known_one():
+    # cli <-> install and codex_install <-> codex_trust are gone: install's command-line
+    # options moved to the cli room, Codex's app-server client to facts.
+    assert sorted(map(sorted, host_cycles())) == sorted(map(sorted, HOST_CYCLES))
+
+
+def test_the_host_room_check_sees_lazy_imports(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from hosts.setup import install\n"
+        "def f():\n"
+        "    from hosts.cli.command import main\n"
+        "    import hosts.facts.caps\n"
+    )
+    assert host_arrows(bad) == {"hosts.setup.install", "hosts.cli.command", "hosts.facts.caps"}

@@ -8,8 +8,8 @@ import re
 from fixtures import f1
 from test_openviking_real import health_goal
 
-from hosts import cli
-from hosts._render import MAX_TABLE_COLUMNS, render, to_markdown
+from hosts.cli import command as cli
+from hosts.cli._render import MAX_TABLE_COLUMNS, render, to_markdown
 
 JSON_IN_A_CELL = re.compile(r"\| *[\[{]")
 

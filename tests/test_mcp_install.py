@@ -1,5 +1,5 @@
 """What ``install codex|claude-code`` wires for the result tools' MCP server, and exactly
-what ``--uninstall`` takes away again (hosts/mcp_install.py)."""
+what ``--uninstall`` takes away again (hosts/setup/mcp_install.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hosts import mcp_install
+from hosts.setup import mcp_install
 from turn_hooks import InvalidInputError
 
 SERVER = mcp_install.server_command(registry="/r.json")
@@ -18,7 +18,7 @@ BASE = 'model = "fake-model"\n[model_providers.fake]\nname = "fake"\n'
 
 
 def test_the_server_command_is_this_interpreter_running_mcp_serve():
-    from hosts._hook_line import entry_argv
+    from hosts.setup._hook_line import entry_argv
 
     assert SERVER == (sys.executable, [*entry_argv()[1:], "mcp", "serve", "--registry", "/r.json"])
 

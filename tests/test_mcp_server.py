@@ -15,8 +15,9 @@ from fixtures import f1
 from turn_support import ROOT, bound_goal, hook_argv, journals_after_settlement, run_process
 
 from capabilities.reward_memory.plugin import REFLECTION_TOOL
-from hosts import mcp, staged
-from hosts.settlement import settlement_store
+from hosts.adapters import mcp
+from hosts.settlement import staged
+from hosts.settlement.settlement import settlement_store
 from turn_hooks import SettlementRegistration, make_plugin_manager, settlement_result_tools
 from turn_hooks._contribution import validate_settlement_registration
 from turn_hooks.errors import RegistrationError, SidecarError
@@ -209,7 +210,7 @@ def test_session_and_turn_come_from_codex_meta_or_claude_codes_environment():
 def test_a_new_prompt_drops_what_its_session_staged_before_it(tmp_path):
     from turn_support import hook_turn
 
-    from hosts.generic import carry_on_settlements
+    from hosts.adapters.generic import carry_on_settlements
 
     registry = bound_goal(tmp_path)
     store = settlement_store(str(registry), f1.GOAL)
@@ -226,7 +227,7 @@ def test_a_new_prompt_drops_what_its_session_staged_before_it(tmp_path):
 def test_a_staged_value_that_cannot_be_dropped_costs_the_turn_a_log_line(tmp_path, monkeypatch):
     from turn_support import hook_turn
 
-    from hosts.generic import carry_on_settlements
+    from hosts.adapters.generic import carry_on_settlements
 
     monkeypatch.setenv("TURN_HOOKS_STATE_DIR", str(tmp_path / "state"))
     registry = bound_goal(tmp_path)
@@ -349,7 +350,17 @@ def test_without_a_staged_value_the_final_message_block_still_settles(tmp_path):
 
 
 def test_an_unusable_binding_exits_2_before_serving(tmp_path):
-    argv = [sys.executable, "-m", "hosts.cli", "mcp", "serve", "--goal-id", "g", "--agent-id", "a"]
+    argv = [
+        sys.executable,
+        "-m",
+        "hosts.cli",
+        "mcp",
+        "serve",
+        "--goal-id",
+        "g",
+        "--agent-id",
+        "a",
+    ]
     result = run_process([*argv, "--registry", str(tmp_path / "missing.json")])
     assert result.returncode == 2
     assert json.loads(result.stdout)["reason_code"] == "registry_unreadable"

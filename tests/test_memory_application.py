@@ -193,7 +193,7 @@ def _order(pm, registry, turn_id):
 
 
 def _cli(capsys, *argv):
-    from hosts import cli
+    from hosts.cli import command as cli
 
     code = cli.main(list(argv))
     return code, json.loads(capsys.readouterr().out)

@@ -13,7 +13,7 @@ from fixtures import f1
 from test_openviking_real import event_for, health_goal, ov_env, ov_server  # noqa: F401 (fixtures)
 
 from conformance.public_safety import public_safety_violations
-from hosts import cli
+from hosts.cli import command as cli
 
 SUMMARY = f1.REFLECTION["content_summary"]
 QUERY = "a change touches one module"

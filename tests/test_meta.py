@@ -45,7 +45,7 @@ def test_every_package_is_typed(name):
 
 def test_importing_the_hook_path_does_not_import_pydantic_or_filelock():
     code = (
-        "import sys, turn_hooks, sidecars, hosts.cli; "
+        "import sys, turn_hooks, sidecars, hosts.cli.command; "
         "print(sorted(m for m in ('pydantic', 'filelock', 'httpx') if m in sys.modules))"
     )
     result = subprocess.run(

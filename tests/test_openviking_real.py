@@ -28,7 +28,7 @@ from capabilities.reward_memory.contract.identities import peer_token
 from capabilities.reward_memory.turn.post_settlement import run_turn_ingest_fail_open
 from capabilities.reward_memory.turn.reconcile import reconcile
 from conformance.public_safety import public_safety_violations
-from hosts import cli
+from hosts.cli import command as cli
 
 USER = "alice"
 

@@ -236,8 +236,8 @@ def test_a_cold_pre_turn_on_openviking_imports_no_httpcore_tenacity_or_embedded_
     argv = ["host", "codex-cli", "pre-turn", "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
     argv += ["--registry", str(registry)]
     code = (
-        "import sys, hosts.cli\n"
-        f"code = hosts.cli.main({argv!r})\n"
+        "import sys, hosts.cli.command\n"
+        f"code = hosts.cli.command.main({argv!r})\n"
         # sqlite3 is loaded: the re-rank stems with SQLite's porter tokenizer.
         "names = ('httpcore', 'tenacity', 'capabilities.providers.embedded_sqlite')\n"
         "print(code, sorted(m for m in names if m in sys.modules), file=sys.stderr)\n"

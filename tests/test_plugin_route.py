@@ -19,8 +19,8 @@ import pytest
 from test_claude_plugin_real import bound_repository
 from test_install_hosts import TURN_HOOKS, turn_hooks
 
-from hosts import plugin_route
-from hosts._hook_line import handler_words
+from hosts.setup import plugin_route
+from hosts.setup._hook_line import handler_words
 from sidecars import read_validator, record_validator, validator_document
 from turn_hooks.errors import InvalidInputError
 

@@ -334,7 +334,7 @@ def test_a_fenced_pretty_reflection_is_spooled_validated_and_learned_canonical(t
 
 
 def test_a_refusal_names_field_and_rule_in_the_hook_log_and_status_not_in_receipts(tmp_path):
-    from hosts.status import hook_log, settlements
+    from hosts.setup.status import hook_log, settlements
 
     registry = bound_goal(tmp_path)
     reply = (
@@ -438,7 +438,7 @@ def test_a_tool_call_without_the_supplied_keys_is_staged_read_and_learned(tmp_pa
 
 
 def test_the_hook_log_keeps_only_a_well_formed_detail(tmp_path):
-    from hosts import hook_log
+    from hosts.settlement import hook_log
 
     hook_log.record_refusals(
         "generic",

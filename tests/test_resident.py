@@ -361,11 +361,11 @@ def test_an_upgraded_package_gets_a_new_server_and_the_old_one_exits(tmp_path, r
 def test_a_module_edited_in_place_ends_the_server(tmp_path, run_dir):
     """An editable install's module changes without a new key: the server, which
     checks what it loaded while idle, exits, and the next call starts a new one."""
-    import hosts.render
+    import hosts.facts.render
 
     env = environment(run_dir)
     old = started_server(tmp_path, run_dir, env)
-    module = Path(hosts.render.__file__)
+    module = Path(hosts.facts.render.__file__)
     before = module.stat()
     try:
         os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
@@ -511,8 +511,8 @@ def test_no_server_unless_a_hook_may_use_one(tmp_path, run_dir, switch, command)
 
 
 def test_installed_hooks_enter_through_the_resident_front_door():
-    from hosts import codex_install, dsh_install, settings_install, status
-    from hosts._hook_line import entry_argv, loader
+    from hosts.setup import codex_install, dsh_install, settings_install, status
+    from hosts.setup._hook_line import entry_argv, loader
 
     assert entry_argv() == [sys.executable, "-S", "-c", loader()]
     command = codex_install.hook_command(
@@ -529,7 +529,11 @@ def test_installed_hooks_enter_through_the_resident_front_door():
     # status; another adapter's, or another program's, are not.
     elsewhere = start.replace(json.dumps(package_root()), '"/x y"')
     assert elsewhere != start
-    for form in (f"{sys.executable} -m hosts._entry", f"{sys.executable} -m hosts.cli", elsewhere):
+    for form in (
+        f"{sys.executable} -m hosts._entry",
+        f"{sys.executable} -m hosts.cli",
+        elsewhere,
+    ):
         older = {"command": command.replace(start, form)}
         assert codex_install._ours(older, "g", "a"), form
         assert status.our_handler(older["command"])["hook_event"] == "pre-turn", form
@@ -556,7 +560,7 @@ def test_installed_hooks_enter_through_the_resident_front_door():
 
 
 def package_root():
-    from hosts import _hook_line
+    from hosts.setup import _hook_line
 
     return _hook_line.ROOT
 
@@ -564,7 +568,7 @@ def package_root():
 def test_a_removed_package_never_blocks_the_prompt(tmp_path):
     """Hooks left installed after the package went: the command fails with exit 1,
     never 2, which Codex, Claude Code and Gemini read as "block this prompt"."""
-    from hosts._hook_line import entry_argv
+    from hosts.setup._hook_line import entry_argv
 
     gone = shlex.join(entry_argv()).replace(
         json.dumps(package_root()), json.dumps(str(tmp_path / "gone"))
@@ -574,7 +578,7 @@ def test_a_removed_package_never_blocks_the_prompt(tmp_path):
         f"{gone} host codex-cli pre-turn", shell=True, input="{}", capture_output=True, text=True
     )
     assert result.returncode == 1, result.stderr
-    from hosts import status
+    from hosts.setup import status
 
     assert status.our_handler(f"{gone} host codex-cli pre-turn")["command_resolves"] is False
     ours = status.our_handler(f"{shlex.join(entry_argv())} host codex-cli pre-turn")
@@ -583,7 +587,7 @@ def test_a_removed_package_never_blocks_the_prompt(tmp_path):
 
 @pytest.mark.parametrize("form", ["loader", "module"])
 def test_the_installed_command_form_is_served_warm(tmp_path, run_dir, form):
-    from hosts._hook_line import entry_argv
+    from hosts.setup._hook_line import entry_argv
 
     env = environment(run_dir)
     server = started_server(tmp_path, run_dir, env)
@@ -603,7 +607,7 @@ def test_the_installed_command_form_is_served_warm(tmp_path, run_dir, form):
 def test_the_installed_form_runs_cold_exactly_as_the_module_form(tmp_path, run_dir):
     """``python -S -c <loader>`` imports ``site`` before a cold run: the same
     outputs as ``-m``, with site-packages (pydantic, the capability plugins) found."""
-    from hosts._hook_line import entry_argv
+    from hosts.setup._hook_line import entry_argv
 
     printed = []
     for start in (entry_argv(), [sys.executable, "-m", "hosts._entry"]):
@@ -792,7 +796,7 @@ def test_a_warm_stop_takes_its_stdin_through_a_spill_it_removes(tmp_path, run_di
     finished call leaves no spill behind: a pipe and a regular file alike."""
     from test_settlement_faults import queue
 
-    from hosts import spill
+    from hosts.settlement import spill
 
     env = environment(run_dir)
     server = started_server(tmp_path, run_dir, env)
@@ -849,7 +853,7 @@ def test_the_loader_names_any_package_root_exactly(monkeypatch, root):
     directory's name, the command parses back to that directory and is ours."""
     import ast
 
-    from hosts import _hook_line
+    from hosts.setup import _hook_line
 
     monkeypatch.setattr(_hook_line, "ROOT", root)
     words = shlex.split(shlex.join(_hook_line.entry_argv()))
@@ -913,7 +917,7 @@ MCP_LINES = [
 
 def mcp_serve(registry, env):
     """``turn-hooks mcp serve`` in the installed form, left running with a stdin pipe."""
-    from hosts._hook_line import entry_argv
+    from hosts.setup._hook_line import entry_argv
 
     return subprocess.Popen(
         [*entry_argv(), "mcp", "serve", "--registry", str(registry)],
@@ -951,7 +955,7 @@ def test_a_warm_mcp_session_answers_exactly_as_a_cold_one_past_any_deadline(tmp_
 def test_a_killed_mcp_client_ends_its_session(tmp_path, run_dir):
     """Killed, the client can no longer forward the host's signals: its session ends
     with it, though the host still holds the session's stdin open."""
-    from hosts._hook_line import entry_argv
+    from hosts.setup._hook_line import entry_argv
 
     env = environment(run_dir)
     server = started_server(tmp_path, run_dir, env)

@@ -14,7 +14,7 @@ from fixtures import f1
 from rm_support import operator_checkpoint, unenabled_goal
 
 from conformance.public_safety import public_safety_violations
-from hosts import cli
+from hosts.cli import command as cli
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from test_host_generic import VALIDATOR, hook_log_entries, run_cli
 from turn_support import RAW, bound_goal, settled_spools
 
 from capabilities.reward_memory.contract.reader import read_reflection
-from hosts.render import block_request
+from hosts.facts.render import block_request
 
 TESTS = Path(__file__).parent
 PROMPT = "a change touches one module"

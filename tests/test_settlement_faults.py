@@ -36,7 +36,7 @@ from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.contract.identities import evidence_digest, source_event_id
 from capabilities.reward_memory.turn.journal import journal_files_of, journal_path
 from capabilities.reward_memory.turn.reconcile import reconcile
-from hosts.settlement import (
+from hosts.settlement.settlement import (
     MAX_SETTLEMENT_ATTEMPTS,
     QUEUE_DIR,
     queued,

@@ -32,8 +32,8 @@ from turn_support import (
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
-from hosts import spill
-from hosts.generic import MAX_EVENT_CHARS
+from hosts.adapters.generic import MAX_EVENT_CHARS
+from hosts.settlement import spill
 
 
 def incoming() -> Path:
@@ -260,7 +260,7 @@ def test_a_fresh_part_is_left_and_an_old_dead_one_removed(tmp_path):
 def test_a_spill_for_a_goal_whose_root_cannot_be_written_is_parked(tmp_path):
     from test_settlement_faults import block
 
-    from hosts.settlement import QUEUE_DIR, parked
+    from hosts.settlement.settlement import QUEUE_DIR, parked
 
     registry = bound_goal(tmp_path)
     block(registry, QUEUE_DIR)  # the queue cannot be written: the Turn is parked
@@ -346,7 +346,7 @@ def test_a_dead_gemini_stop_is_settled_under_its_own_turn_not_the_next(tmp_path)
 
 
 def test_status_counts_a_dead_writers_spill_of_its_binding_only(tmp_path):
-    from hosts.status import settlements
+    from hosts.setup.status import settlements
 
     registry = bound_goal(tmp_path)
     dead_writer(tmp_path, registry)

@@ -33,7 +33,7 @@ from turn_support import bound_goal, hook_argv, hook_turn
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
-from hosts.settlement import (
+from hosts.settlement.settlement import (
     MAX_SPOOL_BYTES,
     PARK_DIR,
     QUEUE_DIR,
@@ -43,7 +43,7 @@ from hosts.settlement import (
     settlement_store,
     spool_path,
 )
-from hosts.status import settlements
+from hosts.setup.status import settlements
 from sidecars import lock_path
 from turn_hooks import make_plugin_manager
 
@@ -169,7 +169,7 @@ def test_a_message_kept_ahead_but_too_large_to_spool_leaves_no_marker(tmp_path):
 def test_a_staged_reflection_is_carried_by_the_marker_once_taken(tmp_path):
     """A value the model staged through the tool is gone from its sidecar once taken:
     the marker then carries the built entry, so the worker learns that value."""
-    from hosts import staged
+    from hosts.settlement import staged
 
     registry = bound_goal(tmp_path)
     store, path = spool_of(registry)
@@ -240,7 +240,7 @@ def test_a_turn_settled_while_the_root_is_read_only_is_stored_once_it_is_writabl
 
 
 def test_parked_turns_are_bounded_and_the_loss_past_the_bound_is_named(tmp_path):
-    from hosts.settlement import MAX_PARKED, write_ahead
+    from hosts.settlement.settlement import MAX_PARKED, write_ahead
 
     registry = bound_goal(tmp_path)
     block(registry, QUEUE_DIR)  # the queue cannot be written: the Turns are parked
@@ -256,7 +256,7 @@ def test_parked_turns_are_bounded_and_the_loss_past_the_bound_is_named(tmp_path)
 def test_a_record_no_entry_can_be_built_from_ends_terminal_not_retried(tmp_path, monkeypatch):
     """A plugin's reader that fails on the record (a bug) must not stop the worker on
     every Turn: the entry ends incomplete, its marker goes."""
-    from hosts import settlement
+    from hosts.settlement import settlement
 
     registry = bound_goal(tmp_path)
     store, _ = spool_of(registry)

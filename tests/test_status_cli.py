@@ -18,7 +18,9 @@ from test_host_generic import VALIDATOR, message, run_cli
 from test_openviking_real import health_goal
 
 from conformance.public_safety import public_safety_violations
-from hosts import cli, codex_install, dsh_install, hook_log, status
+from hosts.cli import command as cli
+from hosts.settlement import hook_log
+from hosts.setup import codex_install, dsh_install, status
 
 
 def call(capsys, *argv):
@@ -333,7 +335,7 @@ def test_status_names_its_binding_by_the_one_rule(capsys, tmp_path, monkeypatch)
 def test_status_looks_where_claude_code_looks(tmp_path, monkeypatch):
     # CLAUDE_CONFIG_DIR moves Claude Code's settings; `install claude-code` writes
     # there, so status reads there too.
-    from hosts import settings_install
+    from hosts.setup import settings_install
 
     config = tmp_path / "claude-config"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
@@ -352,7 +354,7 @@ def test_status_looks_where_claude_code_looks(tmp_path, monkeypatch):
 def test_status_shows_a_turn_whose_validator_failed_and_what_waits_in_the_queue(capsys, tmp_path):
     """A failed check leaves no journal (nothing was attested), yet it is the newest
     settlement, and a killed Stop hook's queue marker is counted."""
-    from hosts.settlement import QUEUE_DIR, binding_store
+    from hosts.settlement.settlement import QUEUE_DIR, binding_store
     from sidecars import goal_agent_parts
 
     goal = "status-failed"
@@ -383,7 +385,7 @@ def test_status_shows_a_turn_whose_validator_failed_and_what_waits_in_the_queue(
     assert str(tmp_path) not in out
 
     # A validator that runs now (it holds the Goal's validator lock): status says so.
-    from hosts.settlement import _slot_path
+    from hosts.settlement.settlement import _slot_path
     from sidecars import SidecarStore
 
     with SidecarStore(store.root).lock(_slot_path(store, goal)):

@@ -35,7 +35,7 @@ from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.factory import build_provider
 from capabilities.reward_memory.contract.config import normalise_config
 from capabilities.reward_memory.turn.journal import JOURNAL_DIR
-from hosts import hook_log
+from hosts.settlement import hook_log
 from sidecars import SidecarStore, goal_agent_parts, sidecar_root
 from turn_hooks import (
     ProviderUnavailable,

@@ -22,7 +22,7 @@ from capabilities.reward_memory.turn.pre_turn import (
     automation_enabled,
     memory_contribution,
 )
-from hosts.render import render_context
+from hosts.facts.render import render_context
 from turn_hooks import (
     ContextItem,
     ContextRegistration,
@@ -76,7 +76,7 @@ def test_first_turn_requests_a_reflection_and_recalls_nothing(tmp_path, plugin_p
 
 
 def test_the_reflection_instruction_names_no_channel():
-    # Issue 36: the host asks for the tool or the block (hosts.render), by its wiring;
+    # Issue 36: the host asks for the tool or the block (hosts.facts.render), by its wiring;
     # the capability's text only describes the value, so the two never contradict.
     for channel in ("record_reflection", "<reward_memory_reflection_json>", "empty block"):
         assert channel not in REFLECTION_INSTRUCTION

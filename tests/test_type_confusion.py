@@ -24,7 +24,7 @@ from fixtures import f1
 from rm_support import operator_checkpoint
 from turn_support import DEMO_VALIDATOR, RAW, bound_goal
 
-from hosts import cli
+from hosts.cli import command as cli
 
 WRONG_TYPES = {
     "object": {"k": 1},  # unhashable: a dict key lookup with it raises TypeError

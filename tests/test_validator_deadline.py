@@ -42,7 +42,7 @@ from turn_support import ROOT, bound_goal, hook_argv, journals_after_settlement
 from turn_support import reflection_message as message
 from turn_support import run_process as run
 
-from hosts import settlement
+from hosts.settlement import settlement
 from sidecars import lock_path
 
 TURN_HOOKS = str(Path(sys.executable).parent / "turn-hooks")

@@ -22,7 +22,7 @@ from test_host_generic import message
 from test_install_hosts import TURN_HOOKS
 
 from conformance.public_safety import public_safety_violations
-from hosts.install import shell_syntax
+from hosts.setup.install import shell_syntax
 from sidecars import default_registry
 from turn_hooks import output_tail, run_external
 
@@ -230,7 +230,7 @@ def test_a_shell_command_line_runs_through_sh_and_says_so(repo, tmp_path):
     assert " -c " in stop_command(home) and "&&" in stop_command(home)
     doctor = json.loads(run(repo, "doctor", "claude-code", "--home", str(home)).stdout)
     assert any("shell syntax: run through sh -c" in r["message"] for r in doctor["checks"])
-    from hosts.status import settings_hooks
+    from hosts.setup.status import settings_hooks
 
     assert settings_hooks("claude_code", home / "settings.json")["validator_through_shell"]
     # As the hook runs it: the whole line through the shell, `&&` included.

@@ -170,7 +170,7 @@ def hook_turn(
     registry: Path | str, cwd: Path | None, turn_id: str = "t1", host: str = "generic_cli"
 ) -> TurnContext:
     """The Turn a host's hook builds for the fixture's Goal and Agent."""
-    from hosts.generic import build_turn
+    from hosts.adapters.generic import build_turn
 
     event = {"turn_id": turn_id} if cwd is None else {"turn_id": turn_id, "cwd": str(cwd)}
     return build_turn(

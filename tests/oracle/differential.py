@@ -102,7 +102,7 @@ def ours_env() -> dict[str, str]:
 
 def start_ours() -> Tool:
     """Our CLI in this interpreter's venv."""
-    return Tool(sys.executable, "hosts.cli:main", ours_env(), [])
+    return Tool(sys.executable, "hosts.cli.command:main", ours_env(), [])
 
 
 def run_ours(case: dict[str, Any], root: Path, tool: Tool | None = None) -> dict[str, Any]:

@@ -577,7 +577,10 @@ def test_operator_controls_match(tmp_path, name):
 def cli_run_json(*argv):
     """Our command in a new process, as a user runs it: exit code and JSON."""
     result = subprocess.run(
-        [sys.executable, "-m", "hosts.cli", *argv], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "hosts.cli", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return result.returncode, json.loads(result.stdout)
 

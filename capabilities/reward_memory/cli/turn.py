@@ -36,7 +36,7 @@ def reconcile_journals(args: argparse.Namespace) -> Result:
 
 def _app_host(args: argparse.Namespace) -> Any:
     """The App host the command line hands its commands: it keeps the writeback and
-    spend ledger and settles through ``post_settlement`` (``hosts.codex_app``)."""
+    spend ledger and settles through ``post_settlement`` (``hosts.adapters.codex_app``)."""
     hosts = getattr(args, "settlement_hosts", None) or {}
     host = hosts.get("codex_app")
     if host is None:  # a parser built without the composition root

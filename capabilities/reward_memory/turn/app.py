@@ -3,7 +3,7 @@
 ``refresh-state`` stages the reflection in a locked 0600 candidate sidecar keyed by
 (Goal, Agent, Todo, Turn, effect) and runs the Todo's declared validator every
 time, so an earlier pass never masks a current failure. Staging never calls a
-provider. The App host (``hosts.codex_app``) keeps the writeback and spend ledger;
+provider. The App host (``hosts.adapters.codex_app``) keeps the writeback and spend ledger;
 once both read back it dispatches ``post_settlement`` with the quota-spend evidence,
 and the plugin's hook finalizes the staged candidate here, through the ordinary Turn
 ingest with ``turn_key = effect_id``.

@@ -20,7 +20,7 @@ Three checks, each a ``turn_hooks_check_v0`` row with a reason code:
   person (Markdown) only, never into the row.
 
 Installed hooks are found in the host's own files and checked by the commands
-written there (for Codex, a ``trust`` row too: ``hosts.install.codex_trust_check``),
+written there (for Codex, a ``trust`` row too: ``hosts.setup.install.codex_trust_check``),
 so a hook whose interpreter is gone fails loudly here, not quietly on every Turn.
 Rows never hold paths: this is a public receipt.
 """
@@ -53,7 +53,7 @@ PROBE = """
 import json
 out = {"imports": False}
 try:
-    import hosts.cli
+    import hosts.cli.command
     from turn_hooks import make_plugin_manager
     out["load_failures"] = len(make_plugin_manager().load_failures)
     out["imports"] = True
@@ -64,7 +64,7 @@ try:
         url = {}
     out["editable"] = bool((url.get("dir_info") or {}).get("editable"))
     from pathlib import Path
-    here = Path(hosts.cli.__file__).resolve().parent.parent
+    here = Path(hosts.cli.command.__file__).resolve().parents[2]
     out["in_git_clone"] = any((d / ".git").exists() for d in (here, *here.parents))
 except Exception as exc:
     out["error"] = type(exc).__name__

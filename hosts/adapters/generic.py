@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from hosts import staged
-from hosts.caps import render_byte_cap, render_cap
-from hosts.channel import result_tools
-from hosts.dialects import DIALECTS, gemini_turn_id
-from hosts.hook_log import record, record_pre_turn
-from hosts.render import render, without_refs
-from hosts.settlement import (
+from hosts.adapters.channel import result_tools
+from hosts.facts.caps import render_byte_cap, render_cap
+from hosts.facts.dialects import DIALECTS, gemini_turn_id
+from hosts.facts.render import render, without_refs
+from hosts.settlement import staged
+from hosts.settlement.hook_log import record, record_pre_turn
+from hosts.settlement.settlement import (
     binding_store,
     settle,
     settlement_store,
@@ -125,8 +125,8 @@ def render_once(
     item's ref is its content's identity, so a changed item is delivered again.
     Only items are held back: instructions are rendered every Turn. With no session
     or no usable Goal there is nowhere to remember, and everything is rendered. The
-    text is bounded by the host's cap (:mod:`hosts.caps`). ``tools`` names the result
-    fields this host's tool channel carries (:func:`hosts.channel.result_tools`).
+    text is bounded by the host's cap (:mod:`hosts.facts.caps`). ``tools`` names the result
+    fields this host's tool channel carries (:func:`hosts.adapters.channel.result_tools`).
     """
     store = binding_store(turn.registry, goal_id)
     remembered = None
@@ -167,7 +167,7 @@ def render_once(
 
 def carry_on_settlements(turn: TurnContext) -> None:
     """Start the detached worker for settlements a failed hook left queued, and drop
-    result values staged before this Turn's prompt (:func:`hosts.staged.discard`).
+    result values staged before this Turn's prompt (:func:`hosts.settlement.staged.discard`).
 
     Never raises: a queue that cannot be read costs this Turn nothing but a reason
     code in the hook log.
@@ -239,7 +239,7 @@ def stop_turn(
 ) -> tuple[TurnContext, str | None] | None:
     """(Turn, final message) of a Stop event, as :func:`post_settlement` settles it;
     ``None`` (logged) when the dialect says the Turn did not complete. Shared with the
-    recovery of a dead hook's spill (:func:`hosts.spill.recover`)."""
+    recovery of a dead hook's spill (:func:`hosts.settlement.spill.recover`)."""
     style = DIALECTS[dialect]
     if dialect == "gemini":
         _gemini_turn(event, binding, starting=False)

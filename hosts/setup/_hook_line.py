@@ -15,7 +15,7 @@ import shlex
 import sys
 
 MODULE = "hosts._entry"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 """The directory that holds the ``hosts`` package (site-packages, or a checkout)."""
 _MODULES = (MODULE, "hosts.cli")
 """What ``-m`` named in the hook commands of earlier versions; still recognised."""

@@ -43,7 +43,7 @@ _VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,59}")
 
 
 def _store() -> SidecarStore:
-    from hosts.hook_log import log_root
+    from hosts.settlement.hook_log import log_root
 
     return SidecarStore(log_root(), lock_timeout=LOCK_TIMEOUT)
 

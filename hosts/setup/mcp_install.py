@@ -27,7 +27,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from hosts._hook_line import entry_argv
+from hosts.setup._hook_line import entry_argv
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
@@ -68,7 +68,7 @@ def server_command(*, registry: str) -> tuple[str, list[str]]:
     No Goal is named: the host runs one server per home for every repository, so
     the server names its binding from the directory the host starts it in (the
     Goal whose repository encloses it), as the hooks act only there. It starts as
-    the hooks do (:func:`hosts._hook_line.entry_argv`): the host waits for this
+    the hooks do (:func:`hosts.setup._hook_line.entry_argv`): the host waits for this
     server before its first model request, so ``runpy`` is spared here too.
     """
     program, *start = entry_argv()

@@ -6,24 +6,23 @@ itself records it: `hooks/list` reports each handler's current hash, and
 Installing twice changes nothing, and a reinstall replaces our handlers where they
 are (Codex keys trust by position). `--uninstall` removes exactly our handlers (of
 the Goal named, or of every Goal) and the trust entries Codex kept for them, by
-editing config.toml (:mod:`hosts.codex_trust`): no codex binary is needed for it. What
+editing config.toml (:mod:`hosts.setup.codex_trust`): no codex binary is needed for it. What
 it empties goes too: the ``[hooks.state]`` table, and a hooks.json or config.toml
 left with nothing in it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from hosts import mcp_install
-from hosts._hook_line import handler_words, hook_line
-from hosts.settings_install import refuse_link
+from hosts.facts.codex_rpc import AppServer
+from hosts.setup import mcp_install
+from hosts.setup._hook_line import handler_words, hook_line
+from hosts.setup.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
@@ -31,7 +30,7 @@ EVENTS = {"UserPromptSubmit": "pre-turn", "Stop": "post-settlement"}
 HOOK_TIMEOUT = 30
 USER_FIELDS = ("additionalContextLimit",)
 """Fields of our handler that the user may set and a reinstall keeps
-(``additionalContextLimit``: Codex's bound on the context, :mod:`hosts.codex_limit`)."""
+(``additionalContextLimit``: Codex's bound on the context, :mod:`hosts.facts.codex_limit`)."""
 
 
 def hook_command(
@@ -188,75 +187,6 @@ def _restore(path: Path, original: bytes | None) -> None:
     os.replace(temp, path)
 
 
-class AppServer:
-    """A minimal JSON-RPC client of `codex app-server` over stdio (JSON lines)."""
-
-    def __init__(self, codex: str, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [codex, "app-server"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
-        self.next_id = 0
-        self.seen: list[dict[str, Any]] = []
-
-    def _messages(self) -> Any:
-        assert self.process.stdout
-        while self.seen:
-            yield self.seen.pop(0)
-        for line in self.process.stdout:
-            yield json.loads(line)
-
-    def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send one request and return its result; notifications read meanwhile are kept."""
-        self.next_id += 1
-        ident = self.next_id
-        assert self.process.stdin
-        self.process.stdin.write(
-            json.dumps({"id": ident, "method": method, "params": params}) + "\n"
-        )
-        self.process.stdin.flush()
-        kept: list[dict[str, Any]] = []
-        for message in self._messages():
-            if message.get("id") == ident:
-                self.seen[:0] = kept
-                if "error" in message:
-                    raise RuntimeError(f"{method} failed: {message['error'].get('message')}")
-                return message.get("result")
-            kept.append(message)
-        raise RuntimeError(f"codex app-server closed before answering {method}")
-
-    def wait_for(self, method: str, match: Any) -> dict[str, Any]:
-        """The first notification ``method`` whose params satisfy ``match``."""
-        for message in self._messages():
-            params = message.get("params") or {}
-            if message.get("method") == method and match(params):
-                return params
-        raise RuntimeError(f"codex app-server closed before {method}")
-
-    def notify(self, method: str) -> None:
-        """Send one notification (no answer expected)."""
-        assert self.process.stdin
-        self.process.stdin.write(json.dumps({"method": method}) + "\n")
-        self.process.stdin.flush()
-
-    def close(self) -> None:
-        """Close stdin and wait for the process to end (kill after 10 s)."""
-        if self.process.stdin:
-            with contextlib.suppress(OSError):  # a server that died leaves a broken pipe
-                self.process.stdin.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout:
-            self.process.stdout.close()
-
-
 def trust_our_hooks(
     codex: str, codex_home: Path, cwd: Path, goal_id: str, agent_id: str
 ) -> list[str]:
@@ -298,9 +228,9 @@ def trust_our_hooks(
 def uninstall(*, codex_home: Path, goal_id: str | None) -> dict[str, Any]:
     """Remove the handlers of ours of one Goal (every Goal's with ``None``) and the
     ``[hooks.state]`` trust entries Codex kept for them; nothing else. The entries
-    of the handlers that move up are moved with them (:mod:`hosts.codex_trust`), so
+    of the handlers that move up are moved with them (:mod:`hosts.setup.codex_trust`), so
     no app-server is needed: only Codex's home."""
-    from hosts import codex_trust
+    from hosts.setup import codex_trust
 
     path = codex_home / "hooks.json"
     before = _read(path)
@@ -354,7 +284,7 @@ def install(
     back as they were (byte for byte, or absent): a command that fails leaves
     nothing behind.
     """
-    from hosts import codex_trust
+    from hosts.setup import codex_trust
 
     path, config = codex_home / "hooks.json", codex_home / "config.toml"
     before = _read(path)

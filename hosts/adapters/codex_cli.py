@@ -2,9 +2,9 @@
 
 Codex keeps injected context in the conversation history, so a per-session sidecar
 remembers which context items were already rendered and they are not rendered again
-(:func:`hosts.generic.render_once`, shared with the generic hosts). Where Codex runs
+(:func:`hosts.adapters.generic.render_once`, shared with the generic hosts). Where Codex runs
 our MCP server the reflection is asked for through its tool, else as a block
-(:mod:`hosts.channel`); DSH, which shares this adapter, has the block.
+(:mod:`hosts.adapters.channel`); DSH, which shares this adapter, has the block.
 ``Stop`` fires only for successful turns and must print JSON: it prints ``{}``.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hosts.channel import result_tools
-from hosts.generic import INJECTED_SCHEMA as INJECTED_SCHEMA
-from hosts.generic import build_turn, carry_on_settlements, render_once
-from hosts.generic import delivered_refs as delivered_refs
-from hosts.hook_log import record_pre_turn
-from hosts.settlement import settle, write_ahead
+from hosts.adapters.channel import result_tools
+from hosts.adapters.generic import INJECTED_SCHEMA as INJECTED_SCHEMA
+from hosts.adapters.generic import build_turn, carry_on_settlements, render_once
+from hosts.adapters.generic import delivered_refs as delivered_refs
+from hosts.settlement.hook_log import record_pre_turn
+from hosts.settlement.settlement import settle, write_ahead
 from turn_hooks import TurnContext, call_pre_turn, make_plugin_manager, project_contributions
 
 HOST = "codex_cli"
@@ -41,7 +41,7 @@ def stop_turn(
     event: dict[str, Any], *, host: str = HOST, **binding: Any
 ) -> tuple[TurnContext, str | None]:
     """(Turn, final message) of a Stop event, as :func:`post_settlement` settles it;
-    shared with the recovery of a dead hook's spill (:func:`hosts.spill.recover`)."""
+    shared with the recovery of a dead hook's spill (:func:`hosts.settlement.spill.recover`)."""
     turn = build_turn(event, host=host, **binding)
     message = event.get("last_assistant_message")
     return turn, message if isinstance(message, str) else None

@@ -1,6 +1,6 @@
 """A Stop hook's stdin, moved into a file before it is anything else (issue 37).
 
-The write-ahead queue marker (:func:`hosts.settlement.write_ahead`) is the first
+The write-ahead queue marker (:func:`hosts.settlement.settlement.write_ahead`) is the first
 durable write that names a Turn, but it needs the event parsed, the Goal resolved and
 an fsync: a few milliseconds in which a ``kill -9`` used to cost a Turn whose stdin
 the hook had already taken (the host will not send it again). So consuming stdin and
@@ -14,9 +14,9 @@ leaves stdin only by landing in the file, in one system call, and the page cache
 outlives the process: a hook killed after it read its event has it in its spill. A
 tty or a socket is read and written instead (a kill between the two costs what it
 cost before). The event is then read back from the spill, bounded as stdin always
-was (``hook_input_too_large`` past :data:`hosts.generic.MAX_EVENT_CHARS`).
+was (``hook_input_too_large`` past :data:`hosts.adapters.generic.MAX_EVENT_CHARS`).
 
-The spill is removed once :func:`~hosts.settlement.write_ahead` has done what it can
+The spill is removed once :func:`~hosts.settlement.settlement.write_ahead` has done what it can
 (the marker written, the Turn parked, or refused by name), and on every other way the
 hook ends (:func:`release`), so a spill left behind means its writer died. Nothing is
 fsynced: a spill is for a process's death, the marker for the machine's.
@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hosts.hook_log import log_root, record
+from hosts.settlement.hook_log import log_root, record
 from sidecars import SidecarStore, kind_problem
 from turn_hooks import SidecarError
 from turn_hooks.errors import InvalidInputError
@@ -78,7 +78,7 @@ _held: list[tuple[int, Path]] = []
 
 def incoming_dir() -> Path:
     """``<state>/incoming``, where Stop hooks spill their stdin (``<state>``:
-    :func:`hosts.hook_log.log_root`)."""
+    :func:`hosts.settlement.hook_log.log_root`)."""
     return log_root() / INCOMING_DIR
 
 
@@ -93,7 +93,7 @@ def take_stdin(header: dict[str, Any], *, limit: int, reason_prefix: str) -> byt
     """
     held = _open(header)
     if held is None:
-        from hosts.generic import read_hook_stdin
+        from hosts.adapters.generic import read_hook_stdin
 
         return read_hook_stdin()
     fd, start = held
@@ -309,7 +309,7 @@ def waiting(goal_id: str | None, agent_id: str | None) -> int:
 
 
 def _max_event() -> int:
-    from hosts.generic import MAX_EVENT_CHARS
+    from hosts.adapters.generic import MAX_EVENT_CHARS
 
     return MAX_EVENT_CHARS
 
@@ -333,14 +333,14 @@ def _rebuild(data: bytes) -> str:
         return "settlement_spill_unreadable"
     if not event_bytes:
         return "empty"
-    from hosts import generic
+    from hosts.adapters import generic
 
     try:
         event = generic.parse_event(event_bytes)
         binding = _binding(header)
     except InvalidInputError:
         return "settlement_spill_unreadable"
-    from hosts.settlement import settlement_store, write_ahead
+    from hosts.settlement.settlement import settlement_store, write_ahead
     from sidecars import serves_directory
 
     if not serves_directory(binding["registry"], binding["goal_id"], event.get("cwd")):
@@ -393,12 +393,12 @@ def _stop_turn(
     """(Turn, final message) as the hook's adapter builds it; ``None``: none to settle."""
     host_name, dialect = header.get("host_name"), header.get("dialect")
     if host_name == "generic":
-        from hosts import generic
+        from hosts.adapters import generic
 
         return generic.stop_turn(
             event, dialect=dialect if isinstance(dialect, str) else "plain", **binding
         )
-    from hosts import codex_cli
+    from hosts.adapters import codex_cli
 
     host = "dsh" if host_name == "dsh" else codex_cli.HOST
     return codex_cli.stop_turn(event, host=host, **binding)

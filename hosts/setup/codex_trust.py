@@ -17,7 +17,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from hosts.settings_install import refuse_link
+from hosts.facts.codex_rpc import AppServer
+from hosts.setup.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError
 
@@ -196,8 +197,6 @@ def trust_statuses(codex_home: Path, codex: str | None, cwd: Path) -> dict[str, 
     whether an entry exists at the handler's key (``trusted`` or ``untrusted``).
     """
     if codex is not None:
-        from hosts.codex_install import AppServer
-
         server = AppServer(codex, {**os.environ, "CODEX_HOME": str(codex_home)})
         try:
             server.request("initialize", {"clientInfo": {"name": "turn-hooks", "version": "0.1"}})

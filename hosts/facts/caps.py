@@ -7,7 +7,7 @@ contributions, and each runtime truncates or replaces text above a cap of its ow
 (Claude Code replaces ``additionalContext`` over 10,000 characters with a preview
 stub; Codex truncates near 2,500 tokens). So every host renders to a cap below its
 runtime's (hosts.md §1.2): over it, whole items are dropped from the end and one line
-says how many (:func:`hosts.render.render`); the runtime never cuts anything.
+says how many (:func:`hosts.facts.render.render`); the runtime never cuts anything.
 
 The table is keyed by the Turn's host (``TurnContext.host``); ``HOST_CAPS`` names
 each host as conformance does. The Codex App runs the Codex CLI's own
@@ -78,10 +78,10 @@ def render_byte_cap(turn_host: str, goal_id: str, agent_id: str | None) -> int |
 
     Codex (CLI and App: ``codex_cli``) keeps a hook's context whole up to its
     handler's ``additionalContextLimit``, which the user may lower in ``hooks.json``
-    (:mod:`hosts.codex_limit`); the smaller of that and :func:`render_cap` applies.
+    (:mod:`hosts.facts.codex_limit`); the smaller of that and :func:`render_cap` applies.
     """
     if turn_host != "codex_cli":
         return None
-    from hosts import codex_limit
+    from hosts.facts import codex_limit
 
     return codex_limit.context_bytes(goal_id, agent_id)

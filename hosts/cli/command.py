@@ -247,12 +247,13 @@ def _hook_output(host_name: str, event: str, dialect: str) -> tuple[bool, str]:
 def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     # A hook must never block or break the Turn: any failure prints {} and exits 0
     # (nothing at all for a Codex UserPromptSubmit, where {} would add nothing).
-    from hosts import generic, spill
+    from hosts.adapters import generic
+    from hosts.settlement import spill
     from turn_hooks.errors import InvalidInputError
 
     adapter: Any = generic
     if args.host_name != "generic":  # imported only for its hooks: each import is per Turn
-        from hosts import codex_cli
+        from hosts.adapters import codex_cli
 
         # DSH's plugin sends Codex-shaped events, so it shares the Codex adapter.
         adapter = codex_cli
@@ -267,7 +268,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
         # run its validator settles nothing, so the host's retry, once fixed, still can.
         argv = None
         if args.event == "post-settlement":
-            from hosts.install import validation_argv
+            from hosts.setup.install import validation_argv
 
             argv = validation_argv(args)
         binding = {
@@ -282,9 +283,9 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
                 "--goal-id goes with --agent-id", reason_code="hook_arguments_invalid"
             )
         if not args.goal_id:
-            # A host plugin's hook (hosts.plugin_route): no binding on its command
+            # A host plugin's hook (hosts.setup.plugin_route): no binding on its command
             # line, so the repository it runs in names it, and its validator.
-            from hosts import plugin_route
+            from hosts.setup import plugin_route
 
             found = plugin_route.discovered_binding(dialect, args.agent_id, binding["registry"])
             serves = found is not None and plugin_route.serve_here(
@@ -323,7 +324,7 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
     except Exception as exc:  # fail open, by contract; the reason goes to the hook log
         if os.environ.get("TURN_HOOKS_DEBUG") == "1":
             raise
-        from hosts.hook_log import record
+        from hosts.settlement.hook_log import record
         from turn_hooks.errors import TurnHooksError
 
         reason = exc.reason_code if isinstance(exc, TurnHooksError) else "internal_error"
@@ -336,10 +337,10 @@ def _cmd_host(args: argparse.Namespace) -> tuple[Any, str]:
 def _spilled_stdin(
     args: argparse.Namespace, binding: dict[str, Any], validation: list[str] | None
 ) -> bytes:
-    """A Stop hook's stdin, moved into a spill first (:mod:`hosts.spill`): with the
+    """A Stop hook's stdin, moved into a spill first (:mod:`hosts.settlement.spill`): with the
     header a later PreTurn needs to build the Turn if this hook is killed."""
-    from hosts import spill
-    from hosts.generic import MAX_EVENT_CHARS
+    from hosts.adapters.generic import MAX_EVENT_CHARS
+    from hosts.settlement import spill
 
     try:
         cwd: str | None = os.getcwd()
@@ -379,7 +380,7 @@ def _hook_arguments_invalid(arguments: list[str]) -> int:
     means "block this prompt" to Codex, Claude Code and Gemini. It prints what a failing
     hook prints and logs ``hook_arguments_invalid``; the host and event are guessed
     from the words present (:func:`_guess_hook`)."""
-    from hosts.hook_log import record
+    from hosts.settlement.hook_log import record
 
     quiet, host, event = _guess_hook(arguments)
     record(host, event, [("adapter", "hook_arguments_invalid")])
@@ -394,7 +395,7 @@ bound, so a mistyped number is an error rather than a run without end."""
 
 
 def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
-    from hosts.settlement import replay_pending, settlement_store
+    from hosts.settlement.settlement import replay_pending, settlement_store
     from sidecars import name_binding
     from turn_hooks import make_plugin_manager
     from turn_hooks.errors import InvalidInputError
@@ -417,8 +418,8 @@ def _cmd_settle(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
-    from hosts.hook_log import KEEP_ENTRIES
-    from hosts.status import hook_log
+    from hosts.settlement.hook_log import KEEP_ENTRIES
+    from hosts.setup.status import hook_log
     from turn_hooks.errors import InvalidInputError
 
     if not 1 <= args.limit <= KEEP_ENTRIES:
@@ -440,7 +441,7 @@ def _last_validation() -> dict[str, Any] | None:
     """When and how the last validation of the binding this directory names ended
     (public facts: codes, exit statuses, times), or ``None`` outside a bound
     repository: the log itself is machine-wide."""
-    from hosts.status import settlements
+    from hosts.setup.status import settlements
     from sidecars import name_binding
     from turn_hooks import TurnHooksError
 
@@ -535,7 +536,7 @@ def seconds_between(low: int, high: int) -> Callable[[str], int]:
 
 def _add_host(commands: Any) -> None:
     # Loaded by every hook already (the adapters settle through it).
-    from hosts.settlement import (
+    from hosts.settlement.settlement import (
         BUILT_IN_MARGIN,
         INLINE_VALIDATION_TIMEOUT,
         MAX_VALIDATION_TIMEOUT,
@@ -617,13 +618,125 @@ def _add_settle(commands: Any) -> None:
 
 
 def _add_install(commands: Any) -> None:
-    from hosts import install
+    """Add ``install`` and ``doctor`` to the command line: they share their checks."""
+    from hosts.facts.codex_versions import NEWEST, OLDEST
+    from hosts.settlement.settlement import (
+        BUILT_IN_MARGIN,
+        MAX_VALIDATION_TIMEOUT,
+        VALIDATION_TIMEOUT,
+    )
+    from hosts.setup import install
 
-    install.add_commands(commands)  # install and doctor, which share their checks
+    # The built-in validator's own deadline: the hook grants it and the margin.
+    longest = MAX_VALIDATION_TIMEOUT - BUILT_IN_MARGIN
+    default = VALIDATION_TIMEOUT - BUILT_IN_MARGIN
+
+    installer = commands.add_parser(
+        "install",
+        help="install the per-Turn hooks into a host",
+        description=(
+            "Checks first (as `turn-hooks doctor`): the binding, the validator, the hook "
+            "command; then runs the validator once in the Goal's repository, within its "
+            "deadline, and shows whether it passed (with --format markdown, the end of its "
+            "output too). Nothing is "
+            "written unless every check passes. The hooks call the absolute interpreter "
+            "running this command: run it from a stable installation, not a clone's "
+            "editable one. Where the turn-hooks Claude Code plugin is enabled, `install "
+            "claude-code` installs no hooks of its own: it records the validator in the "
+            "repository (.local/turn-hooks/validator.json), where the plugin's hooks read "
+            "it, and adds only the rule that lets `claude -p` call the plugin's tool."
+        ),
+    )
+    installer.add_argument(
+        "host",
+        choices=install.INSTALL_HOSTS,
+        help="codex: hooks.json trusted through the app-server; claude-code, gemini: "
+        "settings.json; dsh: a patch layer file",
+    )
+    doctor_parser = commands.add_parser(
+        "doctor",
+        help="check the binding, the validator and every installed hook command",
+        description="Checks what is installed (or, with nothing installed, what install "
+        "would check). --run-validator also runs each validator once, as a Turn would.",
+    )
+    doctor_parser.add_argument(
+        "host", nargs="?", choices=install.INSTALL_HOSTS, help="one host (default: every one found)"
+    )
+    for sub in (installer, doctor_parser):
+        sub.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
+        sub.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
+        sub.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
+        # One of the three: a validator declared two ways, or one with recall-only,
+        # would leave one of them silently ignored.
+        declared = sub.add_mutually_exclusive_group()
+        declared.add_argument(
+            "--validate-with",
+            metavar="COMMAND",
+            help="the project's check, such as 'make test': a reflection is learned only "
+            "when it exits 0 (the built-in `turn-hooks validate command`). A command line "
+            "that needs a shell ('pytest -q && ruff check .', a pipe, a redirection) runs "
+            "through sh -c, and doctor shows it so",
+        )
+        declared.add_argument(
+            "--validation-command-json", help="any other independent validator, as a JSON argv"
+        )
+        sub.add_argument(
+            "--validation-timeout-seconds",
+            dest="validator_deadline",
+            type=seconds_between(1, longest),
+            metavar=f"1..{longest}",
+            help=f"with --validate-with: the check's deadline (default {default}, ten minutes: "
+            "room for a real test suite). Codex, Claude Code and DSH validate after the "
+            "Turn, off its path, and grant it in full; Gemini validates inside its hook, "
+            "cut to 20 s (logged), and the next Turn's worker runs it again in full",
+        )
+        declared.add_argument(
+            "--recall-only",
+            action="store_true",
+            help="install without a validator: memories are recalled, nothing is learned",
+        )
+        sub.add_argument("--home", help="the host's config directory (default: its own)")
+        sub.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
+        sub.add_argument(
+            "--codex-bin",
+            help=f"the codex binary (default: the one on PATH); Codex {OLDEST} to {NEWEST} "
+            "is tested; install refuses an older one",
+        )
+        sub.add_argument(
+            "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
+        )
+        sub.add_argument(
+            "--no-prompt-in-recall",
+            action="store_true",
+            help="keep the user's prompt out of the recall query (goal and project only)",
+        )
+        _format_option(sub)
+    installer.add_argument(
+        "--skip-validator-run",
+        action="store_true",
+        help="do not run the validator once before installing (for a suite too slow to "
+        "wait for); `turn-hooks doctor --run-validator` runs it later",
+    )
+    doctor_parser.add_argument(
+        "--run-validator",
+        action="store_true",
+        help="also run each validator once, now, in its Goal's repository and within its "
+        "deadline, and show whether it passes and the end of its output",
+    )
+    installer.add_argument(
+        "--uninstall",
+        action="store_true",
+        help="remove exactly our hooks of the Goal named (needs only the home)",
+    )
+    installer.add_argument(
+        "--all", action="store_true", help="with --uninstall: every Goal's hooks of ours"
+    )
+    installer.set_defaults(handler=install.cmd_install)
+    doctor_parser.set_defaults(handler=install.cmd_doctor)
 
 
 def _cmd_mcp(args: argparse.Namespace) -> tuple[Any, str]:
-    from hosts import mcp
+    from hosts.adapters import mcp
     from sidecars import name_binding
     from turn_hooks.errors import InvalidInputError
 
@@ -634,7 +747,7 @@ def _cmd_mcp(args: argparse.Namespace) -> tuple[Any, str]:
             raise  # a Goal named on the command line that is not there: exit 2
         # Started outside every Goal's repository: the host still gets a working
         # server, with no tool to offer (the hooks do nothing here either).
-        from hosts.hook_log import record
+        from hosts.settlement.hook_log import record
 
         record("mcp", "serve", [("adapter", exc.reason_code)])
         mcp.serve_nothing()
@@ -670,7 +783,7 @@ def _add_log(commands: Any) -> None:
 
 
 def _cmd_resident(args: argparse.Namespace) -> tuple[Any, str]:
-    from hosts import resident_control
+    from hosts.setup import resident_control
 
     if args.resident_command == "stop":
         document = resident_control.stop()
@@ -770,7 +883,8 @@ def build_parser(*, with_plugins: bool = True, only: str | None = None) -> argpa
         # registered here, for building the parser only, never as an entry point.
         pm.register(conformance_commands, name="conformance_commands")
         pm.hook.register_commands(commands=commands)
-        from hosts import codex_app, conformance_reports, status
+        from hosts.adapters import codex_app
+        from hosts.setup import conformance_reports, status
 
         # The composition root hands plugin commands the hosts they settle through,
         # and the hosts' read-only views (`status`), so a capability's command
@@ -886,7 +1000,7 @@ def _emit(text: str) -> None:
     :raises OutputUnwritable: stdout failed other than by a reader gone away; stdout
         then points at ``/dev/null``, so the flush at interpreter exit cannot fail.
     """
-    from hosts._render import encode_output
+    from hosts.cli._render import encode_output
 
     data = encode_output(text)
     if _protocol:
@@ -949,7 +1063,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(arguments, first)
     except OutputUnwritable:
         if first == "host":
-            from hosts.hook_log import record
+            from hosts.settlement.hook_log import record
 
             _, host, event = _guess_hook(arguments)
             record(host, event, [("adapter", "hook_output_unwritable")])
@@ -961,7 +1075,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(arguments: list[str], first: str | None) -> int:
-    from hosts._render import render
+    from hosts.cli._render import render
 
     fault = _argument_fault(arguments)
     try:
@@ -1013,7 +1127,7 @@ def _run(arguments: list[str], first: str | None) -> int:
             if args.format == "markdown" and tail is not None:
                 # A command's private text for the person (a validator's output):
                 # a section of its own, verbatim, never a table cell.
-                from hosts._render import fenced
+                from hosts.cli._render import fenced
 
                 text += fenced(*tail)
             if getattr(args, "receipt_to_stderr", False):

@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hosts._hook_line import entry_argv
-from hosts.settings_install import refuse_link
+from hosts.setup._hook_line import entry_argv
+from hosts.setup.settings_install import refuse_link
 from sidecars import read_bounded
 from turn_hooks import loads_bounded
 
 PLUGIN_ID = "turn-hooks"
-PLUGIN_FILE = Path(__file__).parent / "dsh" / "turn_hooks_dsh.mjs"
+PLUGIN_FILE = Path(__file__).parent.parent / "dsh" / "turn_hooks_dsh.mjs"
 
 
 def patch_layer(

@@ -4,7 +4,7 @@ Codex CLI and Claude Code start MCP servers over stdio and offer their tools to 
 model. This server offers every tool a loaded plugin declares for one of its result
 fields (``SettlementRegistration.result_tools``). A call checks the arguments against
 the tool's input schema and stages them, as compact JSON, for the Turn's Stop hook
-(:mod:`hosts.staged`), so the value never has to appear in the final answer.
+(:mod:`hosts.settlement.staged`), so the value never has to appear in the final answer.
 
 The protocol is MCP's JSON-RPC 2.0, one message per line, spoken by hand (no
 dependency): ``initialize``, ``notifications/initialized``, ``ping``, ``tools/list``
@@ -243,8 +243,8 @@ def bounded_lines(stream: IO[bytes]) -> Iterable[bytes]:
 
 def serve(*, registry: str | None, goal_id: str, agent_id: str) -> None:
     """Serve the loaded plugins' result tools on stdin/stdout for one Goal/Agent binding."""
-    from hosts import staged
-    from hosts.settlement import settlement_store
+    from hosts.settlement import staged
+    from hosts.settlement.settlement import settlement_store
     from turn_hooks import make_plugin_manager, settlement_result_tools
 
     store = settlement_store(registry, goal_id)  # a bad binding: exit 2 before serving

@@ -7,7 +7,7 @@ many; a request is never dropped and no item is ever cut in the middle.
 Hosts do not know what an item says or which capability sent it: a capability
 formats its own item text, and the host renders, drops and de-duplicates items by
 their refs alone. Each result field comes back by one channel, and its request names
-that one only (:mod:`hosts.channel` says which): the field's tool where the host
+that one only (:mod:`hosts.adapters.channel` says which): the field's tool where the host
 offers it (:func:`tool_request`), else one ``<field>…</field>`` block at the end of
 the model's final message (:func:`block_request`). Both ask for nothing when there
 is no value: an ordinary answer ends as the model wrote it, with no empty block.
@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hosts.caps import DEFAULT_RENDER_CHARS
+from hosts.facts.caps import DEFAULT_RENDER_CHARS
 
 if TYPE_CHECKING:
     from turn_hooks import HostProjection
 
 RENDER_LIMIT = DEFAULT_RENDER_CHARS
-"""The bound when a caller names no host's (each host's is in :mod:`hosts.caps`)."""
+"""The bound when a caller names no host's (each host's is in :mod:`hosts.facts.caps`)."""
 
 
 NONE_WANTED = "When there is none, leave it out entirely."
@@ -83,9 +83,9 @@ def render(
     """The bounded text rendering of a projection (``""`` when there is nothing to add).
 
     ``tools`` maps a result field to the tool that carries it on this Turn's host
-    (:func:`hosts.channel.result_tools`); every other field is asked for as a block.
+    (:func:`hosts.adapters.channel.result_tools`); every other field is asked for as a block.
     ``byte_limit`` bounds the UTF-8 bytes too, for a runtime that counts bytes
-    (Codex: :mod:`hosts.codex_limit`).
+    (Codex: :mod:`hosts.facts.codex_limit`).
     """
     head = list(projection.capability_instructions)
     tail = [field_request(field, tools or {}) for field in projection.capability_result_fields]

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hosts.codex_install import AppServer
-from hosts.generic import build_turn
-from hosts.settlement import settle
+from hosts.adapters.generic import build_turn
+from hosts.facts.codex_rpc import AppServer
+from hosts.settlement.settlement import settle
 from turn_hooks import make_plugin_manager
 
 

@@ -14,7 +14,7 @@
   `prompt`, `prompt_response` and `stop_hook_active`; no AfterAgent follows a failed
   model request. It appends `additionalContext` to the user's message as
   `<hook_context>…</hook_context>` with `<` and `>` escaped
-  (:func:`hosts.render.extract_block` reads a block written back that way).
+  (:func:`hosts.facts.render.extract_block` reads a block written back that way).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from typing import Any
 
 PLUGIN = "turn-hooks"
 """The plugin's name in its ``plugin.json`` and marketplace entry."""
-PLUGIN_DIR = Path(__file__).parent / "plugin"
+PLUGIN_DIR = Path(__file__).parent.parent / "plugin"
 """The plugin directory the repository's marketplace lists."""
 QUIET_REASONS = frozenset({"registry_missing", "goal_not_discovered"})
 """Discovery failures that only mean "not a repository of ours": no log entry, as a
@@ -62,7 +62,7 @@ def plugin_enabled(home: Path, project: Path | None = None) -> bool:
     of the user's ``settings.json`` in ``home``, then the project's
     ``.claude/settings.json`` and ``.claude/settings.local.json``, the later winning,
     as Claude Code layers them. An unreadable file says nothing."""
-    from hosts.settings_install import read_settings
+    from hosts.setup.settings_install import read_settings
     from turn_hooks.errors import InvalidInputError
 
     places = [home / "settings.json"]
@@ -88,12 +88,12 @@ def installed_goals(home: Path, host: str = "claude-code") -> set[str]:
 
     try:
         if host == "codex":
-            from hosts.codex_install import our_commands as codex_commands
-            from hosts.codex_install import read_hooks
+            from hosts.setup.codex_install import our_commands as codex_commands
+            from hosts.setup.codex_install import read_hooks
 
             commands = codex_commands(read_hooks(home / "hooks.json"))
         else:
-            from hosts.settings_install import HOSTS, our_commands, read_settings
+            from hosts.setup.settings_install import HOSTS, our_commands, read_settings
 
             commands = our_commands(HOSTS[host], read_settings(home / "settings.json"))
     except (InvalidInputError, OSError, ValueError):
@@ -147,7 +147,7 @@ def repository_validation(registry: str, goal_id: str) -> list[str] | None:
     """
     import argparse
 
-    from hosts.install import validation_argv
+    from hosts.setup.install import validation_argv
     from sidecars import read_validator, require_goal_repository
 
     declared = read_validator(require_goal_repository(registry, goal_id))
@@ -172,7 +172,7 @@ def serve_here(host_name: str, dialect: str, goal_id: str) -> bool:
         return goal_id not in installed_goals(home, "codex")
     if dialect != "claude-code":
         return True
-    from hosts.settings_install import default_home
+    from hosts.setup.settings_install import default_home
 
     return goal_id not in installed_goals(default_home("claude-code"))
 
@@ -189,7 +189,7 @@ def command_check(subject: str) -> dict[str, Any]:
     and server find it (the host hands them its own PATH, usually the shell's)."""
     import shutil
 
-    from hosts import doctor
+    from hosts.setup import doctor
 
     found = shutil.which("turn-hooks")
     if found is None:
@@ -210,7 +210,7 @@ def route(home: Path, project: Path | None, goal_id: str | None) -> str:
 
 def route_check(home: Path, project: Path | None, goal_id: str | None) -> dict[str, Any]:
     """The ``route`` row ``doctor`` shows for Claude Code: which route is in force."""
-    from hosts import doctor
+    from hosts.setup import doctor
 
     found = route(home, project, goal_id)
     if found == "both":
@@ -241,7 +241,7 @@ SERVER = f"plugin:{PLUGIN}:turn_hooks"
 
 def tool_allowed(home: Path, project: Path | None) -> bool:
     """Whether a settings file Claude Code reads allows the plugin's tools (:data:`RULE`)."""
-    from hosts.settings_install import read_settings
+    from hosts.setup.settings_install import read_settings
     from turn_hooks.errors import InvalidInputError
 
     places = [home / "settings.json"]
@@ -262,7 +262,7 @@ def tool_allowed(home: Path, project: Path | None) -> bool:
 
 
 def server_state(home: Path, disabled: bool) -> str:
-    """The plugin's server as :func:`hosts.status.tool_server` says it: ``disabled``
+    """The plugin's server as :func:`hosts.setup.status.tool_server` says it: ``disabled``
     (switched off for the project in ``/mcp``); ``unresolvable`` when ``turn-hooks``
     is not on PATH (the plugin starts it from there); ``unallowed`` when no permission
     rule lets the model call its tool (the answer's block carries the reflection

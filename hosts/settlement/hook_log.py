@@ -25,7 +25,7 @@ any widened sidecar directory, and narrowing a directory the user chose is their
 do (``chmod 700``); one this package creates is 0700 from the start. Other causes
 carry the sidecar's own reason code (``sidecar_not_regular`` for a FIFO in its
 place, ...) or ``hook_log_unavailable``. A resident server's child appends its
-entries once its host has the answer (:mod:`hosts.after_reply`), when its stderr
+entries once its host has the answer (:mod:`hosts.settlement.after_reply`), when its stderr
 is gone to ``/dev/null``. It first checks that the log passes the checks a write
 makes (its directories, kinds and modes), and writes at once if not, or if its
 stderr is a terminal, so the line still reaches stderr as from a cold process;
@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hosts import after_reply
+from hosts.settlement import after_reply
 from sidecars import SidecarStore
 from turn_hooks import (
     SidecarError,

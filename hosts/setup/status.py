@@ -22,8 +22,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hosts import mcp_install
-from hosts._hook_line import handler_words, package_present
+from hosts.setup import mcp_install
+from hosts.setup._hook_line import handler_words, package_present
 from sidecars import SidecarStore, goal_repository, read_bounded, serves_directory
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 
@@ -85,7 +85,7 @@ def tool_server(host: str, home: Path) -> str:
     document = document if isinstance(document, dict) else {}
     found = _channel(document.get("mcpServers"), disabled=_claude_disabled(document))
     if found == "absent":  # not installed by us: the plugin's server, where it is on
-        from hosts import plugin_route
+        from hosts.setup import plugin_route
 
         if plugin_route.plugin_enabled(home, plugin_route.project_directory()):
             disabled = _claude_disabled(document, plugin_route.SERVER)
@@ -145,7 +145,7 @@ def our_handler(command: object) -> dict[str, Any] | None:
 def _through_shell(declared: str | None) -> bool:
     """Whether the declared validator runs a shell command line (``sh -c '...'``), as
     ``install --validate-with`` declares a line that needs a shell."""
-    from hosts.doctor import is_shell, project_command
+    from hosts.setup.doctor import is_shell, project_command
 
     try:
         argv = loads_bounded(declared) if declared else None
@@ -220,7 +220,7 @@ def _untrusted(codex_home: Path) -> int | None:
     what it computes (app-server ``hooks/list``); without one, a handler with no
     entry at its position counts.
     """
-    from hosts import codex_install, codex_trust
+    from hosts.setup import codex_install, codex_trust
 
     try:
         document = codex_install.read_hooks(codex_home / "hooks.json")
@@ -260,7 +260,7 @@ def settings_hooks(host: str, settings: Path) -> dict[str, Any]:
     view = _view(host, _handlers(document), reason)
     if host == "claude_code":  # the result tools' MCP server, in its .claude.json
         view["tool_channel"] = tool_server("claude-code", settings.parent) == "runs"
-        from hosts import plugin_route
+        from hosts.setup import plugin_route
 
         # Which route serves Claude Code: the plugin, `install`, both (the installed
         # hooks serve their Goals, the plugin's stand aside) or none.
@@ -305,7 +305,7 @@ def installed_hooks(
     *, home: Path, codex_home: Path | None = None, dsh_patch_file: Path | None = None
 ) -> list[dict[str, Any]]:
     """One view per host, from the files each host reads."""
-    from hosts.settings_install import HOSTS
+    from hosts.setup.settings_install import HOSTS
 
     codex = codex_home or Path(os.environ.get("CODEX_HOME") or home / ".codex")
 
@@ -326,7 +326,7 @@ def installed_hooks(
 
 def hook_log(limit: int) -> dict[str, Any]:
     """The hook log, newest first: at most ``limit`` entries, and every reason counted."""
-    from hosts.hook_log import LOG_FILE, SPILL_DIR, log_root, pages
+    from hosts.settlement.hook_log import LOG_FILE, SPILL_DIR, log_root, pages
 
     reason = None
     entries: list[Any] = []
@@ -372,7 +372,7 @@ def settlements(
     (``parked_settlement_count``: Turns settled while the Goal's sidecar root could
     not be written, carried on by the next PreTurn that can), how many in stdin
     spills of Stop hooks that died before their marker (``spilled_settlement_count``,
-    queued by the next PreTurn: :mod:`hosts.spill`), and how the newest
+    queued by the next PreTurn: :mod:`hosts.settlement.spill`), and how the newest
     spooled Turn ended,
     whatever its outcome: the validator's verdict and each plugin's status.
 
@@ -384,8 +384,8 @@ def settlements(
     (``validator_output_tail``), for a person who asked for it (``turn-hooks status
     --validation-output``).
     """
-    from hosts import spill
-    from hosts.settlement import (
+    from hosts.settlement import spill
+    from hosts.settlement.settlement import (
         SPOOL_DIR,
         VALIDATION_RUN_KEY,
         binding_store,
@@ -464,7 +464,7 @@ def _last_validated(store: Any, spooled: list[Path], newest: Path | None) -> dic
     attest runs none), within :data:`VALIDATION_LOOKBACK` entries; ``None`` if none.
 
     So a failure stays visible after a later Turn that only answered a question."""
-    from hosts.settlement import VALIDATION_RUN_KEY
+    from hosts.settlement.settlement import VALIDATION_RUN_KEY
 
     older = sorted((p for p in spooled if p != newest), key=_written_at, reverse=True)
     for path in older[:VALIDATION_LOOKBACK]:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hosts import mcp_install
-from hosts._hook_line import handler_words, hook_line
+from hosts.setup import mcp_install
+from hosts.setup._hook_line import handler_words, hook_line
 from sidecars import read_bounded
 from turn_hooks import InvalidInputError, loads_bounded
 
@@ -37,7 +37,7 @@ class SettingsHost:
     home_env: str | None
     home_dir: str
     timeout: int  # in the runtime's unit
-    tool_channel: bool = False  # it runs our stdio MCP server (hosts.mcp_install)
+    tool_channel: bool = False  # it runs our stdio MCP server (hosts.setup.mcp_install)
 
 
 HOSTS = {

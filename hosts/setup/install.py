@@ -1,7 +1,7 @@
 """``turn-hooks install HOST`` and ``turn-hooks doctor``: one flow for every host.
 
 ``install`` names the binding by the common rule (``sidecars.name_binding``), runs
-the doctor's checks (:mod:`hosts.doctor`) and writes nothing if one fails, then hands
+the doctor's checks (:mod:`hosts.setup.doctor`) and writes nothing if one fails, then hands
 over to the host's installer: ``codex_install`` (hooks.json, trusted through the
 app-server), ``settings_install`` (Claude Code's and Gemini's settings.json) or
 ``dsh_install`` (a patch layer). ``--uninstall`` needs only the host's home and
@@ -127,7 +127,7 @@ TITLES = {"codex": "Codex hooks", "claude-code": "Claude Code hooks", "gemini": 
 
 
 def host_home(host: str, args: argparse.Namespace) -> Path:
-    from hosts import settings_install
+    from hosts.setup import settings_install
 
     if args.home:
         return Path(args.home).absolute()
@@ -155,8 +155,8 @@ def codex_binary(args: argparse.Namespace) -> str:
 def install_checks(
     host: str, args: argparse.Namespace, named: Any = None
 ) -> tuple[list[Any], dict[str, Any]]:
-    """What ``install`` checks first (``hosts.doctor``), and the binding it installs."""
-    from hosts import doctor
+    """What ``install`` checks first (``hosts.setup.doctor``), and the binding it installs."""
+    from hosts.setup import doctor
     from sidecars import name_binding
 
     named = named or name_binding(args.registry, args.goal_id, args.agent_id)
@@ -183,7 +183,7 @@ def validator_deadline(declared: object) -> float:
     or the installed hook's ``--validation-timeout-seconds``, where there is one),
     else the hook's default. The run before install uses it, so a check that passes
     there fits a Turn, whatever that deadline is."""
-    from hosts.settlement import VALIDATION_TIMEOUT
+    from hosts.settlement.settlement import VALIDATION_TIMEOUT
 
     if isinstance(declared, str) and declared.isdigit():
         declared = int(declared)
@@ -199,7 +199,7 @@ def run_validator_once(
     repository; none when there is nothing to run (recall only) or no repository to
     run in (the binding check says why). The tail of its output goes to ``args`` for
     the person's Markdown, never into the row: rows are public."""
-    from hosts import doctor
+    from hosts.setup import doctor
     from sidecars import goal_repository
 
     argv = binding["validation_argv"]
@@ -228,7 +228,7 @@ def run_validator_once(
 
 
 def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
-    from hosts import doctor, dsh_install, settings_install
+    from hosts.setup import doctor, dsh_install, settings_install
     from sidecars import name_binding
     from turn_hooks.errors import InvalidInputError
 
@@ -268,7 +268,7 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     codex = codex_binary(args) if host == "codex" else None
     version = None
     if codex is not None:
-        from hosts import codex_versions
+        from hosts.facts import codex_versions
 
         version = codex_versions.check(codex)  # an older Codex: refused, nothing written
     try:
@@ -276,7 +276,7 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
             patch = Path(args.patch_file).absolute()
             report = dsh_install.install(patch_file=patch, **binding)
         elif host == "codex":
-            from hosts.codex_install import install
+            from hosts.setup.codex_install import install
 
             assert codex is not None and home is not None
             report = install(codex=codex, codex_home=home, **binding)
@@ -321,7 +321,7 @@ def plugin_route_install(
     repository, where the plugin's hooks read it; and where the turn-hooks plugin is
     enabled, nothing else (its hooks and server serve the Turn, so installing ours
     would run each hook twice): the receipt says so. ``None``: go on and install."""
-    from hosts import doctor, plugin_route
+    from hosts.setup import doctor, plugin_route
     from sidecars import goal_repository, record_validator
 
     repo = goal_repository(binding["registry"], binding["goal_id"])
@@ -335,7 +335,7 @@ def plugin_route_install(
     recorded = bool(repo and declared and record_validator(repo, declared))
     if not enabled:
         return None
-    from hosts.settings_install import allow_rule
+    from hosts.setup.settings_install import allow_rule
 
     allowed = allow_rule(host_home("claude-code", args), plugin_route.RULE)
     return {
@@ -388,7 +388,7 @@ def uninstall_goal(args: argparse.Namespace) -> str | None:
 def _uninstall(host: str, args: argparse.Namespace, home: Path | None) -> dict[str, Any]:
     """Remove our hooks of the Goal named (every Goal's with ``--all``): nothing but
     the host's home (or the patch file) is needed, no binary and no registry."""
-    from hosts import codex_install, dsh_install, settings_install
+    from hosts.setup import codex_install, dsh_install, settings_install
     from turn_hooks.errors import InvalidInputError
 
     goal = uninstall_goal(args)
@@ -402,7 +402,7 @@ def _uninstall(host: str, args: argparse.Namespace, home: Path | None) -> dict[s
         report = settings_install.uninstall(host, home=home, goal_id=goal)
         if host == "claude-code":
             # The plugin's tool rule goes too: install added it (plugin_route_install).
-            from hosts.plugin_route import RULE
+            from hosts.setup.plugin_route import RULE
 
             dropped = settings_install.allow_rule(home, RULE, installing=False)
             report["mcp_removed"]["plugin_permission_rule"] = dropped
@@ -418,7 +418,7 @@ def installed_commands(host: str, args: argparse.Namespace) -> list[str]:
     """The commands of our hooks installed in one host (none when its file is absent)."""
     import shlex
 
-    from hosts import codex_install, dsh_install, settings_install
+    from hosts.setup import codex_install, dsh_install, settings_install
 
     if host == "dsh":
         config = dsh_install.installed_config(Path(args.patch_file))
@@ -444,7 +444,7 @@ def codex_trust_check(args: argparse.Namespace) -> dict[str, Any]:
     ``hooks/list``) when a codex binary is found; else whether each has its entry."""
     import shutil
 
-    from hosts import codex_install, codex_trust, doctor
+    from hosts.setup import codex_install, codex_trust, doctor
 
     home = host_home("codex", args)
     codex = shutil.which(args.codex_bin or "codex")
@@ -472,7 +472,7 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
     """Whether the host runs our MCP server (the ``record_reflection`` tool) with a
     command that still runs. Without one the model hands its reflection over in the
     answer's block, where the user sees it: a warning, not a failure."""
-    from hosts import doctor, status
+    from hosts.setup import doctor, status
 
     state = status.tool_server(host, host_home(host, args))
     if state == "runs":
@@ -487,7 +487,7 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
             warning=True,
         )
     if state == "unallowed":
-        from hosts.plugin_route import RULE
+        from hosts.setup.plugin_route import RULE
 
         return doctor.row(
             "tool_channel",
@@ -518,7 +518,7 @@ def tool_channel_check(host: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
-    from hosts import doctor
+    from hosts.setup import doctor
     from turn_hooks.errors import InvalidInputError
 
     if args.host == "dsh" and not args.patch_file:
@@ -576,7 +576,7 @@ def plugin_checks(args: argparse.Namespace) -> list[dict[str, Any]]:
     """What ``doctor`` checks where the turn-hooks plugin is enabled in Claude Code
     (none where it is not): the route in force, ``turn-hooks`` on PATH, the binding
     the repository names, the validator it declares, and the tool channel."""
-    from hosts import doctor, plugin_route
+    from hosts.setup import doctor, plugin_route
     from sidecars import goal_repository, name_binding, read_validator
     from turn_hooks.errors import InvalidInputError, TurnHooksError
 
@@ -637,7 +637,7 @@ def _nothing_installed(subject: str) -> dict[str, Any]:
     """The validator row when no hook is installed and none was named: no hook can
     fail to learn, so a missing validator is install's refusal, not doctor's failure
     (after ``install --uninstall``, doctor says so and exits 0)."""
-    from hosts import doctor
+    from hosts.setup import doctor
 
     host = subject if subject in INSTALL_HOSTS else "HOST"
     return doctor.row(
@@ -656,7 +656,7 @@ def installed_validator_runs(
     in its Goal's repository (one run per validator and repository)."""
     import shlex
 
-    from hosts import doctor
+    from hosts.setup import doctor
 
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -671,118 +671,3 @@ def installed_validator_runs(
         seen.add(key)
         rows += run_validator_once(host, args, hook, hook["validation_timeout"])
     return rows
-
-
-def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``install`` and ``doctor`` to the command line."""
-    from hosts.cli import _format_option as format_option
-    from hosts.cli import seconds_between
-    from hosts.codex_versions import NEWEST, OLDEST
-    from hosts.settlement import BUILT_IN_MARGIN, MAX_VALIDATION_TIMEOUT, VALIDATION_TIMEOUT
-
-    # The built-in validator's own deadline: the hook grants it and the margin.
-    longest = MAX_VALIDATION_TIMEOUT - BUILT_IN_MARGIN
-    default = VALIDATION_TIMEOUT - BUILT_IN_MARGIN
-
-    installer = commands.add_parser(
-        "install",
-        help="install the per-Turn hooks into a host",
-        description=(
-            "Checks first (as `turn-hooks doctor`): the binding, the validator, the hook "
-            "command; then runs the validator once in the Goal's repository, within its "
-            "deadline, and shows whether it passed (with --format markdown, the end of its "
-            "output too). Nothing is "
-            "written unless every check passes. The hooks call the absolute interpreter "
-            "running this command: run it from a stable installation, not a clone's "
-            "editable one. Where the turn-hooks Claude Code plugin is enabled, `install "
-            "claude-code` installs no hooks of its own: it records the validator in the "
-            "repository (.local/turn-hooks/validator.json), where the plugin's hooks read "
-            "it, and adds only the rule that lets `claude -p` call the plugin's tool."
-        ),
-    )
-    installer.add_argument(
-        "host",
-        choices=INSTALL_HOSTS,
-        help="codex: hooks.json trusted through the app-server; claude-code, gemini: "
-        "settings.json; dsh: a patch layer file",
-    )
-    doctor_parser = commands.add_parser(
-        "doctor",
-        help="check the binding, the validator and every installed hook command",
-        description="Checks what is installed (or, with nothing installed, what install "
-        "would check). --run-validator also runs each validator once, as a Turn would.",
-    )
-    doctor_parser.add_argument(
-        "host", nargs="?", choices=INSTALL_HOSTS, help="one host (default: every one found)"
-    )
-    for sub in (installer, doctor_parser):
-        sub.add_argument("--registry", help="binding registry file (or $TURN_HOOKS_REGISTRY)")
-        sub.add_argument("--goal-id", help="(or $TURN_HOOKS_GOAL or found from the repository)")
-        sub.add_argument("--agent-id", help="(or $TURN_HOOKS_AGENT or found from the repository)")
-        # One of the three: a validator declared two ways, or one with recall-only,
-        # would leave one of them silently ignored.
-        declared = sub.add_mutually_exclusive_group()
-        declared.add_argument(
-            "--validate-with",
-            metavar="COMMAND",
-            help="the project's check, such as 'make test': a reflection is learned only "
-            "when it exits 0 (the built-in `turn-hooks validate command`). A command line "
-            "that needs a shell ('pytest -q && ruff check .', a pipe, a redirection) runs "
-            "through sh -c, and doctor shows it so",
-        )
-        declared.add_argument(
-            "--validation-command-json", help="any other independent validator, as a JSON argv"
-        )
-        sub.add_argument(
-            "--validation-timeout-seconds",
-            dest="validator_deadline",
-            type=seconds_between(1, longest),
-            metavar=f"1..{longest}",
-            help=f"with --validate-with: the check's deadline (default {default}, ten minutes: "
-            "room for a real test suite). Codex, Claude Code and DSH validate after the "
-            "Turn, off its path, and grant it in full; Gemini validates inside its hook, "
-            "cut to 20 s (logged), and the next Turn's worker runs it again in full",
-        )
-        declared.add_argument(
-            "--recall-only",
-            action="store_true",
-            help="install without a validator: memories are recalled, nothing is learned",
-        )
-        sub.add_argument("--home", help="the host's config directory (default: its own)")
-        sub.add_argument("--codex-home", help="Codex's home (default $CODEX_HOME or ~/.codex)")
-        sub.add_argument(
-            "--codex-bin",
-            help=f"the codex binary (default: the one on PATH); Codex {OLDEST} to {NEWEST} "
-            "is tested; install refuses an older one",
-        )
-        sub.add_argument(
-            "--patch-file", help="dsh: the patch layer to write; run `dsh --patch FILE ...`"
-        )
-        sub.add_argument(
-            "--no-prompt-in-recall",
-            action="store_true",
-            help="keep the user's prompt out of the recall query (goal and project only)",
-        )
-        format_option(sub)
-    installer.add_argument(
-        "--skip-validator-run",
-        action="store_true",
-        help="do not run the validator once before installing (for a suite too slow to "
-        "wait for); `turn-hooks doctor --run-validator` runs it later",
-    )
-    doctor_parser.add_argument(
-        "--run-validator",
-        action="store_true",
-        help="also run each validator once, now, in its Goal's repository and within its "
-        "deadline, and show whether it passes and the end of its output",
-    )
-    installer.add_argument(
-        "--uninstall",
-        action="store_true",
-        help="remove exactly our hooks of the Goal named (needs only the home)",
-    )
-    installer.add_argument(
-        "--all", action="store_true", help="with --uninstall: every Goal's hooks of ours"
-    )
-    installer.set_defaults(handler=cmd_install)
-    doctor_parser.set_defaults(handler=cmd_doctor)

@@ -26,8 +26,8 @@ from typing import Any
 
 import pluggy
 
-from hosts.generic import build_turn
-from hosts.settlement import settlement_store
+from hosts.adapters.generic import build_turn
+from hosts.settlement.settlement import settlement_store
 from sidecars import SidecarStore, goal_agent_parts, path_token
 from turn_hooks import (
     Settlement,

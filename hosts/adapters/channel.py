@@ -5,7 +5,7 @@ Where the host runs our MCP server (``turn-hooks mcp serve``, wired by ``install
 and ``install claude-code``), the model hands the value over through that tool, out of
 the user's sight; everywhere else it ends its final message with the field's
 ``<field>…</field>`` block. The rendered request names one channel only
-(:func:`hosts.render.field_request`): a model asked for both writes both, and the user
+(:func:`hosts.facts.render.field_request`): a model asked for both writes both, and the user
 reads the JSON.
 
 Whether the channel is wired is read on every Turn from the host's own configuration,
@@ -13,11 +13,11 @@ the file the host itself reads its MCP servers from: Codex's ``$CODEX_HOME/confi
 (``~/.codex``), Claude Code's ``.claude.json`` (beside ``~/.claude``, or inside
 ``$CLAUDE_CONFIG_DIR``). The hook runs in the host's environment, so it finds the same
 file. Our server must be there, not switched off for the project, with a command that
-still runs (:func:`hosts.status.tool_server`, which ``doctor`` and ``status`` use too). Not a flag
-written into the hook command at install: a server removed or broken since would
+still runs (:func:`hosts.setup.status.tool_server`, which ``doctor`` and ``status`` use
+too). Not a flag written into the hook command at install: a server removed or broken since would
 leave it stale, and the model would be asked for a tool it does not have. A Turn
 whose request names the block while the server runs loses nothing: settlement takes
-a staged value and a block alike (:mod:`hosts.settlement`).
+a staged value and a block alike (:mod:`hosts.settlement.settlement`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def tool_home(turn_host: str) -> Path | None:
         return None
     if name == "codex":
         return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-    from hosts.settings_install import default_home
+    from hosts.setup.settings_install import default_home
 
     return default_home(name)
 
@@ -53,7 +53,7 @@ def wired(turn_host: str) -> bool:
     home = tool_home(turn_host)
     if home is None:
         return False
-    from hosts.status import tool_server
+    from hosts.setup.status import tool_server
 
     return tool_server(TOOL_HOSTS[turn_host], home) == "runs"
 

@@ -30,7 +30,7 @@ twice.
 
 Before the marker, the hook's stdin is already kept: the hook moves it into a
 locked spill file in the user's state directory before it parses anything, and
-removes the spill once :func:`write_ahead` returns (:mod:`hosts.spill`); the next
+removes the spill once :func:`write_ahead` returns (:mod:`hosts.settlement.spill`); the next
 PreTurn queues the Turn of a spill whose hook died. What remains, bounded: a hook
 killed before it has consumed its stdin leaves nothing (the host still holds the
 event; no validator has run), and so does one killed in the few milliseconds from
@@ -69,9 +69,9 @@ from typing import Any
 
 import pluggy
 
-from hosts import after_reply, spill, staged
-from hosts.hook_log import log_root, reasons_in, record, record_refusals
-from hosts.render import extract_results
+from hosts.facts.render import extract_results
+from hosts.settlement import after_reply, spill, staged
+from hosts.settlement.hook_log import log_root, reasons_in, record, record_refusals
 from sidecars import (
     SidecarStore,
     SidecarTransaction,
@@ -381,7 +381,7 @@ def settle(
 
     The host result holds one value per result field the loaded plugins declare,
     each taken from its block of the final message, or from the value the model staged
-    for this Turn through the field's tool (:mod:`hosts.staged`), which wins. Why
+    for this Turn through the field's tool (:mod:`hosts.settlement.staged`), which wins. Why
     anything was not taken (a repeated block, a plugin's reason code) goes to the local
     hook log.
 
@@ -399,7 +399,7 @@ def settle(
     fields = settlement_result_fields(pm)
     host_result, faults = extract_results(final_message, fields)
     reasons = [("adapter", fault) for fault in faults]
-    # A value the model staged through a result tool (hosts.mcp) is this Turn's value:
+    # A value the model staged through a result tool (hosts.adapters.mcp) is this Turn's value:
     # it is what the model chose to hand over out of the user's sight.
     try:
         tooled = staged.take(
@@ -603,7 +603,7 @@ def _hand_off(
 ) -> bool:
     """Fork a child that settles the spooled entry of ``turn``, whose lock the caller
     holds; ``True`` once it is forked, or once this process has queued the settlement
-    for after its reply (a resident server's child, :mod:`hosts.after_reply`: no fork
+    for after its reply (a resident server's child, :mod:`hosts.settlement.after_reply`: no fork
     of that large a process on the Turn's path).
 
     The child inherits the lock: ``flock(2)`` belongs to the open file, which the
@@ -689,7 +689,7 @@ def _settle_after_reply(
     turn: TurnContext,
 ) -> None:
     """Settle the spooled entry at ``path`` in this process, after the host has its
-    answer (:mod:`hosts.after_reply`).
+    answer (:mod:`hosts.settlement.after_reply`).
 
     ``lock_fd`` is a duplicate of the Stop hook's own lock descriptor, taken before
     its transaction let go: ``flock(2)`` belongs to the open file, so the entry stayed
@@ -957,7 +957,7 @@ def write_ahead(
     user's state directory instead (:func:`_park`). Never raises: this hook's faults
     are :func:`settle`'s to report.
 
-    The hook's stdin spill (:mod:`hosts.spill`) is removed on return, whatever it
+    The hook's stdin spill (:mod:`hosts.settlement.spill`) is removed on return, whatever it
     is: the Turn is kept from here on, or refused by name.
     """
     try:
