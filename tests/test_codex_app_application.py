@@ -16,7 +16,7 @@ from test_codex_app import app
 from test_turn_recall import contribution, learn
 from turn_support import bound_goal, resolution, turn
 
-from capabilities.reward_memory.turn.app import APPLICATION_STAGE_DIR
+from capabilities.reward_memory.turn.app_application import APPLICATION_STAGE_DIR
 from capabilities.reward_memory.utility.ledger import ledgers_of
 from turn_hooks import call_pre_turn, make_plugin_manager
 

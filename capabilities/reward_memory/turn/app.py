@@ -8,11 +8,9 @@ once both read back it dispatches ``post_settlement`` with the quota-spend evide
 and the plugin's hook finalizes the staged candidate here, through the ordinary Turn
 ingest with ``turn_key = effect_id``.
 
-The App hands over the model's memory application answer the same way
-(``--reward-memory-application-json``): staged beside the candidate, it is settled at
-finalize against what PreTurn recalled for the App's turn id, with the validator's
-verdict on the Turn, as every other host settles it (turn/application.py). A Turn
-that applied a memory without a reflection is validated at refresh all the same.
+The model's memory application answer is staged beside the candidate and settled at
+finalize (:mod:`capabilities.reward_memory.turn.app_application`); a Turn that applied
+a memory without a reflection is validated at refresh all the same.
 """
 
 from __future__ import annotations
@@ -32,14 +30,12 @@ from capabilities.reward_memory.contract.identities import (
 )
 from capabilities.reward_memory.contract.reader import read_reflection, refuse_unreadable
 from capabilities.reward_memory.contract.values import now_timestamp
-from capabilities.reward_memory.turn.application import (
-    FIELD as APPLICATION_FIELD,
-)
-from capabilities.reward_memory.turn.application import (
-    FIELD_MAX as APPLICATION_FIELD_MAX,
-)
-from capabilities.reward_memory.turn.application import (
-    settle_application_fail_open,
+from capabilities.reward_memory.turn.app_application import (
+    APPLICATION_FIELD,
+    application_answer,
+    application_stage_path,
+    settle_recall,
+    stage_application,
 )
 from capabilities.reward_memory.turn.post_settlement import (
     APP_WIRING,
@@ -55,8 +51,6 @@ STAGE_SCHEMA = "codex_app_reward_memory_outcome_candidate_v0"
 REQUEST_SCHEMA = "reward_memory_reflection_validation_request_v0"
 STAGE_WIRING = "codex_app_refresh_stage"
 CANDIDATE_DIR = "reward-memory-app-outcomes"
-APPLICATION_STAGE_DIR = "reward-memory-app-applications"
-APPLICATION_STAGE_SCHEMA = "codex_app_reward_memory_application_stage_v0"
 INGEST_HOOK_ID = "reward-memory.outcome-ingest"
 """The plugin's ``post_settlement`` hook id: the App command reads its own result
 from the dispatcher receipt under it (plugin.py registers it; a test pins both)."""
@@ -141,60 +135,6 @@ def candidate_path(store: SidecarStore, goal_id: str, agent_id: str, candidate_i
     )
 
 
-def application_stage_path(
-    store: SidecarStore, goal_id: str, agent_id: str, candidate_id: str
-) -> Path:
-    """``reward-memory-app-applications/T(goal)/T(agent)/T(candidate_id).json``: the
-    application answer the App's refresh handed over, until finalize settles it."""
-    return store.path(
-        *goal_agent_parts(APPLICATION_STAGE_DIR, goal_id, agent_id),
-        path_token(candidate_id, "candidate") + ".json",
-    )
-
-
-def application_answer(text: str | None) -> str | None:
-    """The App's application answer as given, ``None`` when blank.
-
-    :raises RewardMemoryInputError: longer than the field's bound
-        (``application_answer_too_large``), as a hook host's schema refuses it.
-    """
-    if text is None or not text.strip():
-        return None
-    if len(text) > APPLICATION_FIELD_MAX:
-        v.fail(
-            APPLICATION_FIELD,
-            f"exceeds {APPLICATION_FIELD_MAX} characters",
-            "application_answer_too_large",
-        )
-    return text
-
-
-def _stage_application(
-    store: SidecarStore,
-    status: Any,
-    candidate: str,
-    *,
-    answer: str,
-    turn_instance_id: str,
-    validation: dict[str, Any] | None,
-    observed_at: str | None,
-) -> None:
-    """Keep the answer (and, for a Turn without a reflection, its verdict) for finalize."""
-    path = application_stage_path(store, status["goal_id"], status["agent_id"], candidate)
-    previous = store.read(path) or {}
-    store.write(
-        path,
-        {
-            "schema_version": APPLICATION_STAGE_SCHEMA,
-            "candidate_id": candidate,
-            "turn_instance_id": turn_instance_id,
-            "answer": answer,
-            "task_validation": validation,
-            "observed_at": previous.get("observed_at") or observed_at or now_timestamp(),
-        },
-    )
-
-
 def _stage_receipt(experiment: Any, candidate: str, **fields: Any) -> dict[str, Any]:
     receipt = {
         "ok": True,
@@ -268,7 +208,7 @@ def stage(
         validation = run_todo_validator(
             declared, request=answer_request, workspace=workspace, raw_digest=None, evidence_refs=[]
         )
-        _stage_application(
+        stage_application(
             resolution.sidecars,
             status,
             candidate,
@@ -352,7 +292,7 @@ def stage(
             }
         )
     if answer is not None:  # its verdict is the reflection's validation, staged above
-        _stage_application(
+        stage_application(
             store,
             status,
             candidate,
@@ -409,32 +349,9 @@ def finalize(
         receipt.update(
             status="no_eligible_evidence", reason_code="app_refresh_declared_no_reward_evidence"
         )
-        return _settle_recall(resolution, turn, application, receipt)
+        return settle_recall(resolution, turn, application, receipt)
     receipt = _ingest_staged(resolution, settlement, staged, provider_for=provider_for)
-    return _settle_recall(resolution, turn, application, receipt, staged.get("task_validation"))
-
-
-def _settle_recall(
-    resolution: Resolution,
-    turn: TurnContext,
-    application: dict[str, Any] | None,
-    receipt: dict[str, Any],
-    validation: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Settle what PreTurn recalled for the App's turn id, with the staged answer (a
-    silent model is ``available_not_applied``) and the Turn's verdict."""
-    answer = (application or {}).get("answer") or ""
-    verdict = validation or (application or {}).get("task_validation")
-    settled = settle_application_fail_open(
-        resolution,
-        turn.host_turn_id,
-        {APPLICATION_FIELD: answer},
-        {"task_validation": verdict} if isinstance(verdict, dict) else None,
-        (application or {}).get("observed_at") or turn.observed_at,
-    )
-    if settled is not None:
-        receipt["memory_application"] = settled
-    return receipt
+    return settle_recall(resolution, turn, application, receipt, staged.get("task_validation"))
 
 
 def _ingest_staged(
