@@ -1,4 +1,5 @@
-"""The README documents every hook with its exact signature (datasette's test_docs)."""
+"""The docs document every hook with its exact signature (datasette's test_docs), and
+the README stays a front door whose promises, module map and reflection live in docs/."""
 
 from __future__ import annotations
 
@@ -10,7 +11,23 @@ from test_hookspecs import spec_names
 
 from turn_hooks import hookspecs
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def page(name):
+    """One page of docs/, where the README's reference material moved."""
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+
+
+def section(text, heading):
+    """The body under ``heading`` (a whole heading line) up to the next of its level or above."""
+    level = heading.split(" ")[0]
+    found = re.search(
+        rf"^{re.escape(heading)}\n(.*?)(?=^#{{1,{len(level)}}} |\Z)", text, re.S | re.M
+    )
+    assert found, f"needs a '{heading}' section"
+    return found.group(1)
 
 
 def signature(name):
@@ -19,10 +36,16 @@ def signature(name):
 
 
 def test_every_hook_has_a_section_with_its_exact_signature():
+    plugins = page("plugins.md")
     for name in spec_names():
-        section = re.search(rf"^### {name}\n(.*?)(?=^##)", README, re.S | re.M)
-        assert section, f"README needs a '### {name}' section"
-        assert f"```python\n{signature(name)}\n```" in section.group(1), signature(name)
+        assert f"```python\n{signature(name)}\n```" in section(plugins, f"### {name}"), signature(
+            name
+        )
+
+
+def test_the_readme_stays_a_front_door():
+    assert len(README.splitlines()) < 200, "move reference material to docs/"
+    assert "(docs/promises.md)" in README, "the promises are linked from the front"
 
 
 def test_readme_lists_exactly_two_commands_for_a_fresh_machine():
@@ -43,19 +66,13 @@ def test_every_environment_variable_is_documented():
         _names.ENV_TRACE_PLUGINS,
         _names.ENV_HOOK_DEADLINE,
     ):
-        assert f"`{name}`" in README
+        assert f"`{name}`" in page("environment.md")
 
 
 def test_every_promise_names_tests_that_exist():
-    section = re.search(
-        r"^## Promises, and the tests that keep them\n(.*?)(?=^## )", README, re.S | re.M
-    )
-    assert section, "README needs its promises section"
-    rows = [
-        line
-        for line in section.group(1).splitlines()
-        if line.startswith("| ") and "`tests/" in line
-    ]
+    promises = page("promises.md")
+    assert promises.startswith("# Promises, and the tests that keep them\n")
+    rows = [line for line in promises.splitlines() if line.startswith("| ") and "`tests/" in line]
     assert len(rows) >= 8
     root = Path(__file__).parent.parent
     for row in rows:
@@ -67,10 +84,8 @@ def test_every_promise_names_tests_that_exist():
 
 
 def module_map():
-    """The README's reward-memory module map: ``{sub-package: (modules, may import)}``."""
-    section = re.search(r"^## Reward memory\n(.*?)(?=^## )", README, re.S | re.M)
-    assert section, "README needs its Reward memory section"
-    rows = re.findall(r"^\| `(\w+)/` \| (.*?) \| (.*?) \|$", section.group(1), re.M)
+    """docs/reward-memory.md's module map: ``{sub-package: (modules, may import)}``."""
+    rows = re.findall(r"^\| `(\w+)/` \| (.*?) \| (.*?) \|$", page("reward-memory.md"), re.M)
     assert rows, "the Reward memory section needs its module map"
     return {
         name: (set(re.findall(r"`(\w+)`", owns)), set(re.findall(r"`(\w+)`", allowed)))
@@ -94,12 +109,6 @@ def test_the_module_map_states_the_enforced_layers():
     assert {name: allowed for name, (_, allowed) in module_map().items()} == RM_LAYERS
 
 
-def _section(title):
-    start = README.index(f"\n### {title}\n")
-    end = README.find("\n## ", start)
-    return README[start:end]
-
-
 def test_the_reflection_example_is_one_the_contract_accepts_and_the_model_is_asked_for():
     import json
 
@@ -107,12 +116,12 @@ def test_the_reflection_example_is_one_the_contract_accepts_and_the_model_is_ask
     from capabilities.reward_memory.contract.reader import read_reflection
     from capabilities.reward_memory.turn.pre_turn import REFLECTION_INSTRUCTION
 
-    section = _section("The reflection a learning Turn ends with")
-    [example] = re.findall(r"```json\n(.*?)```", section, re.DOTALL)
+    reflection = section(page("reflection.md"), "## The reflection a learning Turn ends with")
+    [example] = re.findall(r"```json\n(.*?)```", reflection, re.DOTALL)
     parsed = parse_reflection(read_reflection(example).value)
-    assert parsed.kind == "eligible", "the README's example is learnable as written"
+    assert parsed.kind == "eligible", "the docs' example is learnable as written"
     document = json.loads(example)
     for key in [*document, *document["experience"], *document["experience"]["future_behavior"]]:
         assert key in REFLECTION_INSTRUCTION, f"{key}: the model is told about every key"
-    assert "<reward_memory_reflection_json>" in section
-    assert "--reward-memory-reflection-json" in section
+    assert "<reward_memory_reflection_json>" in reflection
+    assert "--reward-memory-reflection-json" in reflection

@@ -6,7 +6,7 @@ two providers unchanged. Every call opens a short-lived connection (one ingest's
 calls share one, :meth:`EmbeddedSqliteProvider.holding`): SQLite's own locking is the
 only concurrency control needed.
 
-The store's files follow the sidecar rules (README "Sidecars"), checked before every
+The store's files follow the sidecar rules (docs/sidecars.md), checked before every
 connection, for readers and writers alike:
 
 - no symlink from below the *anchor* (the Goal repository, so ``.local`` and

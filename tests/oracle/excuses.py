@@ -2,7 +2,7 @@
 
 Each rule rewrites both answers so that one deliberate difference no longer shows,
 and nothing else. A rule is excused only where it changed something, and the fuzzer
-reports which rules each case needed. Every rule has a row in the README's
+reports which rules each case needed. Every rule has a row in docs/compatibility.md
 "Differences from the reference implementation" table or is shared/spec/oracle.md §4's
 normalisation; a difference no rule names is a divergence to fix.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 ERROR_SCHEMA = "reward_memory_error_v0"
 # Repair plans name their own tool's commands: `turn-hooks reward-memory configure`
-# where upstream says `loopx ... configure-goal` (README differences table).
+# where upstream says `loopx ... configure-goal` (docs/compatibility.md).
 REPAIR_COMMAND_KEYS = ("instruction", "preview_command", "apply_command", "verify_command")
 
 
@@ -72,7 +72,7 @@ def latency(ours: Any, theirs: Any) -> None:
 
 # Upstream writes through the `ov` CLI and, with none installed, says
 # provider_cli_unavailable; our HTTP provider names its own missing endpoint
-# (oracle.md §4, README "Provider transport"). Status and other fields still compare.
+# (oracle.md §4, docs/compatibility.md "Provider transport"). Status and other fields still compare.
 TRANSPORT_CODES = {"provider_endpoint_unconfigured", "provider_unreachable"}
 
 
@@ -113,7 +113,7 @@ def _item_with_several_digests(case: dict[str, Any] | None) -> bool:
 def item_with_several_digests(ours: Any, theirs: Any, case: dict[str, Any] | None) -> None:
     """An item observation with several digests: upstream accepts it and then fails its
     own projection check (invalid_request); we reject the observation in a rejected
-    projection (README differences table). Both exit 2, compared apart."""
+    projection (docs/compatibility.md). Both exit 2, compared apart."""
     if not _item_with_several_digests(case):
         return
     if (
@@ -133,7 +133,7 @@ ISSUE_FIX_ADAPTER = "issue_fix_maintainer_feedback"
 def issue_fix_adapter(ours: Any, theirs: Any, case: dict[str, Any] | None) -> None:
     """Issue Fix's compatibility adapter: upstream maps its own module's event; we
     implement only the generic ``scoped_feedback`` adapter and refuse it as
-    ``adapter_unsupported`` (README differences table)."""
+    ``adapter_unsupported`` (docs/compatibility.md)."""
     if ISSUE_FIX_ADAPTER not in json.dumps((case or {}).get("files", {})):
         return
     if isinstance(ours, dict) and ours.get("reason_code") == "adapter_unsupported":
@@ -150,7 +150,7 @@ def usage_error(ours: Any, theirs: Any) -> None:
     """A command line argparse refuses (an unknown choice, a count that is no integer):
     upstream prints its usage on stderr and nothing on stdout; we print the one typed
     ``turn_hooks_error_v0`` with ``usage_invalid`` that every usage error of ours is
-    (README differences table). Both exit 2."""
+    (docs/compatibility.md). Both exit 2."""
     if (
         isinstance(ours, dict)
         and ours.get("schema_version") == OWN_ERROR_SCHEMA

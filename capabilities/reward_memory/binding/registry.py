@@ -143,7 +143,7 @@ def registry_role(registry: dict[str, Any]) -> str:
 
     Read as LoopX 2.1.1 reads it: any non-empty value, as its text, trimmed. The role
     is printed in a public receipt, so a declared text holding a local path or a
-    secret-shaped word is printed without them (README, differences).
+    secret-shaped word is printed without them (docs/compatibility.md).
     """
     declared = registry.get("registry_role")
     if not declared:

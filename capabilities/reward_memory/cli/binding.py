@@ -53,7 +53,7 @@ HOST_COVERAGE_DECLARED = (
     "Upstream LoopX's fixed table of which host edges its source wires, kept "
     "byte-identical in the JSON for interchangeability. It says nothing about this "
     "installation: it shows the same rows with no hooks installed. What a host really "
-    'connects is earned by `turn-hooks conformance run --host HOST` (README, "Conformance").'
+    "connects is earned by `turn-hooks conformance run --host HOST` (docs/conformance.md)."
 )
 HOST_COVERAGE_SAVED = " The latest saved run per host follows, under host_conformance."
 HOST_COVERAGE_NOTE = (
