@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_hook import VALIDATOR, start_server, timed, timed_env
+from bench_hook import VALIDATOR, start_server, timed, timed_env, warm_environment
 from corpus import seed
 from fixtures import f1
 from host_turns import stop_residents
@@ -112,12 +112,7 @@ def main(samples: int = 10, records: int = 2000) -> None:
         registry = Path(bindings["on"][-1])
         set_ranking(resolution(registry).sidecars, f1.GOAL, f1.AGENT, "utility")
         cold = dict(os.environ, TURN_HOOKS_RESIDENT="0")
-        warm = dict(
-            os.environ,
-            TURN_HOOKS_RESIDENT="1",
-            TURN_HOOKS_RESIDENT_DIR=run_dir,
-            TURN_HOOKS_RESIDENT_IDLE_SECONDS="600",
-        )
+        warm = warm_environment(run_dir)
         for name, binding in bindings.items():
             for n in range(WARM_UP_TURNS):
                 turn(binding, f"warm-up-{n}", name == "on", cold)
