@@ -63,6 +63,9 @@ def warm_environment(run_dir: str) -> dict[str, str]:
         TURN_HOOKS_RESIDENT="1",
         TURN_HOOKS_RESIDENT_DIR=run_dir,
         TURN_HOOKS_RESIDENT_IDLE_SECONDS="600",
+        # Servers elsewhere on the machine (other checkouts, a test run) must not make
+        # the per-user bound refuse this one (as in bench_ab.py).
+        TURN_HOOKS_RESIDENT_MAX_SERVERS="1000",
     )
 
 
