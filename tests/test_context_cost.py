@@ -9,6 +9,9 @@ and the real ``turn-hooks mcp serve``, on every host and channel.
   bytes in all: the model receives them again with every request of a session. It was
   600 for the reflection tool alone; issue 39 adds ``record_memory_use`` (the answer
   which recalled memories the Turn applied), whose own definition is held to 300.
+* The application question (issue 39: which recalled memories the Turn applied),
+  asked only when memories were recalled, adds at most 500 bytes as the host renders
+  it: the instruction (held to 300 on its own) and the request for its field.
 * A recalled memory renders in at most 400 bytes and keeps, however long its fields,
   its ref intact and a line for each of the summary, the trigger, the action, the
   validation and the stop condition: when the lesson applies, what to do, how to
@@ -38,6 +41,8 @@ from hosts.facts.render import NONE_WANTED
 NO_RECALL_BYTES = 1024
 TOOLS_BYTES = 900
 APPLICATION_TOOL_BYTES = 300
+APPLICATION_QUESTION_BYTES = 500
+APPLICATION_FIELD = "reward_memory_application_json"
 FIELD = "reward_memory_reflection_json"
 LABELS = ("summary", "trigger", "action", "validation", "stop condition")
 REF = "candidate:64084ef9c0a1976d8d52"  # the shape the store gives: 20 hex digits
@@ -197,3 +202,31 @@ def test_a_recalled_memory_reaches_the_host_within_400_bytes(tmp_path):
     [item] = [part for part in text.split("\n\n") if part.startswith("[memory ")]
     assert size(item) <= ITEM_BYTES
     assert MEMORIES[0][1] in item, "whole: the trigger is there as learned"
+
+
+@pytest.mark.parametrize("host", list(CHANNEL_HOSTS))
+def test_the_application_question_adds_at_most_500_bytes_on_every_host_and_channel(
+    tmp_path, homes, host
+):
+    # "The extra question costs the model at most a few hundred bytes of context":
+    # its paragraphs of the rendered text, by block and by tool, and nothing else.
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    command, dialect, _ = CHANNEL_HOSTS[host]
+    extra = ("--dialect", dialect) if dialect else ()
+
+    def recalled(n):
+        event = {"turn_id": f"t{n}", "prompt": "rebased schemas migrations, what first?"}
+        document = hook(event, registry, None, *extra, "pre-turn", command=command) or {}
+        return document.get("additional_context") or document.get("hookSpecificOutput", {}).get(
+            "additionalContext", ""
+        )
+
+    block = recalled(1)
+    _serve("codex-cli", homes[0])
+    _serve("claude-code", homes[1])
+    for text in (block, recalled(2)):
+        assert "[memory 1]" in text, "a memory was recalled, so the question is asked"
+        asked = [part for part in text.split("\n\n") if APPLICATION_FIELD in part]
+        assert len(asked) == 2, "the instruction and the request for its field"
+        assert sum(size(part) + 2 for part in asked) <= APPLICATION_QUESTION_BYTES, asked

@@ -7,7 +7,10 @@ validator's verdict, and without an evaluator records lineage that moves nothing
 
 from __future__ import annotations
 
+import ast
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -202,7 +205,7 @@ def _cli(capsys, *argv):
 def test_the_loop_closes_an_owner_rating_demotes_a_memory_only_with_utility_ranking(
     tmp_path, plugin_pm, capsys
 ):
-    from capabilities.reward_memory.turn.ranking import set_ranking
+    from capabilities.reward_memory.turn.settings import set_ranking
 
     registry = bound_goal(tmp_path)
     learn(registry)
@@ -300,7 +303,7 @@ REFERENCE = [sys.executable, "-m", "capabilities.reward_memory.utility.reference
 
 
 def _declare(registry, argv):
-    from capabilities.reward_memory.turn.ranking import set_setting
+    from capabilities.reward_memory.turn.settings import set_setting
 
     store = resolution(registry).sidecars
     set_setting(store, f1.GOAL, f1.AGENT, "utility_evaluator", {"argv": argv})
@@ -402,3 +405,56 @@ def test_a_refused_reason_says_which_rule_it_broke(reason, why):
         v.compact(reason, 500, "reason")
     assert raised.value.reason_code == "text_not_public_safe"
     assert why in str(raised.value)
+
+
+UTILITY = "capabilities.reward_memory.utility"
+SETTLEMENT_SIDE = (f"{UTILITY}.lineage", f"{UTILITY}.proposal", f"{UTILITY}.evaluator")
+"""What only a settlement that observes imports: a PreTurn never needs it."""
+
+
+def _hook_modules(registry, event, stdin):
+    """The modules of the utility package one real cold hook process imported."""
+    code = (
+        "import sys; from hosts.cli import main; status = main(sys.argv[1:]); "
+        f"print(sorted(m for m in sys.modules if m.startswith({UTILITY!r})), file=sys.stderr); "
+        "sys.exit(status)"
+    )
+    binding = ("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
+    result = subprocess.run(
+        [sys.executable, "-c", code, "host", "generic", event, *binding],
+        input=json.dumps({"cwd": str(registry.parent / "repo"), **stdin}),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("TURN_HOOKS_")},
+    )
+    return result.stdout, ast.literal_eval(result.stderr.strip().splitlines()[-1])
+
+
+def test_the_loop_costs_a_turn_that_ranks_by_relevance_no_utility_import(tmp_path):
+    # Issue 39, "Cost": the ledger, reducer and rank prior are import time a default
+    # binding would pay on every Turn for nothing. PreTurn reads the ranking setting
+    # and asks the question from modules that import none of them; a Stop imports
+    # them only for a Turn whose recall it settles.
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    out, modules = _hook_modules(registry, "pre-turn", {"turn_id": "t1", "prompt": PROMPT})
+    assert FIELD in out, "memories were recalled and the question asked"
+    assert modules == []
+    _, modules = _hook_modules(
+        registry, "post-settlement", {"turn_id": "t9", "last_assistant_message": "done"}
+    )
+    assert modules == [], "a Turn that recalled nothing settles without the loop"
+
+
+def test_utility_ranking_imports_the_rank_prior_and_not_the_settlement_side(tmp_path):
+    from capabilities.reward_memory.turn.settings import set_ranking
+
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    set_ranking(resolution(registry).sidecars, f1.GOAL, f1.AGENT, "utility")
+    out, modules = _hook_modules(registry, "pre-turn", {"turn_id": "t1", "prompt": PROMPT})
+    assert FIELD in out
+    assert f"{UTILITY}.rank_prior" in modules and f"{UTILITY}.ledger" in modules
+    assert not set(SETTLEMENT_SIDE) & set(modules)

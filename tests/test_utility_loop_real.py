@@ -20,7 +20,7 @@ from test_claude_real import CLAUDE, ask, settings
 from test_codex_real import CODEX, REFLECTED, CodexRun
 from turn_support import UNRELATED, ingest_memory, resolution, settled_spools
 
-from capabilities.reward_memory.turn.ranking import set_ranking
+from capabilities.reward_memory.turn.settings import set_ranking
 from conformance.fakes import FakeMessages, FakeResponses
 
 ROOT = Path(__file__).parent.parent

@@ -90,7 +90,7 @@ def _settings(
     """Switch the binding's ranking and utility evaluator when asked; always say which
     are in force (issue 39)."""
     from capabilities.reward_memory.binding.setup import find_repository
-    from capabilities.reward_memory.turn.ranking import (
+    from capabilities.reward_memory.turn.settings import (
         ranking_of,
         read_settings,
         set_ranking,

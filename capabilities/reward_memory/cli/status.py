@@ -118,8 +118,8 @@ def _journals(resolution: Any) -> tuple[dict[str, Any] | None, int, int]:
 
 def _utility(resolution: Any) -> dict[str, Any]:
     """The ranking in force and the memories whose utility proposes review (issue 39)."""
-    from capabilities.reward_memory.turn.ranking import ranking_of
     from capabilities.reward_memory.turn.rating import review_proposals
+    from capabilities.reward_memory.turn.settings import ranking_of
     from turn_hooks import SidecarError
 
     status, store = resolution.status, resolution.sidecars

@@ -19,6 +19,11 @@ the validator's verdict on the Turn (:func:`settle_application`):
 Everything here fails open: the Turn and its ingest are settled whatever happens.
 The public receipt holds digests and statuses only, never a ref as the model wrote
 it, a memory's text, a path or a scope ref.
+
+PreTurn imports this module on every Turn (the question, :func:`remember_recall`), and
+settlement on every Stop; the utility package (ledger, reducer, lineage) is imported
+only by a settlement that finds a Turn's recall to settle, so a Turn that recalled
+nothing pays nothing for the loop (issue 39, "Cost").
 """
 
 from __future__ import annotations
@@ -30,9 +35,7 @@ from typing import Any
 
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import memory_ref_digest
-from capabilities.reward_memory.utility import observation as u
-from capabilities.reward_memory.utility.ledger import Ledger, utility_context
-from capabilities.reward_memory.utility.lineage import observe
+from capabilities.reward_memory.turn.settings import read_settings
 from sidecars import SidecarStore, goal_agent_parts, path_token
 from turn_hooks import InvalidInputError, SidecarError, loads_bounded
 from turn_hooks.canonical import s1, sha256_hex
@@ -208,6 +211,11 @@ def settle_application(
         return None
     if recall is None or recall.get("schema_version") != RECALL_SCHEMA:
         return None
+    # Here, not at the top: only a Turn that recalled something gets this far.
+    from capabilities.reward_memory.utility import observation as u
+    from capabilities.reward_memory.utility.ledger import Ledger, utility_context
+    from capabilities.reward_memory.utility.lineage import observe
+
     public: dict[str, Any] = {"schema_version": SETTLEMENT_SCHEMA, "reason_code": None}
     try:
         answer = read_answer(host_result.get(FIELD))
@@ -306,8 +314,6 @@ def _rerun_pending(evidence: dict[str, Any] | None) -> bool:
 def utility_evaluator(resolution: Any) -> dict[str, Any] | None:
     """The utility evaluator the binding declares (``init --utility-evaluator``):
     ``{argv, timeout_seconds}``, or ``None``."""
-    from capabilities.reward_memory.turn.ranking import read_settings
-
     status = resolution.status
     declared = read_settings(resolution.sidecars, status["goal_id"], status["agent_id"]).get(
         "utility_evaluator"

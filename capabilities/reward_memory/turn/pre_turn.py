@@ -30,12 +30,8 @@ from capabilities.reward_memory.turn.application import (
 from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
 from capabilities.reward_memory.turn.application import FIELD_MAX as APPLICATION_FIELD_MAX
 from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
-from capabilities.reward_memory.turn.ranking import (
-    rank_factors,
-    ranked_provider_for,
-    ranking_of,
-)
 from capabilities.reward_memory.turn.reconcile import reconcile
+from capabilities.reward_memory.turn.settings import ranking_of
 from capabilities.reward_memory.turn.situation import (
     SURFACE,
     build_situation,
@@ -244,6 +240,10 @@ def turn_recall(
     ranking = ranking_of(store, status["goal_id"], status["agent_id"])
     audit: list[dict[str, Any]] = []
     if ranking == "utility":  # off by default: `turn-hooks init --ranking utility`
+        # Imported here: the ledger and the rank prior cost a binding that ranks by
+        # relevance nothing (issue 39, "Cost").
+        from capabilities.reward_memory.turn.ranking import rank_factors, ranked_provider_for
+
         factors = rank_factors(
             store,
             goal_id=status["goal_id"],
