@@ -415,7 +415,7 @@ SETTLEMENT_SIDE = (f"{UTILITY}.lineage", f"{UTILITY}.proposal", f"{UTILITY}.eval
 def _hook_modules(registry, event, stdin):
     """The modules of the utility package one real cold hook process imported."""
     code = (
-        "import sys; from hosts.cli import main; status = main(sys.argv[1:]); "
+        "import sys; from hosts.cli.command import main; status = main(sys.argv[1:]); "
         f"print(sorted(m for m in sys.modules if m.startswith({UTILITY!r})), file=sys.stderr); "
         "sys.exit(status)"
     )
