@@ -42,7 +42,7 @@ from turn_support import resolution
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.reward_memory.turn.settings import set_ranking
 from capabilities.reward_memory.utility.ledger import ledgers_of
-from hosts._hook_line import entry_argv
+from hosts.setup._hook_line import entry_argv
 
 PROMPT = "a change touches one module"
 """F1's trigger: the lesson every Turn recalls."""
