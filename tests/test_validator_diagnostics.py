@@ -344,6 +344,19 @@ def test_a_timed_out_run_keeps_what_it_printed():
             {"pyproject.toml": "[tool.pytest.ini_options]\n"}, "python3 -m pytest", id="pyproject"
         ),
         pytest.param({"tests/test_app.py": "def test(): pass\n"}, "python3 -m pytest", id="tests"),
+        pytest.param(
+            {"tests/test_app.py": "", ".venv/pyvenv.cfg": "home = /usr\n", ".venv/bin/python": ""},
+            ".venv/bin/python -m pytest",
+            id="its-own-venv",
+        ),
+        pytest.param(
+            {"conftest.py": "", "venv/pyvenv.cfg": "home = /usr\n", "venv/bin/python": ""},
+            "venv/bin/python -m pytest",
+            id="venv",
+        ),
+        pytest.param(
+            {"conftest.py": "", ".venv/bin/python": ""}, "python3 -m pytest", id="not-a-venv"
+        ),
         pytest.param({"package.json": '{"scripts": {"test": "jest"}}'}, "npm test", id="npm"),
         pytest.param({"Cargo.toml": "[package]\n"}, "cargo test", id="cargo"),
         pytest.param({"go.mod": "module x\n"}, "go test ./...", id="go"),

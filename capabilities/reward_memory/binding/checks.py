@@ -21,7 +21,8 @@ def suggest_check(repo: Path) -> tuple[str, str] | None:
     """A check this repository has, and where it was found; ``None`` rather than a guess.
 
     In order: a Makefile ``test`` (else ``check``) target, the project's own entry
-    point; pytest (its configuration, or test files under ``tests/`` or ``test/``);
+    point; pytest (its configuration, or test files under ``tests/`` or ``test/``), run
+    by the repository's own ``.venv`` or ``venv`` interpreter when it has one;
     ``scripts.test`` of package.json (not npm's placeholder); Cargo.toml; go.mod.
     Files are read bounded and never run.
     """
@@ -34,6 +35,11 @@ def suggest_check(repo: Path) -> tuple[str, str] | None:
                     return f"make {target}", f"Makefile target {target}"
             break  # make reads the first of these it finds; none other counts
     if _has_pytest(repo):
+        # A project with its own virtual environment runs its tests with that
+        # interpreter: the python3 on PATH may lack pytest or the project's packages.
+        for venv in (".venv", "venv"):
+            if _is_virtualenv(repo / venv):
+                return f"{venv}/bin/python -m pytest", f"pytest in {venv}"
         return "python3 -m pytest", "pytest"
     package = _small_text(repo / "package.json")
     if package is not None:
@@ -72,6 +78,17 @@ def _has_pytest(repo: Path) -> bool:
             except OSError:
                 continue
     return False
+
+
+def _is_virtualenv(directory: Path) -> bool:
+    """A virtual environment made in the repository: a real directory (not a link out)
+    with its ``pyvenv.cfg`` and a ``bin/python``."""
+    try:
+        if not stat.S_ISDIR(directory.lstat().st_mode):
+            return False
+        return (directory / "pyvenv.cfg").is_file() and (directory / "bin" / "python").exists()
+    except OSError:
+        return False
 
 
 def _small_text(path: Path, limit: int = 1 << 20) -> str | None:
