@@ -494,3 +494,22 @@ def test_trust_entries_follow_their_handlers_or_nothing_is_written(tmp_path):
             codex_trust.follow(tmp_path, before, after)
         assert caught.value.reason_code == reason
         assert (tmp_path / "config.toml").read_text() == content
+
+
+def test_the_validator_row_says_whose_python_runs_the_check(repo, tmp_path):
+    """A Python project's tests need its own interpreter: the row says whether the
+    check runs a virtual environment's python or the one on PATH, without a path."""
+    venv = repo / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    home = tmp_path / "claude"
+    install = ["install", "claude-code", "--home", str(home), "--skip-validator-run"]
+    code, report = turn_hooks(repo, *install, "--validate-with", ".venv/bin/python -m pytest -q")
+    assert code == 0, report
+    [validator] = [c for c in report["checks"] if c["check"] == "validator"]
+    assert validator["message"] == "runs python -m pytest -q (python: a virtual environment's)"
+    assert str(repo) not in json.dumps(report)
+    from hosts.setup.doctor import validator_check
+
+    plain = validator_check("codex", ["/usr/bin/python3", "-m", "pytest"], recall_only=False)
+    if os.path.isfile("/usr/bin/python3") and not Path("/usr/pyvenv.cfg").exists():
+        assert plain["message"].endswith("(python3: the one on PATH, no virtual environment)")

@@ -211,7 +211,18 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
     # A receipt names no local path: a path is shown by its file name, and a word
     # that only holds one (a `-c` program, say) as an ellipsis.
     through = " (shell syntax: run through sh -c)" if is_shell(named) else ""
-    return row("validator", subject, None, f"runs {_words(named)}{through}")
+    return row("validator", subject, None, f"runs {_words(named)}{through}{_whose(named[0])}")
+
+
+def _whose(program: str) -> str:
+    """Whose interpreter a Python check runs, said without its path: the project's
+    tests need the virtual environment they were installed into, not any python3."""
+    name = Path(program).name
+    if not name.startswith("python"):
+        return ""
+    if (Path(program).parent.parent / "pyvenv.cfg").is_file():
+        return f" ({name}: a virtual environment's)"
+    return f" ({name}: the one on PATH, no virtual environment)"
 
 
 def is_shell(command: list[str]) -> bool:
