@@ -17,11 +17,16 @@ CODEX_NEWEST := 0.171.0
 CODEX_VENV := $(CACHE)/codex-$(CODEX_OLDEST)
 CODEX_NEW_DIR := $(CACHE)/codex-npm-$(CODEX_NEWEST)
 NODE_VENV := $(CACHE)/node
-CLAUDE_DIR := $(CACHE)/claude-code-2.1.332
+# The Claude Code matrix, the same way: the oldest release we support and the newest
+# npm serves, both from npm; hosts/codex_versions.py holds the range (CLAUDE_CODE).
+CLAUDE_OLDEST := 2.1.285
+CLAUDE_NEWEST := 2.1.332
+CLAUDE_DIR := $(CACHE)/claude-code-$(CLAUDE_NEWEST)
+CLAUDE_OLD_DIR := $(CACHE)/claude-code-$(CLAUDE_OLDEST)
 DSH_DIR := $(CACHE)/dsh-0.1.0-rc.8
 GEMINI_DIR := $(CACHE)/gemini-cli-0.61.0
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking codex codex-newest claude node dsh gemini
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex codex-newest claude claude-oldest node dsh gemini
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -89,7 +94,15 @@ node: $(NODE_STAMP)
 
 $(CLAUDE_DIR)/node_modules/.bin/claude: | $(NODE_STAMP)
 	mkdir -p $(CLAUDE_DIR)
-	$(NPM) install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@2.1.332
+	$(NPM) install --silent --prefix $(CLAUDE_DIR) @anthropic-ai/claude-code@$(CLAUDE_NEWEST)
+
+# The oldest Claude Code we support (a 108 MB download, 255 MB installed, about
+# 10 s here on a fresh npm cache).
+$(CLAUDE_OLD_DIR)/node_modules/.bin/claude: | $(NODE_STAMP)
+	mkdir -p $(CLAUDE_OLD_DIR)
+	$(NPM) install --silent --prefix $(CLAUDE_OLD_DIR) @anthropic-ai/claude-code@$(CLAUDE_OLDEST)
+
+claude-oldest: $(CLAUDE_OLD_DIR)/node_modules/.bin/claude
 
 # DSH 0.1.5-rc.2 cannot be installed from the registry (its own dependencies at that
 # version were never published there), so the tests drive 0.1.0-rc.8; see
@@ -99,7 +112,7 @@ $(DSH_DIR)/node_modules/.bin/dsh: | $(NODE_STAMP)
 
 dsh: $(DSH_DIR)/node_modules/.bin/dsh
 
-claude: $(CLAUDE_DIR)/node_modules/.bin/claude
+claude: $(CLAUDE_DIR)/node_modules/.bin/claude claude-oldest
 
 # Gemini CLI, driven offline against a fake Gemini API on loopback (tests/test_gemini_real.py).
 $(GEMINI_DIR)/node_modules/.bin/gemini: | $(NODE_STAMP)
@@ -119,7 +132,7 @@ codex-newest: $(CODEX_NEW_DIR)/node_modules/.bin/codex
 # hosts start included; the gate is fail_under there. The kernel and the sidecar
 # store keep their own 100 % gate, checked on the same data after pytest combined it.
 test: lint typecheck schema openviking codex claude dsh gemini
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CODEX_NEW_DIR=$(CODEX_NEW_DIR) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CODEX_NEW_DIR=$(CODEX_NEW_DIR) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_CLAUDE_OLD_DIR=$(CLAUDE_OLD_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	echo "kernel gate: turn_hooks/ and sidecars/ stay at 100 %"; \
 	$(BIN)/coverage report --include='turn_hooks/*,sidecars/*' --fail-under=100 || rc=1; \

@@ -1,9 +1,10 @@
 """Issue 40: turn-hooks as a Claude Code plugin, installed the host's way.
 
-The real Claude Code 2.1.332 adds this repository as a marketplace and installs the
-plugin from it (``claude plugin marketplace add`` / ``claude plugin install``), in a
-home of its own and offline; then two real Turns against a fake Messages API on
-loopback: the first learns, the second recalls. The plugin's hooks carry no binding:
+The real Claude Code 2.1.332 (and 2.1.285, where a test takes ``any_claude``) adds
+this repository as a marketplace and installs the plugin from it (``claude plugin
+marketplace add`` / ``claude plugin install``), in a home of its own and offline;
+then two real Turns against a fake Messages API on loopback: the first learns, the
+second recalls. The plugin's hooks carry no binding:
 the repository ``turn-hooks init`` bound names it, and its validator.
 """
 
@@ -30,6 +31,7 @@ RULE = "mcp__plugin_turn-hooks_turn_hooks"
 
 
 claude = test_claude_real.claude  # the fixture: the real binary, or a failed run
+any_claude = test_claude_real.any_claude  # each end of the Claude Code matrix
 
 
 def host_env(tmp_path: Path, *, path: str | None = None) -> dict[str, str]:
@@ -66,7 +68,8 @@ def bound_repository(tmp_path: Path, *init: str) -> Path:
     return repo
 
 
-def test_the_repository_marketplace_and_plugin_validate(claude, tmp_path):
+def test_the_repository_marketplace_and_plugin_validate(any_claude, tmp_path):
+    claude = any_claude
     env = host_env(tmp_path)
     for target in (ROOT, ROOT / "hosts" / "plugin"):
         done = subprocess.run(
@@ -89,10 +92,12 @@ def claude_argv(claude: Path) -> list[str]:
     return [str(claude), "-p", "--model", "fake-model", "--output-format", "json"]
 
 
-def test_a_plugin_install_learns_then_recalls(claude, tmp_path):
-    """The plugin alone: installed with `claude plugin`, no `turn-hooks install`. The
-    plugin cannot grant its own tool in `claude -p`, so the reflection comes in the
-    answer's block, which settlement takes; Turn 2 recalls it once."""
+def test_a_plugin_install_learns_then_recalls(any_claude, tmp_path):
+    """The plugin alone: installed with `claude plugin`, no `turn-hooks install`, at
+    each end of the matrix. The plugin cannot grant its own tool in `claude -p`, so
+    the reflection comes in the answer's block, which settlement takes; Turn 2
+    recalls it once."""
+    claude = any_claude
     repo = bound_repository(tmp_path, "--validate-with", "true")
     env = host_env(tmp_path)
     install_plugin(claude, env)

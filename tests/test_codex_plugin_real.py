@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from test_claude_plugin_real import bound_repository
 from test_codex_real import CODEX, REFLECTED, developer_texts
@@ -50,9 +51,10 @@ def trust(env: dict[str, str], hooks: list[dict]) -> None:
     app_server(env, "config/batchWrite", {"edits": [edit]})
 
 
-def codex_with_plugin(tmp_path: Path, fake: FakeResponses) -> dict[str, str]:
+def codex_with_plugin(tmp_path: Path, fake: FakeResponses, first: Any = None) -> dict[str, str]:
     """A Codex home on the fake server, our venv's bin on PATH, and the plugin added
-    from this repository's marketplace with `codex plugin`: its environment."""
+    from this repository's marketplace with `codex plugin` (after ``first(env)``): its
+    environment."""
     home = codex_home(tmp_path, fake)
     env = {
         **os.environ,
@@ -61,6 +63,8 @@ def codex_with_plugin(tmp_path: Path, fake: FakeResponses) -> dict[str, str]:
         "CODEX_HOME": str(home),
         "FAKE_API_KEY": "dummy",
     }
+    if first is not None:
+        first(env)
     for argv in (["marketplace", "add", str(ROOT)], ["add", "turn-hooks@turn-hooks"]):
         done = subprocess.run(
             [str(CODEX), "plugin", *argv], capture_output=True, text=True, env=env, timeout=120
@@ -100,16 +104,20 @@ def test_a_codex_plugin_install_learns_then_recalls(tmp_path):
     assert journal["public_receipt"]["exact_readback_verified"] is True
 
 
+def install_codex(repo: Path, env: dict[str, str]) -> dict:
+    install = ["install", "codex", "--codex-home", env["CODEX_HOME"], "--codex-bin", str(CODEX)]
+    code, report = turn_hooks(repo, *install, "--validate-with", "true")
+    assert code == 0, report
+    return report
+
+
 def test_the_codex_plugin_stands_aside_where_install_codex_wired_the_goal(tmp_path):
-    """`install codex` and the plugin in one home, both trusted: one recall per Turn and
-    one settlement, from the installed hooks."""
+    """`install codex`, then the plugin added, in one home, both trusted: one recall
+    per Turn and one settlement, from the installed hooks."""
     assert CODEX.exists(), f"codex is not installed at {CODEX}: run `make test`"
     repo = bound_repository(tmp_path)
     with FakeResponses() as fake:
-        env = codex_with_plugin(tmp_path, fake)
-        install = ["install", "codex", "--codex-home", env["CODEX_HOME"], "--codex-bin", str(CODEX)]
-        code, report = turn_hooks(repo, *install, "--validate-with", "true")
-        assert code == 0, report
+        env = codex_with_plugin(tmp_path, fake, first=lambda env: install_codex(repo, env))
         trust(env, plugin_hooks(env, repo))
         codex = [str(CODEX), "exec", "--skip-git-repo-check"]
         fake.reply(REFLECTED)
@@ -120,3 +128,28 @@ def test_the_codex_plugin_stands_aside_where_install_codex_wired_the_goal(tmp_pa
         assert [j["public_receipt"]["status"] for j in journals_after_settlement(repo)] == [
             "activated"
         ]
+
+
+def test_install_codex_where_the_plugin_is_enabled_installs_nothing_twice(tmp_path):
+    """`install codex` after `codex plugin add`: the plugin route, as for Claude Code.
+    It records the validator, writes none of our hooks into hooks.json and trusts the
+    plugin's hooks instead (no `/hooks` approval needed); the next Turn learns."""
+    assert CODEX.exists(), f"codex is not installed at {CODEX}: run `make test`"
+    repo = bound_repository(tmp_path)
+    with FakeResponses() as fake:
+        env = codex_with_plugin(tmp_path, fake)
+        report = install_codex(repo, env)
+        assert (report["route"], report["host"], report["ok"]) == ("plugin", "codex_cli", True)
+        assert report["changed"] is True and report["validator_recorded"] is True
+        assert report["trust_statuses"] == ["trusted", "trusted"]
+        hooks = Path(env["CODEX_HOME"]) / "hooks.json"
+        assert not hooks.exists() or "turn-hooks" not in hooks.read_text()
+        assert {hook["trustStatus"] for hook in plugin_hooks(env, repo)} == {"trusted"}
+        again = install_codex(repo, env)
+        assert (again["route"], again["changed"]) == ("plugin", False), "idempotent"
+        fake.reply(REFLECTED)
+        codex = [str(CODEX), "exec", "--skip-git-repo-check"]
+        first = run_host([*codex, "fix the flaky parser test"], cwd=repo, env=env)
+        assert first.returncode == 0, first.stderr[-2000:]
+        [journal] = journals_after_settlement(repo)
+        assert journal["public_receipt"]["status"] == "activated"

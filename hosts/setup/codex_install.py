@@ -188,9 +188,15 @@ def _restore(path: Path, original: bytes | None) -> None:
 
 
 def trust_our_hooks(
-    codex: str, codex_home: Path, cwd: Path, goal_id: str, agent_id: str
+    codex: str,
+    codex_home: Path,
+    cwd: Path,
+    goal_id: str,
+    agent_id: str,
+    select: Any = None,
 ) -> list[str]:
-    """Trust our handlers through app-server; return their trust statuses afterwards."""
+    """Trust our handlers (``select``: the hooks it picks) through app-server; return
+    their trust statuses afterwards."""
     env = {**os.environ, "CODEX_HOME": str(codex_home)}
     server = AppServer(codex, env)
     try:
@@ -203,7 +209,7 @@ def trust_our_hooks(
                 hook
                 for entry in listed.get("data", [])
                 for hook in entry.get("hooks", [])
-                if _ours(hook, goal_id, agent_id)
+                if (select(hook) if select else _ours(hook, goal_id, agent_id))
             ]
 
         pending = {

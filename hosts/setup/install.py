@@ -152,6 +152,21 @@ def codex_binary(args: argparse.Namespace) -> str:
     return codex
 
 
+def claude_version() -> dict[str, Any] | None:
+    """The ``claude_code_version`` section for the ``claude`` on PATH, the one a user's
+    Turns run; ``None`` when there is none (settings can be written before Claude
+    Code is installed).
+
+    :raises InvalidInputError: ``claude_code_version_unsupported`` below the range.
+    """
+    import shutil
+
+    from hosts.facts import codex_versions
+
+    claude = shutil.which("claude")
+    return None if claude is None else codex_versions.check(claude, codex_versions.CLAUDE_CODE)
+
+
 def install_checks(
     host: str, args: argparse.Namespace, named: Any = None
 ) -> tuple[list[Any], dict[str, Any]]:
@@ -261,16 +276,20 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
     if not all(check["ok"] for check in checks):
         refused = doctor.report(checks, host=host, action="install", changed=False)
         return refused, "Install refused"
-    if host == "claude-code":
-        routed = plugin_route_install(args, binding, checks)
-        if routed is not None:
-            return routed, "Install refused" if not routed["ok"] else TITLES[host]
+    claude = claude_version() if host == "claude-code" else None  # older: refused here
     codex = codex_binary(args) if host == "codex" else None
     version = None
     if codex is not None:
         from hosts.facts import codex_versions
 
         version = codex_versions.check(codex)  # an older Codex: refused, nothing written
+    if host in ("claude-code", "codex"):
+        routed = plugin_route_install(args, binding, checks, codex)
+        if routed is not None:
+            for key, section in (("claude_code_version", claude), ("codex_version", version)):
+                if section is not None:
+                    routed[key] = section
+            return routed, "Install refused" if not routed["ok"] else TITLES[host]
     try:
         if host == "dsh":
             patch = Path(args.patch_file).absolute()
@@ -289,6 +308,8 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
     if version is not None:
         report["codex_version"] = version
+    if claude is not None:
+        report["claude_code_version"] = claude
     if checks:
         report["checks"] = checks
     return report, TITLES.get(host, "DSH plugin")
@@ -315,44 +336,98 @@ def repository_declaration(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def plugin_route_install(
-    args: argparse.Namespace, binding: dict[str, Any], checks: list[Any]
+    args: argparse.Namespace,
+    binding: dict[str, Any],
+    checks: list[Any],
+    codex: str | None = None,
 ) -> dict[str, Any] | None:
-    """``install claude-code``, checks passed: the validator recorded in the Goal's
-    repository, where the plugin's hooks read it; and where the turn-hooks plugin is
-    enabled, nothing else (its hooks and server serve the Turn, so installing ours
-    would run each hook twice): the receipt says so. ``None``: go on and install."""
+    """``install claude-code`` (``install codex`` with its binary), checks passed: the
+    validator recorded in the Goal's repository, where the plugin's hooks read it;
+    and where the turn-hooks plugin is enabled, nothing else (its hooks serve the
+    Turn, so installing ours would run each hook twice): the receipt says so.
+    ``None``: go on and install."""
     from hosts.setup import doctor, plugin_route
     from sidecars import goal_repository, record_validator
 
+    host = "codex" if codex else "claude-code"
+    home = host_home(host, args)
     repo = goal_repository(binding["registry"], binding["goal_id"])
-    enabled = plugin_route.plugin_enabled(host_home("claude-code", args), repo)
-    command = plugin_route.command_check("claude-code")
+    if codex:
+        enabled = plugin_route.codex_plugin_enabled(home)
+    else:
+        enabled = plugin_route.plugin_enabled(home, repo)
+    command = plugin_route.command_check(host)
     if enabled and not command["ok"]:
-        refused = doctor.report([*checks, command], host="claude-code", action="install")
+        refused = doctor.report([*checks, command], host=host, action="install")
         return {**refused, "changed": False, "route": "plugin"}
     declared = repository_declaration(args)
     # changed: written now; the receipt says recorded whenever one is declared there.
     recorded = bool(repo and declared and record_validator(repo, declared))
     if not enabled:
         return None
-    from hosts.setup.settings_install import allow_rule
-
-    allowed = allow_rule(host_home("claude-code", args), plugin_route.RULE)
-    return {
+    report = {
         "ok": True,
         "schema_version": "turn_hooks_install_v0",
-        "host": "claude_code",
+        "host": "codex_cli" if codex else "claude_code",
         "action": "install",
         "route": "plugin",
-        "changed": recorded or allowed,
+        "changed": recorded,
         "events": [],
         "validator_recorded": bool(repo and declared),
         "validator_changed": recorded,
-        "permission_rule": plugin_route.RULE,
         "checks": [*checks, command],
+    }
+    if codex:
+        trusted = codex_plugin_trust(codex, home, repo, binding)
+        return {**report, **trusted, "changed": recorded or trusted["changed"]}
+    from hosts.setup.settings_install import allow_rule
+
+    allowed = allow_rule(home, plugin_route.RULE)
+    return {
+        **report,
+        "changed": recorded or allowed,
+        "permission_rule": plugin_route.RULE,
         "message": "the turn-hooks plugin is enabled in Claude Code: its hooks and server "
         "serve this repository, with the validator recorded in .local/turn-hooks; "
         "settings.json got only the rule that lets it call the plugin's tool",
+    }
+
+
+def codex_plugin_trust(
+    codex: str, home: Path, repo: Path | None, binding: dict[str, Any]
+) -> dict[str, Any]:
+    """Where Codex has the plugin enabled: its hooks trusted as a person's ``/hooks``
+    approval would (Codex runs no untrusted hook), and none of ours written."""
+    from hosts.setup import plugin_route
+    from hosts.setup.codex_install import trust_our_hooks
+    from hosts.setup.codex_trust import read_state
+
+    before, _ = read_state(home)
+    statuses = trust_our_hooks(
+        codex,
+        home,
+        repo or Path.cwd(),
+        binding["goal_id"],
+        binding["agent_id"],
+        select=plugin_route.is_plugin_hook,
+    )
+    ok = bool(statuses) and all(status == "trusted" for status in statuses)
+    said = (
+        "the turn-hooks plugin is enabled in Codex: its hooks serve this repository, "
+        "with the validator recorded in .local/turn-hooks; hooks.json got none of ours, "
+        "config.toml the plugin's hooks' trust"
+    )
+    if not ok:
+        said = (
+            "the turn-hooks plugin is enabled in Codex but its hooks could not all be "
+            "trusted: approve them in Codex's `/hooks`, or remove the plugin "
+            "(`codex plugin remove turn-hooks@turn-hooks`) and run `install codex` again"
+        )
+    return {
+        "ok": ok,
+        "changed": read_state(home)[0] != before,
+        "trust_statuses": statuses,
+        "message": said,
     }
 
 

@@ -19,7 +19,9 @@ The two routes detect each other, so a Turn gets one recall and one settlement:
 
 - ``install claude-code`` where the plugin is enabled records the validator in the
   repository for the plugin's hooks and writes no hooks and no server of its own
-  (:func:`plugin_enabled`);
+  (:func:`plugin_enabled`); ``install codex`` where Codex has it enabled
+  (:func:`codex_plugin_enabled`) likewise, and trusts the plugin's hooks as ``/hooks``
+  would instead of its own;
 - the plugin's hook, where ``install`` wired hooks of the same Goal into the
   settings (an install from before the plugin), does nothing: the installed hook,
   which names its binding explicitly, serves that Turn (:func:`installed_goals`).
@@ -79,6 +81,37 @@ def plugin_enabled(home: Path, project: Path | None = None) -> bool:
             continue
         enabled = enabled if said is None else said
     return enabled
+
+
+def codex_plugin_enabled(codex_home: Path) -> bool:
+    """Whether Codex has our plugin enabled in ``codex_home``: ``codex plugin add``
+    writes ``[plugins."turn-hooks@MARKETPLACE"] enabled = true`` into its config.toml.
+    Codex enables a plugin per home, not per project. An unreadable file says nothing."""
+    import tomllib
+
+    from hosts.setup.codex_trust import read_state
+    from turn_hooks.errors import InvalidInputError
+
+    try:
+        text, _ = read_state(codex_home)
+    except (InvalidInputError, OSError):
+        return False
+    plugins = tomllib.loads(text).get("plugins") if text else None
+    return any(
+        key.partition("@")[0] == PLUGIN and isinstance(value, dict) and value.get("enabled") is True
+        for key, value in (plugins.items() if isinstance(plugins, dict) else ())
+    )
+
+
+def is_plugin_hook(hook: dict[str, Any]) -> bool:
+    """Whether an app-server ``hooks/list`` entry is one of our Codex plugin's hooks
+    (its key starts with the plugin's ``turn-hooks@MARKETPLACE`` id)."""
+    key = hook.get("key")
+    return (
+        hook.get("source") == "plugin"
+        and isinstance(key, str)
+        and key.partition(":")[0].partition("@")[0] == PLUGIN
+    )
 
 
 def installed_goals(home: Path, host: str = "claude-code") -> set[str]:
