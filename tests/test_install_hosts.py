@@ -513,3 +513,22 @@ def test_the_validator_row_says_whose_python_runs_the_check(repo, tmp_path):
     plain = validator_check("codex", ["/usr/bin/python3", "-m", "pytest"], recall_only=False)
     if os.path.isfile("/usr/bin/python3") and not Path("/usr/pyvenv.cfg").exists():
         assert plain["message"].endswith("(python3: the one on PATH, no virtual environment)")
+
+
+def test_install_after_init_takes_the_validator_the_repository_records(repo, tmp_path):
+    """The fresh-user walk of issue 42: `init --validate-with` recorded the check, and a
+    bare `install claude-code` then refused it as missing."""
+    code, done = turn_hooks(repo, "init", "--validate-with", "git status")
+    assert code == 0, done
+    home = tmp_path / "claude"
+    code, report = turn_hooks(repo, "install", "claude-code", "--home", str(home))
+    assert code == 0, report
+    assert report["validator_source"] == "repository"
+    [validator] = [c for c in report["checks"] if c["check"] == "validator"]
+    assert validator["message"] == "runs git status", validator
+    stop = json.loads((home / "settings.json").read_text())["hooks"]["Stop"][0]["hooks"][0]
+    assert "validate command" in stop["command"] or "validate" in stop["command"]
+    code, given = turn_hooks(
+        repo, "install", "claude-code", "--home", str(home), "--validate-with", "git status --short"
+    )
+    assert code == 0 and "validator_source" not in given, "an option given wins"

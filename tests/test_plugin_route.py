@@ -196,6 +196,7 @@ def test_init_validate_with_records_what_the_plugin_hooks_run(repo):
     code, done = turn_hooks(repo, "init", "--validate-with", "make test")
     assert (code, done["changed"][-1]) == (0, "validator"), done
     assert done["validator_config"] == ".local/turn-hooks/validator.json"
+    assert "--validate-with" not in done["next_step"], "install takes the recorded check"
     registry = Path(os.environ["XDG_CONFIG_HOME"]) / "turn-hooks" / "registry.json"
     argv = plugin_route.repository_validation(str(registry), "shop-api")
     assert argv is not None and argv[-3:] == ["--", "make", "test"]

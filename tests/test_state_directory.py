@@ -87,3 +87,6 @@ def test_a_fifo_in_place_of_the_embedded_store_fails_doctor(project, tmp_path):
     row = binding_row(doctor)
     assert (code, row["ok"]) == (2, False), doctor
     assert "FIFO" in row["message"]
+    # It names the one file to move, not the directory that holds the memories.
+    assert ".local/turn-hooks/memory.sqlite3" in row["message"]
+    assert "not the directory" in row["message"]

@@ -47,7 +47,9 @@ class _VersionAction(argparse.Action):
 class _Parser(argparse.ArgumentParser):
     # argparse prints usage and exits on bad arguments; we want one JSON error object.
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        # The words at fault are in argparse's message; where to read what is right is
+        # the parser's own --help (of the subcommand at fault, not the top level).
+        raise UsageError(f"{message}; see `{self.prog} --help`")
 
 
 def _format_option(parser: argparse.ArgumentParser) -> None:

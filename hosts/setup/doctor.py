@@ -120,31 +120,35 @@ def state_directory_problem(repo: Path) -> tuple[str, str] | None:
     doctor says so, with the fix. Nothing is created or read.
     """
     store = SidecarStore(sidecar_root(repo))
-    try:
-        # The config's directory, and the embedded store's file (a FIFO there would
-        # hang every reader were it not refused).
-        store.check_writable(store.path("reward-memory", "experiment.json"))
-        store.check_writable(store.path("memory.sqlite3"))
-    except SidecarError as exc:
-        if exc.reason_code == "sidecar_symlink":
-            fix = (
-                ".local or .local/turn-hooks is a symbolic link; turn-hooks keeps memories "
-                "only in a real directory inside the repository, so here it recalls and "
-                "learns nothing: replace the link with the directory it points to"
-            )
-        elif exc.reason_code == "sidecar_permission_widened":
-            fix = (
-                "a directory under .local/turn-hooks is open to other users, so turn-hooks "
-                "refuses it: `chmod -R go-rwx .local/turn-hooks`"
-            )
-        else:
-            fix = (
-                "turn-hooks cannot use .local/turn-hooks here (a file where a directory "
-                "should be, a FIFO or device where a file should be, or one that is not "
-                "yours): move it aside and run `turn-hooks init` again"
-            )
-        return exc.reason_code, fix
+    # The config's directory, and the embedded store's file (a FIFO there would hang
+    # every reader were it not refused).
+    for parts in (("reward-memory", "experiment.json"), ("memory.sqlite3",)):
+        try:
+            store.check_writable(store.path(*parts))
+        except SidecarError as exc:
+            return exc.reason_code, _state_fix(exc.reason_code, "/".join(parts))
     return None
+
+
+def _state_fix(reason_code: str, name: str) -> str:
+    """What to do about ``.local/turn-hooks`` (``name``: the file refused in it)."""
+    if reason_code == "sidecar_symlink":
+        return (
+            ".local or .local/turn-hooks is a symbolic link; turn-hooks keeps memories "
+            "only in a real directory inside the repository, so here it recalls and "
+            "learns nothing: replace the link with the directory it points to"
+        )
+    if reason_code == "sidecar_permission_widened":
+        return (
+            "a directory under .local/turn-hooks is open to other users, so turn-hooks "
+            "refuses it: `chmod -R go-rwx .local/turn-hooks`"
+        )
+    return (
+        f"turn-hooks cannot use .local/turn-hooks/{name} (a file where a directory should "
+        "be, a FIFO or device where a file should be, or one that is not yours): move "
+        "that one aside (not the directory: it holds the memories) and run "
+        "`turn-hooks init` again"
+    )
 
 
 def project_command(argv: list[str]) -> int | None:
@@ -192,7 +196,8 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
             subject,
             "validator_missing",
             "no validator: nothing can ever be learned; pass --validate-with 'make test' "
-            "(or --validation-command-json) or --recall-only",
+            "(or --validation-command-json) or --recall-only, or record it once for the "
+            "repository: `turn-hooks init --validate-with 'make test'`",
         )
     start = project_command(argv)
     programs = [argv[0]] if start is None else [argv[0], argv[start]]

@@ -167,6 +167,38 @@ def claude_version() -> dict[str, Any] | None:
     return None if claude is None else codex_versions.check(claude, codex_versions.CLAUDE_CODE)
 
 
+def adopt_recorded_validator(args: argparse.Namespace, named: Any) -> bool:
+    """No validator option given: take the one the repository records (``init
+    --validate-with``), as the plugin's hooks do, so ``install`` after ``init`` needs
+    no second ``--validate-with``. ``False`` when an option was given or none is
+    recorded; a record that cannot be read is left for the checks to report."""
+    import json
+
+    from sidecars import goal_repository, read_validator
+    from turn_hooks.errors import TurnHooksError
+
+    given = getattr(args, "validate_with", None) is not None or args.validation_command_json
+    if given or args.recall_only:
+        return False
+    repo = goal_repository(named.registry, named.goal_id)
+    try:
+        declared = read_validator(repo) if repo is not None else None
+    except TurnHooksError:
+        return False
+    if not declared:
+        return False
+    if declared.get("recall_only"):
+        args.recall_only = True
+    elif declared.get("validate_with") is not None:
+        args.validate_with = declared["validate_with"]
+        args.validator_deadline = declared.get("validation_timeout_seconds")
+    elif declared.get("validation_command"):
+        args.validation_command_json = json.dumps(declared["validation_command"])
+    else:
+        return False
+    return True
+
+
 def install_checks(
     host: str, args: argparse.Namespace, named: Any = None
 ) -> tuple[list[Any], dict[str, Any]]:
@@ -269,6 +301,7 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         raise InvalidInputError(str(exc), reason_code=f"{host}_install_failed") from exc
     if args.uninstall:
         return _uninstall(host, args, home), TITLES.get(host, "DSH plugin")
+    adopted = adopt_recorded_validator(args, named)
     checks, binding = install_checks(host, args, named)
     if all(check["ok"] for check in checks) and not args.skip_validator_run:
         # Last of the checks (it may take minutes) and before anything is written.
@@ -289,6 +322,8 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
             for key, section in (("claude_code_version", claude), ("codex_version", version)):
                 if section is not None:
                     routed[key] = section
+            if adopted:
+                routed["validator_source"] = "repository"
             return routed, "Install refused" if not routed["ok"] else TITLES[host]
     try:
         if host == "dsh":
@@ -310,6 +345,8 @@ def cmd_install(args: argparse.Namespace) -> tuple[Any, str]:
         report["codex_version"] = version
     if claude is not None:
         report["claude_code_version"] = claude
+    if adopted:
+        report["validator_source"] = "repository"  # init --validate-with recorded it
     if checks:
         report["checks"] = checks
     return report, TITLES.get(host, "DSH plugin")

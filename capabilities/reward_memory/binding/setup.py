@@ -168,7 +168,14 @@ def _real_directories(repo: Path) -> None:
         except FileNotFoundError:
             return
         if not stat.S_ISDIR(mode):
-            v.fail("repository", f"{part} must be a real directory", "state_dir_not_directory")
+            what = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
+            v.fail(
+                "repository",
+                f"{part} must be a real directory inside the repository, and is {what}: "
+                "replace it with the directory itself (a link: the directory it points to), "
+                "then run init again",
+                "state_dir_not_directory",
+            )
 
 
 def _read_bytes(path: Path) -> bytes | None:

@@ -42,7 +42,14 @@ def init(args: argparse.Namespace) -> Result:
                 "status": "updated" if status == "unchanged" else status,
                 "changed": [*document.get("changed", []), "validator"],
             }
-        document = {**document, "validator_config": f".local/turn-hooks/{VALIDATOR_FILE}"}
+        document = {
+            **document,
+            "validator_config": f".local/turn-hooks/{VALIDATOR_FILE}",
+            # The check is recorded: install takes it from the repository.
+            "next_step": "install the hooks, which take the check recorded here: "
+            "turn-hooks install codex (or claude-code, gemini or dsh), or add the "
+            "turn-hooks plugin in Claude Code",
+        }
     if document.get("ok", True) and document.get("goal_id") and document.get("agent_id"):
         settings = _settings(document["goal_id"], document["agent_id"], args, evaluator)
         switched = [
