@@ -183,17 +183,7 @@ def test_an_unrelated_prompt_gets_no_memory_and_under_1_kb_of_context(claude, tm
     with FakeMessages() as fake:
         fake.reply("Leaves let go.")
         assert ask(claude, tmp_path, fake, HAIKU).returncode == 0
-        argv = [
-            sys.executable,
-            "-m",
-            "hosts.cli",
-            "install",
-            "claude-code",
-            "--home",
-            str(config),
-        ]
-        argv += ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
-        argv += ["--validation-command-json", json.dumps(VALIDATOR)]
+        argv = install_argv(registry, config)
         subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
         (tmp_path / "settings.json").write_text("{}")  # the install's hooks alone now
         fake.reply("Leaves let go.")
@@ -216,23 +206,22 @@ def test_an_unrelated_prompt_gets_no_memory_and_under_1_kb_of_context(claude, tm
     )
 
 
+def install_argv(registry: Path, config: Path) -> list[str]:
+    """``install claude-code`` of the F1 binding into the config directory ``config``."""
+    return [
+        *(sys.executable, "-m", "hosts.cli", "install", "claude-code", "--home", str(config)),
+        *("--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT),
+        *("--validation-command-json", json.dumps(VALIDATOR)),
+    ]
+
+
 def test_the_reflection_travels_through_the_tool_and_stays_out_of_the_answer(claude, tmp_path):
     # Issue 17: install wires `turn-hooks mcp serve` into Claude Code (mcpServers in the
     # config directory's .claude.json, the rule mcp__turn_hooks in settings.json).
     # Issue 36: the tool is the only channel asked for, and it is loaded up front.
     registry = f1.write_goal(tmp_path, f1.config("embedded_sqlite"))
     config = tmp_path / "cfg"
-    argv = [
-        sys.executable,
-        "-m",
-        "hosts.cli",
-        "install",
-        "claude-code",
-        "--home",
-        str(config),
-    ]
-    argv += ["--registry", str(registry), "--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
-    argv += ["--validation-command-json", json.dumps(VALIDATOR)]
+    argv = install_argv(registry, config)
     installed = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=ROOT)
     assert json.loads(installed.stdout)["mcp_server"] == "turn_hooks", installed.stdout
     server = json.loads((config / ".claude.json").read_text())["mcpServers"]["turn_hooks"]

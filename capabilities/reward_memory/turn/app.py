@@ -195,18 +195,21 @@ def stage(
         refuse_unreadable(reflection_json)
         reflection_json = read_reflection(reflection_json).value
     parsed = parse_reflection(reflection_json)
+    header = {
+        "schema_version": REQUEST_SCHEMA,
+        "goal_id": status["goal_id"],
+        "agent_id": status["agent_id"],
+        "todo_id": todo_id,
+        "turn_instance_id": turn_instance_id,
+        "effect_id": effect_id,
+    }
     if answer is not None and parsed.kind in {"none", "no_evidence", "legacy"}:
-        answer_request = {
-            "schema_version": REQUEST_SCHEMA,
-            "goal_id": status["goal_id"],
-            "agent_id": status["agent_id"],
-            "todo_id": todo_id,
-            "turn_instance_id": turn_instance_id,
-            "effect_id": effect_id,
-            APPLICATION_FIELD: answer,
-        }
         validation = run_todo_validator(
-            declared, request=answer_request, workspace=workspace, raw_digest=None, evidence_refs=[]
+            declared,
+            request={**header, APPLICATION_FIELD: answer},
+            workspace=workspace,
+            raw_digest=None,
+            evidence_refs=[],
         )
         stage_application(
             resolution.sidecars,
@@ -254,16 +257,7 @@ def stage(
                     "declaration changed; re-stage explicitly",
                     "app_outcome_validation_changed",
                 )
-        request = {
-            "schema_version": REQUEST_SCHEMA,
-            "goal_id": status["goal_id"],
-            "agent_id": status["agent_id"],
-            "todo_id": todo_id,
-            "turn_instance_id": turn_instance_id,
-            "effect_id": effect_id,
-            "reflection": reflection,
-            "reflection_digest": parsed.raw_digest,
-        }
+        request = {**header, "reflection": reflection, "reflection_digest": parsed.raw_digest}
         validation = run_todo_validator(
             declared,
             request=request,
