@@ -80,15 +80,21 @@ def settings(registry: Path) -> dict:
     }
 
 
-def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
+def offline_env(root: Path, fake: FakeMessages, base: dict[str, str]) -> dict[str, str]:
+    """``base`` with ``root`` as HOME (its ``cfg`` as Claude Code's config directory)
+    and the fake Messages server as the only API Claude Code reaches."""
+    return {
+        **base,
         "HOME": str(root),
         "CLAUDE_CONFIG_DIR": str(root / "cfg"),
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fake.port}",
         "ANTHROPIC_API_KEY": "dummy",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
+
+
+def ask(claude: Path, root: Path, fake: FakeMessages, prompt: str) -> subprocess.CompletedProcess:
+    env = offline_env(root, fake, dict(os.environ))
     (root / "repo" / "work").mkdir(parents=True, exist_ok=True)  # a hook acts only there
     return run_host(
         [

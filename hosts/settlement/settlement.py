@@ -454,7 +454,11 @@ def settle(
             entry["settlement_attempt_count"] = _attempts(previous) + (0 if detach else 1)
             if "post_settlement" in previous:
                 entry["post_settlement"] = previous["post_settlement"]
-            spool.write(entry)
+            # The fsyncs are the queue marker's (written ahead, or just now): until a
+            # settlement's own durable write of this entry lets the marker go, a crash
+            # that loses this write leaves the marker, from which a worker builds the
+            # same entry. Two fsyncs (about 8 ms) fewer on the Turn's path.
+            spool.write(entry, durable=not queued_entry)
             appended = spool.read() == entry
         except (SidecarError, OSError) as exc:
             # Not durable, but still delivered: the evidence says honestly that
