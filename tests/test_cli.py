@@ -84,6 +84,16 @@ def test_usage_errors_are_one_json_object_and_exit_2(capsys, argv):
     code, document = json_out(capsys, *argv)
     assert code == 2
     assert document["ok"] is False and document["reason_code"] == "usage_invalid"
+    assert "--help`" in document["message"], "it says where to read what is right"
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [(["--bogus"], "--bogus"), (["status", "--bogus"], "--bogus"), (["nope"], "'nope'")],
+)
+def test_a_usage_error_names_the_word_at_fault(capsys, argv, named):
+    code, document = json_out(capsys, *argv)
+    assert code == 2 and named in document["message"], document
 
 
 @pytest.mark.parametrize(

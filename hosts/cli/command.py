@@ -1083,6 +1083,12 @@ def _run(arguments: list[str], first: str | None) -> int:
     try:
         if fault is not None:
             raise UsageError(fault[1])
+        stray = [
+            a for a in arguments if a.startswith("-") and a not in ("-h", "--help", "--version")
+        ]
+        if first is None and stray:
+            # argparse would only say a command is required: name the word at fault.
+            raise UsageError(f"unknown option {stray[0]} and no command; see `turn-hooks --help`")
         args = _parser_for(arguments, first).parse_args(arguments)
     except _VersionRequested:
         import turn_hooks
