@@ -420,7 +420,8 @@ with the extra off): a few per Turn, so the first Turns do not pay for the whole
 # values below, each point scored with its neighbours one step either way so that a
 # lone lucky point is not taken; benchmarks/RESULTS.md, "Semantic recall, fused and
 # calibrated"): the point where no-match prompts stay silent 93 % of the time, a
-# margin above the 90 % target, since the held-out half was quieter-worded than dev.
+# margin above the 90 % target, since a choice made on 72 prompts flatters them. The
+# held-out half is quieter only 69 % of the time: see RESULTS.md before moving these.
 LEXICAL_SHARE = 0.15
 """What a record's lexical relevance adds to its cosine, per third of relevance
 (:data:`LEXICAL_CAP` at most): shared rare words order records of like meaning."""
