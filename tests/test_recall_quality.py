@@ -218,3 +218,29 @@ def test_the_benchmark_data_stores_no_secret_shaped_text():
     assert secret and all(
         re.search(r"<(gh-token|aws-key|bearer|raw)>", c["prompt"]) for c in secret
     )
+
+
+def test_the_fusion_replays_on_a_dev_capture(tmp_path, capsys):
+    # A capture holds what the extra's fusion was given per record; the replay scores
+    # the fusion as it is now on it, so its constants are chosen without a search.
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_recall_quality as bench
+
+    close, vague = [0.0, False, 0.9], [0.0, False, 0.2]
+    prompts = [
+        {"group": "prompts", "kind": "syn", "expect": "m1", "records": {"m1": close, "m2": vague}},
+        {"group": "prompts", "kind": "para", "expect": "m2", "records": {"m1": close, "m2": vague}},
+        {"group": "no_match", "kind": "shared_words", "expect": None, "records": {"m1": vague}},
+        {"group": "no_match", "kind": "unrelated", "expect": None, "records": {"m1": close}},
+    ]
+    path = tmp_path / "capture.json"
+    path.write_text(json.dumps({"half": "dev", "prompts": prompts}))
+    figures = bench.replay(path)
+    assert figures == {
+        "recall@1": 0.5,
+        "recall@5": 0.5,
+        "recall@5 syn+abbrev": 1.0,
+        "no-match silence": 0.5,
+        "memories per prompt": 0.75,
+    }
+    assert "recall@1: 0.500" in capsys.readouterr().out
