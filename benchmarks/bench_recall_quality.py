@@ -11,10 +11,11 @@ injected per prompt, and the bytes of context a Turn injects (the hook's
 ``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
 recalled memory.
 
-Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held`` prompts are
-only reported (the data file says how the halves were drawn). Every figure is given
-for the development half, the held-out half and all prompts side by side, with the
-issue's targets beside the held-out figures.
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held`` and
+``fresh`` prompts are only reported (the data files say how the halves were drawn;
+``held`` has been reported twice, ``fresh`` is :data:`FRESH`). Every figure is given
+for each half and all prompts side by side, with the issue's targets beside the
+fresh half's figures.
 
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
@@ -66,6 +67,9 @@ from capabilities.reward_memory.contract.config import normalise_config  # noqa:
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event  # noqa: E402
 
 DATA = Path(__file__).with_name("recall_quality.json")
+FRESH = Path(__file__).with_name("recall_quality_fresh.json")
+"""A third half, ``fresh``, over the same memories: written and committed before any
+run on it, once ``held`` had been reported twice (its commit precedes its first run)."""
 # Secret-shaped stand-ins, built here so the data file holds none.
 PLACEHOLDERS = {
     "<gh-token>": "ghp_" + "Q7x" * 7,
@@ -78,7 +82,7 @@ _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 GROUPS = ("prompts", "no_match", "trivial")
 """The data's prompt groups: labelled, matching no memory, acknowledging only."""
-HALVES = ("dev", "held")
+HALVES = ("dev", "held", "fresh")
 TARGETS = {
     "recall@1": 0.85,
     "recall@5": 0.95,
@@ -100,6 +104,9 @@ def load() -> dict[str, Any]:
     no-match prompt has a ``kind`` too.
     """
     data: dict[str, Any] = json.loads(DATA.read_text())
+    fresh = json.loads(FRESH.read_text())
+    for group in GROUPS:
+        data[group] = data[group] + fresh[group]
     for group in GROUPS:
         for case in data[group]:
             for mark, value in PLACEHOLDERS.items():
@@ -108,7 +115,7 @@ def load() -> dict[str, Any]:
 
 
 def half_of(data: dict[str, Any], half: str) -> dict[str, Any]:
-    """The prompts of one half (``dev`` or ``held``), or all of them (``all``)."""
+    """The prompts of one half (``dev``, ``held`` or ``fresh``), or all of them (``all``)."""
     if half == "all":
         return data
     return {**data, **{g: [c for c in data[g] if c["half"] == half] for g in GROUPS}}
@@ -342,7 +349,7 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def by_half(rows: list[dict[str, Any]], half: str) -> dict[str, dict[str, Any]]:
-    """The figures per half asked for: ``dev``, ``held`` and ``all``, or just one."""
+    """The figures per half asked for: ``dev``, ``held``, ``fresh`` and ``all``, or just one."""
     halves = [*HALVES, "all"] if half == "all" else [half]
     return {h: score([r for r in rows if h == "all" or r["half"] == h]) for h in halves}
 
@@ -386,16 +393,18 @@ def _number(value: float | None, digits: int = 0) -> str:
 def report(title: str, halves: dict[str, dict[str, Any]], seconds: float, verbose: bool) -> None:
     """One arm's table: every figure per half, the targets beside the held-out half."""
     names = list(halves)
-    target_col = "held" in halves
+    # The targets are judged on the fresh half when it ran: "held" has been seen.
+    judged = next((h for h in ("fresh", "held") if h in halves), None)
+    target_col = judged is not None
     print(f"\n## {title} ({seconds:.0f} s)\n")
-    print("| measure | " + " | ".join(names) + (" | target (held) |" if target_col else " |"))
+    print("| measure | " + " | ".join(names) + (f" | target ({judged}) |" if judged else " |"))
     print("|---|" + "---:|" * (len(names) + target_col))
 
     def row(label: str, cells: list[str], target: str = "") -> None:
         tail = f" {target} |" if target_col else ""
         print(f"| {label} | " + " | ".join(cells) + " |" + tail)
 
-    held = verdicts(halves["held"]) if target_col else {}
+    held = verdicts(halves[judged]) if judged else {}
 
     def mark(name: str, text: str) -> str:
         return f"{text} {'met' if held.get(name) else 'not met' if held.get(name) is False else ''}"
@@ -599,8 +608,9 @@ def capture(data: dict[str, Any], path: Path) -> None:
     this process as the hook searches it (redacted, cut to the hook's length), and
     what :func:`~capabilities.providers.semantic.fuse` was given is kept: for each
     record of the store, its lexical relevance, whether that qualifies, and its
-    cosine with the query. :func:`replay` scores the fusion on it without a search,
-    so its constants can be chosen on dev without touching the held-out half.
+    cosines with the query as typed and with its synonyms. :func:`replay` scores the
+    fusion on it without a search, so its constants can be chosen on dev without
+    touching the held-out halves.
     """
     from capabilities.providers import semantic
     from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
@@ -612,11 +622,13 @@ def capture(data: dict[str, Any], path: Path) -> None:
     seen: dict[str, Any] = {}
     real_fuse, real_cosines = semantic.fuse, semantic.SemanticIndex.cosines
 
-    def fuse(records: list[tuple[float, bool, float | None]]) -> list[float | None]:
+    def fuse(records: list[tuple[float, bool, float | None, float | None]]) -> list[float | None]:
         seen["fused"] = records
         return real_fuse(records)
 
-    def cosines(self: Any, query: str, records: list[tuple[str, str]]) -> list[float | None]:
+    def cosines(
+        self: Any, query: str, records: list[tuple[str, str]]
+    ) -> list[tuple[float, float] | None]:
         seen["ids"] = [by_summary[json.loads(text)["content_summary"]] for _m, text in records]
         return real_cosines(self, query, records)
 
@@ -853,7 +865,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
         "--half",
-        choices=("dev", "held", "all"),
+        choices=("dev", "held", "fresh", "all"),
         default="all",
         help="run only the development half (tune on it), only the held-out half "
         "(report it), or both, side by side (default)",
@@ -894,9 +906,9 @@ def main() -> None:
         for group in GROUPS
     }
     print(
-        f"{len(data['memories'])} memories; dev/held: "
+        f"{len(data['memories'])} memories; dev/held/fresh: "
         + ", ".join(
-            f"{counts[g]['dev']}/{counts[g]['held']} {label}"
+            f"{counts[g]['dev']}/{counts[g]['held']}/{counts[g]['fresh']} {label}"
             for g, label in zip(GROUPS, ("labelled", "no-match", "trivial"), strict=True)
         )
         + " prompts"

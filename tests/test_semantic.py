@@ -196,9 +196,10 @@ def test_the_setting_is_off_unless_the_user_turns_it_on(tmp_path):
 
 def test_fusion_needs_topical_evidence():
     def one(lexical, qualified, cosine, *others):
-        # One record of interest among others that are vaguely alike (cosine 0.1).
-        rest = [(0.0, False, c) for c in others or (0.1,)]
-        return fuse([(lexical, qualified, cosine), *rest])[0]
+        # One record of interest among others that are vaguely alike (cosine 0.1);
+        # the query's synonyms change nothing here.
+        rest = [(0.0, False, c, c) for c in others or (0.1,)]
+        return fuse([(lexical, qualified, cosine, cosine), *rest])[0]
 
     assert one(0.0, False, 0.30) is None  # vaguely alike, nothing shared: silent
     assert one(1.2, False, 0.20) is None  # a shared word, unrelated meaning: silent
@@ -213,21 +214,25 @@ def test_fusion_needs_topical_evidence():
     assert one(0.0, False, 0.9) > one(0.0, False, 0.5)
 
 
-def test_a_record_that_stands_out_is_recalled_below_the_floor():
-    below = semantic.RECALL_FLOOR - 0.02
-    # Close to one lesson and far from the rest: that lesson.
-    assert fuse([(0.0, False, below), (0.0, False, below - 0.1)])[0] == pytest.approx(below)
-    # As close to two lessons at once: a vague likeness, silent.
-    assert fuse([(0.0, False, below), (0.0, False, below - 0.01)]) == [None, None]
-    # Recalled beside the best only within the margin, and never below the lower floor.
+def test_the_query_as_typed_decides_and_its_synonyms_order():
+    floor = semantic.RECALL_FLOOR
+    # The synonyms lift a record over the floor, the words typed do not: silent.
+    assert fuse([(0.0, False, floor - 0.05, floor + 0.1)]) == [None]
+    # The words typed reach it: recalled, scored with the synonyms, which also
+    # rank the second record first.
+    assert fuse([(0.0, False, floor, floor + 0.01), (0.0, False, floor - 0.2, floor + 0.05)]) == [
+        pytest.approx(floor + 0.01),
+        pytest.approx(floor + 0.05),
+    ]
+    # Recalled beside the best only within the margin.
     far = 0.9 - semantic.KEEP_MARGIN - 0.01
-    assert fuse([(0.0, False, 0.9), (0.0, False, 0.85), (0.0, False, far)]) == [
+    assert fuse([(0.0, False, 0.9, 0.9), (0.0, False, 0.85, 0.85), (0.0, False, far, far)]) == [
         pytest.approx(0.9),
         pytest.approx(0.85),
         None,
     ]
     assert fuse([]) == []
-    assert fuse([(1.0, True, None)]) == [None]
+    assert fuse([(1.0, True, None, None)]) == [None]
 
 
 def test_the_query_is_embedded_with_the_synonyms_of_its_words():

@@ -662,8 +662,8 @@ class EmbeddedSqliteProvider:
         self.semantic_reason = None
         fused = fuse(
             [
-                (*lexical.get(uri, (0.0, False)), cosine)
-                for (uri, _text), cosine in zip(scoped, cosines, strict=True)
+                (*lexical.get(uri, (0.0, False)), *(pair or (None, None)))
+                for (uri, _text), pair in zip(scoped, cosines, strict=True)
             ]
         )
         kept = [
