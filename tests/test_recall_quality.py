@@ -168,7 +168,11 @@ def test_redact_cuts_paths_and_secrets_and_keeps_the_rest():
 
 
 def _quality_data():
-    return json.loads((ROOT / "benchmarks" / "recall_quality.json").read_text())
+    data = json.loads((ROOT / "benchmarks" / "recall_quality.json").read_text())
+    fresh = json.loads((ROOT / "benchmarks" / "recall_quality_fresh.json").read_text())
+    for group in ("prompts", "no_match", "trivial"):
+        data[group] += fresh[group]
+    return data
 
 
 def test_the_benchmark_data_is_large_enough_that_no_prompt_decides_it():
@@ -183,7 +187,7 @@ def test_the_benchmark_data_is_large_enough_that_no_prompt_decides_it():
 def test_every_benchmark_prompt_has_a_half_and_appears_once():
     data = _quality_data()
     cases = [case for group in ("prompts", "no_match", "trivial") for case in data[group]]
-    assert all(case["half"] in ("dev", "held") for case in cases)
+    assert all(case["half"] in ("dev", "held", "fresh") for case in cases)
     texts = [" ".join(case["prompt"].lower().split()) for case in cases]
     assert len(texts) == len(set(texts)), "a prompt listed twice would count twice"
     assert {case["kind"] for case in data["no_match"]} == {"shared_words", "unrelated"}
@@ -210,6 +214,21 @@ def test_the_held_out_half_meets_the_issues_minimums_in_every_kind():
     assert any(case["half"] == "held" for case in data["trivial"])
 
 
+def test_the_fresh_half_is_large_enough_to_report_on():
+    # The held half was reported twice; the fresh one holds at least 40 labelled
+    # prompts (a third synonyms or abbreviations) and 40 no-match prompts (half
+    # sharing words with a lesson), over the same memories.
+    data = json.loads((ROOT / "benchmarks" / "recall_quality_fresh.json").read_text())
+    cases = [case for group in ("prompts", "no_match", "trivial") for case in data[group]]
+    assert {case["half"] for case in cases} == {"fresh"}
+    labelled = Counter(case["kind"] for case in data["prompts"])
+    assert sum(labelled.values()) >= 40
+    assert 3 * (labelled["syn"] + labelled["abbrev"]) >= sum(labelled.values())
+    no_match = Counter(case["kind"] for case in data["no_match"])
+    assert sum(no_match.values()) >= 40 and 2 * no_match["shared_words"] >= sum(no_match.values())
+    assert "memories" not in data  # the main file's memories, not a set of its own
+
+
 def test_the_benchmark_data_stores_no_secret_shaped_text():
     # Secret-shaped prompts hold placeholders, filled in by the benchmark at run time.
     text = (ROOT / "benchmarks" / "recall_quality.json").read_text()
@@ -218,3 +237,29 @@ def test_the_benchmark_data_stores_no_secret_shaped_text():
     assert secret and all(
         re.search(r"<(gh-token|aws-key|bearer|raw)>", c["prompt"]) for c in secret
     )
+
+
+def test_the_fusion_replays_on_a_dev_capture(tmp_path, capsys):
+    # A capture holds what the extra's fusion was given per record; the replay scores
+    # the fusion as it is now on it, so its constants are chosen without a search.
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_recall_quality as bench
+
+    close, vague = [0.0, False, 0.9, 0.9], [0.0, False, 0.2, 0.2]
+    prompts = [
+        {"group": "prompts", "kind": "syn", "expect": "m1", "records": {"m1": close, "m2": vague}},
+        {"group": "prompts", "kind": "para", "expect": "m2", "records": {"m1": close, "m2": vague}},
+        {"group": "no_match", "kind": "shared_words", "expect": None, "records": {"m1": vague}},
+        {"group": "no_match", "kind": "unrelated", "expect": None, "records": {"m1": close}},
+    ]
+    path = tmp_path / "capture.json"
+    path.write_text(json.dumps({"half": "dev", "prompts": prompts}))
+    figures = bench.replay(path)
+    assert figures == {
+        "recall@1": 0.5,
+        "recall@5": 0.5,
+        "recall@5 syn+abbrev": 1.0,
+        "no-match silence": 0.5,
+        "memories per prompt": 0.75,
+    }
+    assert "recall@1: 0.500" in capsys.readouterr().out

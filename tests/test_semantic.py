@@ -195,14 +195,53 @@ def test_the_setting_is_off_unless_the_user_turns_it_on(tmp_path):
 
 
 def test_fusion_needs_topical_evidence():
-    assert fuse(0.0, False, 0.30) is None  # vaguely alike, nothing shared: silent
-    assert fuse(1.2, False, 0.20) is None  # a shared word, unrelated meaning: silent
-    assert fuse(0.0, False, semantic.SEMANTIC_FLOOR) is not None  # other words, same meaning
-    assert fuse(semantic.SUPPORTED_LEXICAL, False, semantic.SUPPORTED_FLOOR) is not None
-    assert fuse(3.2, True, 0.1) == pytest.approx(3.2 / 3 + 0.1)  # strong words alone count
-    assert fuse(3.2, True, None) == pytest.approx(3.2 / 3)  # no vector yet: the words decide
-    assert fuse(2.5, True, 0.1) is None  # weaker words need a closer meaning
-    assert fuse(0.0, False, 0.9) > fuse(0.0, False, 0.5)
+    def one(lexical, qualified, cosine, *others):
+        # One record of interest among others that are vaguely alike (cosine 0.1);
+        # the query's synonyms change nothing here.
+        rest = [(0.0, False, c, c) for c in others or (0.1,)]
+        return fuse([(lexical, qualified, cosine, cosine), *rest])[0]
+
+    assert one(0.0, False, 0.30) is None  # vaguely alike, nothing shared: silent
+    assert one(1.2, False, 0.20) is None  # a shared word, unrelated meaning: silent
+    assert one(0.0, False, semantic.RECALL_FLOOR) is not None  # other words, same meaning
+    # Words and meaning add up: relevance 1.8 lifts a cosine of 0.32 over the floor.
+    assert one(1.8, True, 0.32) == pytest.approx(0.32 + semantic.LEXICAL_SHARE * 0.6)
+    assert one(0.0, False, 0.30) is None
+    # Repeating a word past the cap adds nothing more.
+    assert one(30.0, True, 0.2) == pytest.approx(one(6.0, True, 0.2))
+    assert one(4.0, True, None) is not None  # no vector yet: strong words decide
+    assert one(2.5, True, None) is None  # weaker words alone do not
+    assert one(0.0, False, 0.9) > one(0.0, False, 0.5)
+
+
+def test_the_query_as_typed_decides_and_its_synonyms_order():
+    floor = semantic.RECALL_FLOOR
+    # The synonyms lift a record over the floor, the words typed do not: silent.
+    assert fuse([(0.0, False, floor - 0.05, floor + 0.1)]) == [None]
+    # The words typed reach it: recalled, scored with the synonyms, which also
+    # rank the second record first.
+    assert fuse([(0.0, False, floor, floor + 0.01), (0.0, False, floor - 0.2, floor + 0.05)]) == [
+        pytest.approx(floor + 0.01),
+        pytest.approx(floor + 0.05),
+    ]
+    # Recalled beside the best only within the margin.
+    far = 0.9 - semantic.KEEP_MARGIN - 0.01
+    assert fuse([(0.0, False, 0.9, 0.9), (0.0, False, 0.85, 0.85), (0.0, False, far, far)]) == [
+        pytest.approx(0.9),
+        pytest.approx(0.85),
+        None,
+    ]
+    assert fuse([]) == []
+    assert fuse([(1.0, True, None, None)]) == [None]
+
+
+def test_the_query_is_embedded_with_the_synonyms_of_its_words():
+    assert (
+        semantic.embedding_query("the DB is slow") == "the DB is slow (database, sluggish, laggy)"
+    )
+    # A term the query already holds is not added again; a query with none is kept.
+    assert "database" not in semantic.embedding_query("db or database")[len("db or database") :]
+    assert semantic.embedding_query("write a haiku") == "write a haiku"
 
 
 def record(summary, trigger):
@@ -251,11 +290,12 @@ def test_search_fuses_meaning_and_embeds_what_no_write_did(tmp_path, tiny):
     query = "rotate secret token deploy"
     hits = store.search(A, query, limit=5, actor_peer_id="peer-a")
     assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None
-    # Fused: a third of the lexical relevance plus the cosine of query and meaning.
+    # Fused: the cosine of query and meaning plus the lexical relevance's share.
     (alone,) = lexical.search(A, query, limit=5, actor_peer_id="peer-a")
     body = "\n".join([meaning, "deploy a release"])
-    cosine = float(np.prod(Encoder(tiny).encode([query, body]), axis=0).sum())
-    assert hits[0].score == pytest.approx(alone.score / 3 + cosine, abs=1e-3)
+    embedded = semantic.embedding_query(query)
+    cosine = float(np.prod(Encoder(tiny).encode([embedded, body]), axis=0).sum())
+    assert hits[0].score == pytest.approx(semantic.fused_score(alone.score, cosine), abs=1e-3)
     assert len(json.loads((store.path.parent / CACHE_NAME).read_text())["vectors"]) == 1
 
 
@@ -453,12 +493,11 @@ def test_a_search_reads_the_vectors_writes_kept_and_remakes_a_damaged_one(tmp_pa
     query = "rotate secret token deploy"
     (first,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
     (alone,) = provider_with(tmp_path, None).search(A, query, limit=5, actor_peer_id="peer-a")
-    cosine = float(
-        np.prod(
-            Encoder(tiny).encode([query, "rotate the secret token\ndeploy a release"]), axis=0
-        ).sum()
-    )
-    assert first.score == pytest.approx(alone.score / 3 + cosine, abs=2e-3)  # float16 kept
+    body = "rotate the secret token\ndeploy a release"
+    embedded = semantic.embedding_query(query)
+    cosine = float(np.prod(Encoder(tiny).encode([embedded, body]), axis=0).sum())
+    # float16 kept
+    assert first.score == pytest.approx(semantic.fused_score(alone.score, cosine), abs=2e-3)
     cache = store.path.parent / CACHE_NAME
     document = json.loads(cache.read_text())
     document["vectors"][record_digest(text)] = "AAAA"  # a vector of the wrong length

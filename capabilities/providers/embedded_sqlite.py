@@ -660,11 +660,17 @@ class EmbeddedSqliteProvider:
             self.semantic_reason = getattr(exc, "reason_code", "semantic_failed")
             return None
         self.semantic_reason = None
-        kept = []
-        for (uri, text), cosine in zip(scoped, cosines, strict=True):
-            fused = fuse(*lexical.get(uri, (0.0, False)), cosine)
-            if fused is not None:
-                kept.append((str(uri), fused, str(text)))
+        fused = fuse(
+            [
+                (*lexical.get(uri, (0.0, False)), *(pair or (None, None)))
+                for (uri, _text), pair in zip(scoped, cosines, strict=True)
+            ]
+        )
+        kept = [
+            (str(uri), score, str(text))
+            for (uri, text), score in zip(scoped, fused, strict=True)
+            if score is not None
+        ]
         kept.sort(key=lambda row: (-row[1], row[0]))
         return kept[:limit]
 

@@ -416,21 +416,29 @@ LAZY_EMBEDS = 8
 with the extra off): a few per Turn, so the first Turns do not pay for the whole store."""
 
 # The fusion, chosen on the development half of benchmarks/recall_quality.json from
-# the vectors and lexical scores of every record for every prompt (a grid of the five
-# values below; benchmarks/RESULTS.md, "Semantic recall"): the point where no-match
-# prompts stay silent 90 % of the time, in a region where each value moved a step
-# changes recall@5 by at most 0.01.
-SEMANTIC_FLOOR = 0.35
-"""A cosine at which a record is recalled on meaning alone."""
-SUPPORTED_FLOOR = 0.30
-"""A lower cosine that counts when the record also has :data:`SUPPORTED_LEXICAL`."""
-SUPPORTED_LEXICAL = 1.6
+# every record's lexical relevance and cosines for every dev prompt (``--capture`` and
+# ``--replay`` of benchmarks/bench_recall_quality.py; RESULTS.md, "Semantic recall,
+# fused and calibrated"): the lowest floor at which dev no-match prompts stay silent
+# 95 % of the time, that choice checked by 5-fold cross-validation within dev (out of
+# fold: 0.96 silent). A second, lower floor for a best record that stands out from the
+# runner-up gained 0.004 recall@5 out of fold: not kept.
+LEXICAL_SHARE = 0.15
+"""What a record's lexical relevance adds to its cosine, per third of relevance
+(:data:`LEXICAL_CAP` at most): shared rare words order records of like meaning."""
+LEXICAL_CAP = 6.0
+"""Relevance past this adds nothing: a long prompt repeating a word is no closer."""
+RECALL_FLOOR = 0.40
+"""The fused score, with the query as the user typed it, at which the best record is
+recalled. Not with the query's synonyms (:func:`embedding_query`): they pull a prompt
+that merely shares a word ("rename the Flaky label") toward a lesson, so they order
+the records recalled but do not decide whether any is."""
+KEEP_MARGIN = 0.15
+"""Records recalled beside the best are within this of its score: the rest would cost
+context for little (dev recall@5 0.001 lower than with 0.2, at 1.4 memories per
+prompt against 1.7)."""
 LEXICAL_ALONE = 3.0
-"""The lexical relevance a record needs to be recalled with a meaning that is not close
-(above the lexical floor of 1.8: shared words with another meaning were half of what
-the lexical gate let through on no-match prompts)."""
-SEMANTIC_WEIGHT = 1.0
-"""How much the cosine counts against a third of the lexical relevance in the order."""
+"""The lexical relevance that recalls a record with no vector yet (a store filled with
+the extra off, beyond the few a search embeds), when it qualifies by the lexical rule."""
 
 
 def record_digest(text: str) -> str:
@@ -440,25 +448,60 @@ def record_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def fuse(lexical: float, qualified: bool, cosine: float | None) -> float | None:
-    """A record's fused score, or ``None`` when it is not recalled.
+def fused_score(lexical: float, cosine: float) -> float:
+    """A record's score: its cosine plus its capped lexical share (:data:`LEXICAL_SHARE`)."""
+    return cosine + LEXICAL_SHARE * min(lexical, LEXICAL_CAP) / 3
 
-    ``lexical`` is its relevance and ``qualified`` whether that qualifies on its own
-    (:meth:`~capabilities.providers.query.QueryWords.relevance`); ``cosine`` is the
-    closeness of its meaning to the query's, ``None`` when it has no vector yet. It is
-    recalled when its meaning is close (:data:`SEMANTIC_FLOOR`), when both are moderate
-    (:data:`SUPPORTED_FLOOR` with :data:`SUPPORTED_LEXICAL`), or on strong lexical
-    evidence (:data:`LEXICAL_ALONE`): a shared everyday word is never enough, and
-    neither is a vague closeness of meaning.
+
+def fuse(
+    records: list[tuple[float, bool, float | None, float | None]],
+) -> list[float | None]:
+    """Each record's fused score, or ``None`` where it is not recalled.
+
+    ``records`` are every record of the scope, each as its lexical relevance, whether
+    that qualifies on its own (:meth:`~capabilities.providers.query.QueryWords.relevance`),
+    its cosine with the query as typed and its cosine with the query and its synonyms
+    (:func:`embedding_query`), the cosines ``None`` with no vector yet. Records are
+    recalled when the best of them, with the query as typed, reaches
+    :data:`RECALL_FLOOR`; then those within :data:`KEEP_MARGIN` of the best with the
+    synonyms, by which they are scored. A record with no vector counts at
+    :data:`RECALL_FLOOR` on strong qualifying words (:data:`LEXICAL_ALONE`), else not
+    at all. So a shared everyday word is never enough, nor a synonym on its own.
     """
-    close = cosine if cosine is not None else -1.0
-    if not (
-        (qualified and lexical >= LEXICAL_ALONE)
-        or close >= SEMANTIC_FLOOR
-        or (lexical >= SUPPORTED_LEXICAL and close >= SUPPORTED_FLOOR)
-    ):
+
+    def score(lexical: float, qualified: bool, cosine: float | None) -> float | None:
+        if cosine is not None:
+            return fused_score(lexical, cosine)
+        if qualified and lexical >= LEXICAL_ALONE:
+            return fused_score(lexical, RECALL_FLOOR)
         return None
-    return lexical / 3 + SEMANTIC_WEIGHT * max(close, 0.0)
+
+    typed = [score(lexical, qualified, cosine) for lexical, qualified, cosine, _e in records]
+    scores = [score(lexical, qualified, expanded) for lexical, qualified, _c, expanded in records]
+    if max((s for s in typed if s is not None), default=float("-inf")) < RECALL_FLOOR:
+        return [None] * len(scores)
+    best = max(s for s in scores if s is not None)
+    return [s if s is not None and s >= best - KEEP_MARGIN else None for s in scores]
+
+
+def embedding_query(query: str) -> str:
+    """The text embedded for ``query``: the query, then in parentheses the other
+    terms the synonym table gives for its words and phrases (those it does not already
+    hold), so "DB" also reads as "database". The encoder never learned most of
+    software's abbreviations; the table names them (dev recall@5 on synonym and
+    abbreviation prompts 0.75 to 0.82 by cosine alone)."""
+    from capabilities.providers.synonyms import alternatives, phrase_alternatives
+    from capabilities.providers.terms import _words
+
+    words = _words(query)
+    found = [*alternatives(words).values(), *phrase_alternatives(words).values()]
+    folded = query.lower()
+    extra = [
+        text
+        for text in dict.fromkeys(" ".join(term) for terms in found for term in terms)
+        if text not in folded
+    ]
+    return f"{query} ({', '.join(extra)})" if extra else query
 
 
 class SemanticIndex:
@@ -547,9 +590,12 @@ class SemanticIndex:
             made = {k: self._pack(v) for (_m, k), v in zip(wanted, vectors, strict=True)}
             self._keep(model, made, live)
 
-    def cosines(self, query: str, records: list[tuple[str, str]]) -> list[float | None]:
-        """Each record's cosine with ``query`` (records as for :meth:`add`), ``None``
-        for a record with no vector yet beyond the :data:`LAZY_EMBEDS` made here."""
+    def cosines(
+        self, query: str, records: list[tuple[str, str]]
+    ) -> list[tuple[float, float] | None]:
+        """Each record's cosines with ``query`` as typed and with its synonyms
+        (:func:`embedding_query`; records as for :meth:`add`), ``None`` for a record
+        with no vector yet beyond the :data:`LAZY_EMBEDS` made here."""
         model = encoder(self.choice)
         known = self._read(model)
         keys = [record_digest(text) for _meaning, text in records]
@@ -563,8 +609,13 @@ class SemanticIndex:
             for i, vector in zip(missing, made, strict=True):
                 vectors[i] = vector
             self._keep(model, {keys[i]: self._pack(v) for i, v in zip(missing, made, strict=True)})
-        target = model.encode([query])[0]
-        return [None if v is None else float(v @ target) for v in vectors]
+        expanded = embedding_query(query)
+        texts = [query] if expanded == query else [query, expanded]
+        typed, *rest = model.encode(texts)
+        with_synonyms = rest[0] if rest else typed
+        return [
+            None if v is None else (float(v @ typed), float(v @ with_synonyms)) for v in vectors
+        ]
 
 
 def readiness(environ: dict[str, str] | None = None) -> dict[str, Any]:
