@@ -195,9 +195,10 @@ def validator_check(subject: str, argv: list[str] | None, *, recall_only: bool) 
             "validator",
             subject,
             "validator_missing",
-            "no validator: nothing can ever be learned; pass --validate-with 'make test' "
-            "(or --validation-command-json) or --recall-only, or record it once for the "
-            "repository: `turn-hooks init --validate-with 'make test'`",
+            "no validator: nothing can ever be learned; pass your project's check, "
+            "--validate-with 'CHECK' (`turn-hooks init` prints the one it found as "
+            "suggested_check; or --validation-command-json), or --recall-only; or record "
+            "it once for the repository: `turn-hooks init --validate-with 'CHECK'`",
         )
     start = project_command(argv)
     programs = [argv[0]] if start is None else [argv[0], argv[start]]
