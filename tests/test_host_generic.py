@@ -828,3 +828,28 @@ def test_each_host_asks_for_one_channel_as_it_is_wired_at_run_time(tmp_path, mon
     _serve("codex-cli", codex, command=str(tmp_path / "gone" / "python"))
     _serve("claude-code", claude, command=str(tmp_path / "gone" / "python"))
     assert _pre_turn_text(host, registry, 3).endswith(block_request(field))
+
+
+def test_a_resident_call_records_what_it_delivered_after_its_reply(tmp_path):
+    # A resident child answers its host first and writes the record of delivered items
+    # (a locked, fsynced sidecar) afterwards; the record it writes is the same.
+    from hosts.adapters.generic import build_turn, render_once
+    from hosts.settlement import after_reply
+
+    registry = bound_goal(tmp_path)
+    event = {"turn_id": "t1", "session_id": "session-a", "cwd": str(tmp_path / "repo")}
+    turn = build_turn(
+        event, host="claude_code", goal_id=f1.GOAL, agent_id=f1.AGENT, registry=str(registry)
+    )
+    name = path_token("session-a", "session") + ".json"
+    record = settlement_store(str(registry), f1.GOAL).path("injected", "claude_code", name)
+    after_reply.accept()
+    try:
+        assert "item 1\n" in render_once(turn, projection(2), f1.GOAL)
+        assert not record.exists(), "the host's answer waits for no record"
+        assert after_reply.pending()
+        after_reply.run()
+    finally:
+        after_reply._queue = None
+    assert delivered_refs(json.loads(record.read_text())) == {"item:0", "item:1"}
+    assert "item 0\n" not in render_once(turn, projection(2), f1.GOAL), "already delivered"

@@ -8,16 +8,18 @@ settlement receipt. Both always exit 0: a hook never blocks the Turn.
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hosts.adapters.channel import result_tools
 from hosts.facts.caps import render_byte_cap, render_cap
 from hosts.facts.dialects import DIALECTS, gemini_turn_id
 from hosts.facts.render import render, without_refs
-from hosts.settlement import staged
+from hosts.settlement import after_reply, staged
 from hosts.settlement.hook_log import record, record_pre_turn
 from hosts.settlement.settlement import (
     binding_store,
@@ -26,7 +28,7 @@ from hosts.settlement.settlement import (
     start_replay_worker,
     write_ahead,
 )
-from sidecars import path_token, read_stream
+from sidecars import SidecarStore, path_token, read_stream
 from turn_hooks import (
     SidecarError,
     TurnContext,
@@ -149,20 +151,34 @@ def render_once(
         byte_limit=render_byte_cap(turn.host, goal_id, turn.agent_id),
     )
     if remembered and rendering.item_refs:
-        sidecars, path = remembered
-        try:
-            sidecars.update(
-                path,
-                lambda doc: {
-                    **(doc if isinstance(doc, dict) else {}),
-                    "schema_version": INJECTED_SCHEMA,
-                    "host": turn.host,
-                    "item_refs": sorted({*delivered_refs(doc), *rendering.item_refs}),
-                },
-            )
-        except SidecarError as exc:  # delivered all the same; repeated next Turn
-            record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
+        # The host's answer does not wait for this record (a locked, fsynced write; a
+        # new file, so its directory's fsync too, for every session's first recall): a
+        # resident child writes it once the host has the context. The next Turn's
+        # PreTurn starts only after this Turn's model request, and a record that never
+        # lands costs a repeat of these items, never the Turn.
+        remember = functools.partial(
+            _remember_delivered, remembered[0], remembered[1], turn.host, rendering.item_refs
+        )
+        if not after_reply.defer(remember):
+            remember()
     return rendering.text
+
+
+def _remember_delivered(store: SidecarStore, path: Path, host: str, refs: Iterable[str]) -> None:
+    """Merge ``refs`` into the session's record of delivered items (under its lock)."""
+    delivered = set(refs)
+    try:
+        store.update(
+            path,
+            lambda doc: {
+                **(doc if isinstance(doc, dict) else {}),
+                "schema_version": INJECTED_SCHEMA,
+                "host": host,
+                "item_refs": sorted({*delivered_refs(doc), *delivered}),
+            },
+        )
+    except SidecarError as exc:  # delivered all the same; repeated next Turn
+        record(host, "pre_turn", [("adapter", exc.reason_code)])
 
 
 def carry_on_settlements(turn: TurnContext) -> None:
