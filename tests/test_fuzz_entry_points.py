@@ -493,7 +493,10 @@ def check(command, argv, code, out, scratch, before, log_before):
     assert log == [], "only host hooks write the hook log"
     if command == "validate command" and code == 1:
         # The validator protocol's "failed": `--check` ran ARGV and it did not pass.
-        assert json.loads(text_out)["schema_version"] == "turn_hooks_command_check_v0"
+        if text_out.lstrip().startswith("{"):
+            assert json.loads(text_out)["schema_version"] == "turn_hooks_command_check_v0"
+        else:  # --format markdown: the same receipt, as a table
+            assert "| schema_version | turn_hooks_command_check_v0 |" in text_out
         return
     assert code in (0, 2), code
     refused = False
