@@ -294,10 +294,14 @@ class SidecarStore:
             raise SidecarCorrupt("the sidecar is not a JSON object", path=str(path))
         return document
 
-    def write(self, path: Path, document: Document) -> None:
-        """Replace the document at ``path`` under its lock."""
+    def write(self, path: Path, document: Document, *, durable: bool = True) -> None:
+        """Replace the document at ``path`` under its lock.
+
+        ``durable=False``: without the fsyncs, for a record whose loss in a crash of the
+        machine costs nothing but itself (:meth:`SidecarTransaction.write`).
+        """
         with self.lock(path):
-            self._replace(path, document)
+            self._replace(path, document, durable=durable)
 
     @contextlib.contextmanager
     def transaction(self, path: Path) -> Iterator[SidecarTransaction]:

@@ -125,7 +125,9 @@ def remember_recall(
     if ranking is not None:
         record["ranking"] = ranking
     try:
-        store.write(recall_path(store, goal_id, agent_id, turn_key), record)
+        # Before the host has its context, so without the fsyncs: lost in a crash of the
+        # machine, this Turn's application goes unrecorded, as if it recalled nothing.
+        store.write(recall_path(store, goal_id, agent_id, turn_key), record, durable=False)
     except SidecarError:
         return False
     return True
