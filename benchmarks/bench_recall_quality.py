@@ -11,11 +11,11 @@ injected per prompt, and the bytes of context a Turn injects (the hook's
 ``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
 recalled memory.
 
-Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held`` and
-``fresh`` prompts are only reported (the data files say how the halves were drawn;
-``held`` has been reported twice, ``fresh`` is :data:`FRESH`). Every figure is given
-for each half and all prompts side by side, with the issue's targets beside the
-fresh half's figures.
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held``, ``fresh``
+and ``blind`` prompts are only reported (the data files say how the halves were drawn;
+``held`` and ``fresh`` have been reported and looked into, so they are seen;
+``blind`` is :data:`BLIND`). Every figure is given for each half and all prompts side
+by side, with the issue's targets beside the newest unseen half's figures.
 
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
@@ -70,6 +70,11 @@ DATA = Path(__file__).with_name("recall_quality.json")
 FRESH = Path(__file__).with_name("recall_quality_fresh.json")
 """A third half, ``fresh``, over the same memories: written and committed before any
 run on it, once ``held`` had been reported twice (its commit precedes its first run)."""
+BLIND = Path(__file__).with_name("recall_quality_blind.json")
+"""A fourth half, ``blind``, over the same memories: written from the memories alone by
+someone who had not seen the recall code, its synonym table or the other halves, and
+committed before any run on it, once ``fresh`` had been reported and its misses read."""
+EXTRA_HALVES = (FRESH, BLIND)
 # Secret-shaped stand-ins, built here so the data file holds none.
 PLACEHOLDERS = {
     "<gh-token>": "ghp_" + "Q7x" * 7,
@@ -82,7 +87,9 @@ _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 GROUPS = ("prompts", "no_match", "trivial")
 """The data's prompt groups: labelled, matching no memory, acknowledging only."""
-HALVES = ("dev", "held", "fresh")
+HALVES = ("dev", "held", "fresh", "blind")
+JUDGED = ("blind", "fresh", "held")
+"""The halves the targets are judged on, the least seen first."""
 TARGETS = {
     "recall@1": 0.85,
     "recall@5": 0.95,
@@ -104,9 +111,10 @@ def load() -> dict[str, Any]:
     no-match prompt has a ``kind`` too.
     """
     data: dict[str, Any] = json.loads(DATA.read_text())
-    fresh = json.loads(FRESH.read_text())
-    for group in GROUPS:
-        data[group] = data[group] + fresh[group]
+    for path in EXTRA_HALVES:
+        extra = json.loads(path.read_text())
+        for group in GROUPS:
+            data[group] = data[group] + extra[group]
     for group in GROUPS:
         for case in data[group]:
             for mark, value in PLACEHOLDERS.items():
@@ -115,7 +123,7 @@ def load() -> dict[str, Any]:
 
 
 def half_of(data: dict[str, Any], half: str) -> dict[str, Any]:
-    """The prompts of one half (``dev``, ``held`` or ``fresh``), or all of them (``all``)."""
+    """The prompts of one half (one of :data:`HALVES`), or all of them (``all``)."""
     if half == "all":
         return data
     return {**data, **{g: [c for c in data[g] if c["half"] == half] for g in GROUPS}}
@@ -349,7 +357,7 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def by_half(rows: list[dict[str, Any]], half: str) -> dict[str, dict[str, Any]]:
-    """The figures per half asked for: ``dev``, ``held``, ``fresh`` and ``all``, or just one."""
+    """The figures per half asked for: every one of :data:`HALVES` and ``all``, or just one."""
     halves = [*HALVES, "all"] if half == "all" else [half]
     return {h: score([r for r in rows if h == "all" or r["half"] == h]) for h in halves}
 
@@ -393,8 +401,8 @@ def _number(value: float | None, digits: int = 0) -> str:
 def report(title: str, halves: dict[str, dict[str, Any]], seconds: float, verbose: bool) -> None:
     """One arm's table: every figure per half, the targets beside the held-out half."""
     names = list(halves)
-    # The targets are judged on the fresh half when it ran: "held" has been seen.
-    judged = next((h for h in ("fresh", "held") if h in halves), None)
+    # The targets are judged on the least seen half that ran.
+    judged = next((h for h in JUDGED if h in halves), None)
     target_col = judged is not None
     print(f"\n## {title} ({seconds:.0f} s)\n")
     print("| measure | " + " | ".join(names) + (f" | target ({judged}) |" if judged else " |"))
@@ -865,10 +873,10 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
         "--half",
-        choices=("dev", "held", "fresh", "all"),
+        choices=(*HALVES, "all"),
         default="all",
-        help="run only the development half (tune on it), only the held-out half "
-        "(report it), or both, side by side (default)",
+        help="run one half only: dev (tuned on), held or fresh (reported before, so "
+        "seen), blind (reported only); default: every half side by side",
     )
     parser.add_argument(
         "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
@@ -906,9 +914,9 @@ def main() -> None:
         for group in GROUPS
     }
     print(
-        f"{len(data['memories'])} memories; dev/held/fresh: "
+        f"{len(data['memories'])} memories; {'/'.join(HALVES)}: "
         + ", ".join(
-            f"{counts[g]['dev']}/{counts[g]['held']}/{counts[g]['fresh']} {label}"
+            "/".join(str(counts[g][h]) for h in HALVES) + f" {label}"
             for g, label in zip(GROUPS, ("labelled", "no-match", "trivial"), strict=True)
         )
         + " prompts"

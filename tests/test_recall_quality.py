@@ -169,9 +169,10 @@ def test_redact_cuts_paths_and_secrets_and_keeps_the_rest():
 
 def _quality_data():
     data = json.loads((ROOT / "benchmarks" / "recall_quality.json").read_text())
-    fresh = json.loads((ROOT / "benchmarks" / "recall_quality_fresh.json").read_text())
-    for group in ("prompts", "no_match", "trivial"):
-        data[group] += fresh[group]
+    for name in ("recall_quality_fresh.json", "recall_quality_blind.json"):
+        extra = json.loads((ROOT / "benchmarks" / name).read_text())
+        for group in ("prompts", "no_match", "trivial"):
+            data[group] += extra[group]
     return data
 
 
@@ -187,7 +188,7 @@ def test_the_benchmark_data_is_large_enough_that_no_prompt_decides_it():
 def test_every_benchmark_prompt_has_a_half_and_appears_once():
     data = _quality_data()
     cases = [case for group in ("prompts", "no_match", "trivial") for case in data[group]]
-    assert all(case["half"] in ("dev", "held", "fresh") for case in cases)
+    assert all(case["half"] in ("dev", "held", "fresh", "blind") for case in cases)
     texts = [" ".join(case["prompt"].lower().split()) for case in cases]
     assert len(texts) == len(set(texts)), "a prompt listed twice would count twice"
     assert {case["kind"] for case in data["no_match"]} == {"shared_words", "unrelated"}
@@ -229,10 +230,25 @@ def test_the_fresh_half_is_large_enough_to_report_on():
     assert "memories" not in data  # the main file's memories, not a set of its own
 
 
+def test_the_blind_half_is_large_enough_to_judge_the_targets_on():
+    # Written from the memories alone, by someone who had seen neither the recall code
+    # nor the other halves: at least 100 labelled prompts (half of them synonyms or
+    # abbreviations) and 60 no-match prompts (most sharing words with a lesson).
+    data = json.loads((ROOT / "benchmarks" / "recall_quality_blind.json").read_text())
+    cases = [case for group in ("prompts", "no_match", "trivial") for case in data[group]]
+    assert {case["half"] for case in cases} == {"blind"}
+    labelled = Counter(case["kind"] for case in data["prompts"])
+    assert sum(labelled.values()) >= 100 and labelled["syn"] + labelled["abbrev"] >= 50
+    assert {"para", "syn", "abbrev", "sparse", "noisy"} <= set(labelled)
+    no_match = Counter(case["kind"] for case in data["no_match"])
+    assert no_match["shared_words"] >= 40 and sum(no_match.values()) >= 60
+    assert "memories" not in data
+
+
 def test_the_benchmark_data_stores_no_secret_shaped_text():
     # Secret-shaped prompts hold placeholders, filled in by the benchmark at run time.
-    text = (ROOT / "benchmarks" / "recall_quality.json").read_text()
-    assert SECRET_SHAPE.search(text) is None
+    for path in (ROOT / "benchmarks").glob("recall_quality*.json"):
+        assert SECRET_SHAPE.search(path.read_text()) is None, path.name
     secret = [case for case in _quality_data()["prompts"] if case["kind"] == "secret"]
     assert secret and all(
         re.search(r"<(gh-token|aws-key|bearer|raw)>", c["prompt"]) for c in secret
