@@ -42,6 +42,7 @@ CLAUDES = {OLDEST: CLAUDE_OLD_DIR / "node_modules" / ".bin" / "claude", NEWEST: 
 PREFIX = "UserPromptSubmit hook additional context: "
 FIELD = "reward_memory_reflection_json"
 TOOL = "mcp__turn_hooks__record_reflection"
+NAMES = ("record_memory_use", "record_reflection")  # our tools, both listed up front
 
 
 @pytest.fixture(scope="module")
@@ -202,13 +203,15 @@ def test_an_unrelated_prompt_gets_no_memory_and_under_1_kb_of_context(claude, tm
         assert HAIKU in json.dumps(request) and "[memory " not in json.dumps(request)
         context = hook_context(request)
         assert context.endswith(end) and len(context.encode()) < 1024, context
-    mine = [t for t in served["tools"] if t["name"] == TOOL]
+    mine = [t for t in served["tools"] if t["name"].startswith("mcp__turn_hooks__")]
+    assert sorted(t["name"] for t in mine) == [f"mcp__turn_hooks__{name}" for name in NAMES]
     added = tools_bytes(served["tools"]) - tools_bytes(block["tools"])
+    ours = sum(tools_bytes([t]) - 1 for t in mine)  # each entry and its comma in the list
     print(
         f"\nclaude context bytes: block {len(hook_context(block).encode())}, "
         f"tool {len(hook_context(served).encode())}; tools list {tools_bytes(block['tools'])} -> "
-        f"{tools_bytes(served['tools'])} with MCP: ours {tools_bytes(mine)}, "
-        f"Claude Code's own {added - tools_bytes(mine)}"
+        f"{tools_bytes(served['tools'])} with MCP: ours {ours}, "
+        f"Claude Code's own {added - ours}"
     )
 
 

@@ -266,11 +266,11 @@ def test_an_unrelated_prompt_gets_no_memory_and_under_1_kb_of_context(codex, tmp
         assert len(ours.encode()) < 1024, len(ours.encode())
     [mine] = [t for t in served["tools"] if t.get("name") == "mcp__turn_hooks"]
     added = tools_bytes(served["tools"]) - tools_bytes(block["tools"])
+    ours = tools_bytes([mine]) - 1  # the entry and its comma in the list
     print(
         f"\ncodex context bytes: block {len(developer_texts(block)[-1].encode())}, tool "
         f"{len(developer_texts(served)[-1].encode())}; tools list {tools_bytes(block['tools'])}"
-        f" -> {tools_bytes(served['tools'])} with MCP: ours {tools_bytes([mine])}, "
-        f"Codex's own {added - tools_bytes([mine])}"
+        f" -> {tools_bytes(served['tools'])} with MCP: ours {ours}, Codex's own {added - ours}"
     )
 
 

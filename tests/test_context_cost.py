@@ -5,10 +5,12 @@ and the real ``turn-hooks mcp serve``, on every host and channel.
 
 * A Turn that recalls nothing adds at most 1 KB: the instructions and the reflection
   request, by block or by tool (the request names one channel, never both).
-* Our tool definitions (the ``tools/list`` entries, as compact JSON) take at most 900
-  bytes in all: the model receives them again with every request of a session. It was
-  600 for the reflection tool alone; issue 39 adds ``record_memory_use`` (the answer
-  which recalled memories the Turn applied), whose own definition is held to 300.
+* Our tool definitions take at most 600 bytes in all: the model receives them again
+  with every request of a session. Counted as the ``tools/list`` entries' name,
+  description and input schema, as compact JSON: what Claude Code hands the model as is
+  and Codex rewrites. The entries' ``_meta`` (Claude Code's "load it up front") never
+  reaches the model; it is pinned apart. ``record_memory_use`` (issue 39: which
+  recalled memories the Turn applied) is held to 300 of the 600 on its own.
 * The application question (issue 39: which recalled memories the Turn applied),
   asked only when memories were recalled, adds at most 500 bytes as the host renders
   it: the instruction (held to 300 on its own) and the request for its field.
@@ -35,11 +37,15 @@ from test_host_generic import CHANNEL_HOSTS, _pre_turn_text, _serve, hook
 from test_recall_quality import MEMORIES, learn
 from turn_support import ROOT, bound_goal
 
+from capabilities.reward_memory.plugin import APPLICATION_TOOL, REFLECTION_TOOL
+from capabilities.reward_memory.turn.application import APPLICATION_INSTRUCTION
 from capabilities.reward_memory.turn.host_view import ELLIPSIS, ITEM_BYTES, guidance_items
+from capabilities.reward_memory.turn.pre_turn import REFLECTION_INSTRUCTION
+from hosts.adapters.mcp import ALWAYS_LOAD
 from hosts.facts.render import NONE_WANTED
 
 NO_RECALL_BYTES = 1024
-TOOLS_BYTES = 900
+TOOLS_BYTES = 600
 APPLICATION_TOOL_BYTES = 300
 APPLICATION_QUESTION_BYTES = 500
 APPLICATION_FIELD = "reward_memory_application_json"
@@ -100,24 +106,50 @@ def _tools_list(registry) -> list[dict]:
     return json.loads(result.stdout.splitlines()[1])["result"]["tools"]
 
 
-def test_our_tool_definitions_take_at_most_900_bytes_in_all(tmp_path):
+def test_our_tool_definitions_take_at_most_600_bytes_in_all(tmp_path):
     tools = _tools_list(bound_goal(tmp_path))
     assert [tool["name"] for tool in tools] == ["record_reflection", "record_memory_use"]
-    sizes = [size(json.dumps(tool, ensure_ascii=False, separators=(",", ":"))) for tool in tools]
-    assert sum(sizes) <= TOOLS_BYTES
+    defined = [{key: tool[key] for key in ("name", "description", "inputSchema")} for tool in tools]
+    sizes = [size(json.dumps(tool, ensure_ascii=False, separators=(",", ":"))) for tool in defined]
+    assert sum(sizes) <= TOOLS_BYTES, sizes
     assert sizes[1] <= APPLICATION_TOOL_BYTES
-    assert tools[1]["inputSchema"]["properties"]["outcome"]["enum"] == [
-        "applied",
-        "ignored",
-        "refuted",
-    ]
-    tool = tools[0]
-    # What the model needs of the shape is still in it: the six keys and both enums.
-    schema = tool["inputSchema"]
+    for tool in tools:  # the rest of an entry is the host's directive alone
+        assert {key: tool[key] for key in tool if key not in defined[0]} == {"_meta": ALWAYS_LOAD}
+    # What the model must choose is listed: the required keys, the enums, the containers.
+    reflection, use = (tool["inputSchema"] for tool in tools)
     keys = "outcome_kind content_summary reasoning_summary confidence evidence_refs experience"
-    assert set(schema["required"]) == set(keys.split())
-    assert schema["properties"]["confidence"]["enum"] == ["low", "medium", "high"]
-    assert "\n" not in tool["description"], "one line"
+    assert reflection["required"] == keys.split()
+    assert reflection["properties"]["outcome_kind"]["enum"] == [
+        "research",
+        "simulation",
+        "real",
+        "engineering",
+    ]
+    assert reflection["properties"]["confidence"]["enum"] == ["low", "medium", "high"]
+    assert reflection["properties"]["evidence_refs"]["type"] == "array"
+    assert reflection["properties"]["experience"]["type"] == "object"
+    assert use["properties"]["outcome"]["enum"] == ["applied", "ignored", "refuted"]
+    assert use["properties"]["memory_refs"]["type"] == "array"
+    assert all("\n" not in tool["description"] for tool in tools), "one line"
+
+
+@pytest.mark.parametrize(
+    ("tool", "instruction"),
+    [(REFLECTION_TOOL, REFLECTION_INSTRUCTION), (APPLICATION_TOOL, APPLICATION_INSTRUCTION)],
+    ids=["record_reflection", "record_memory_use"],
+)
+def test_what_the_listing_leaves_out_the_instructions_say(tool, instruction):
+    # The listing is lean because the Turn's instructions name every key the server
+    # checks and every enum value; the server still checks the whole shape.
+    checked = tool["check_schema"]
+    listed = tool["input_schema"]
+    for key, schema in checked["properties"].items():
+        assert key in instruction
+        for value in schema.get("enum", ()):
+            assert value in instruction
+        if key in listed["properties"]:
+            assert listed["properties"][key] == {k: v for k, v in schema.items() if k != "items"}
+    assert listed.get("required") == checked.get("required")
 
 
 def _memory(**fields: str) -> dict:

@@ -114,6 +114,25 @@ def test_arguments_that_do_not_fit_are_a_tool_error_the_model_reads(arguments, f
 
 
 @pytest.mark.parametrize(
+    ("arguments", "fault"),
+    [
+        ({"outcome": "applied", "reasoning_summary": 7}, "reasoning_summary must be of type"),
+        ({"outcome": "used"}, "arguments.outcome must be one of"),
+        ({"memory_refs": "candidate:1"}, "arguments.memory_refs must be of type array"),
+    ],
+)
+def test_the_check_schema_holds_what_the_lean_listing_leaves_to_the_instructions(arguments, fault):
+    # Issue 38: the listing omits the text keys' types (the instructions state them);
+    # the server checks them still, so the model hears of a wrong type at once.
+    srv, recorder = server()
+    listed = ask(srv, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')["result"]["tools"][1]
+    assert "reasoning_summary" not in listed["inputSchema"]["properties"]
+    result = ask(srv, call(arguments, name="record_memory_use"))["result"]
+    assert result["isError"] is True and fault in result["content"][0]["text"]
+    assert recorder.staged == []
+
+
+@pytest.mark.parametrize(
     "arguments",
     [
         {**f1.REFLECTION, "extra": 1},
@@ -250,6 +269,9 @@ def test_a_staged_value_that_cannot_be_dropped_costs_the_turn_a_log_line(tmp_pat
         {FIELD: {**REFLECTION_TOOL, "max_chars": True}},
         {FIELD: {**REFLECTION_TOOL, "name": "Bad Name"}},
         {FIELD: {**REFLECTION_TOOL, "input_schema": {"type": "string"}}},
+        {FIELD: {**REFLECTION_TOOL, "check_schema": {"type": "string"}}},
+        {FIELD: {**REFLECTION_TOOL, "check_schema": "strict"}},
+        {FIELD: {**REFLECTION_TOOL, "title": "Reflection"}},
         {FIELD: {"name": "record_reflection"}},
         {FIELD: "tool"},
         [],

@@ -31,6 +31,8 @@ MAX_ITEM_REF_CHARS = 256
 FAULT_PREFIX = re.compile(r"[a-z][a-z0-9_]{2,63}")
 DEFAULT_FAULT_PREFIX = "result_block"
 TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{2,63}")
+TOOL_KEYS = frozenset({"name", "description", "input_schema", "max_chars"})
+"""A result tool's keys; it may add ``check_schema`` (``SettlementRegistration.result_tools``)."""
 
 RESERVED_NAMES: frozenset[str] = frozenset(
     """schema_version turn_key turn_envelope session goal_ref route result_contract
@@ -133,21 +135,25 @@ def _result_tools(registration: SettlementRegistration) -> None:
     for tool in tools.values():
         if (
             not isinstance(tool, Mapping)
-            or set(tool) != {"name", "description", "input_schema", "max_chars"}
+            or not TOOL_KEYS <= set(tool) <= {*TOOL_KEYS, "check_schema"}
             or not isinstance(tool["name"], str)
             or not TOOL_NAME.fullmatch(tool["name"])
             or not isinstance(tool["description"], str)
             or not 0 < len(tool["description"]) <= MAX_INSTRUCTION_CHARS
-            or not isinstance(tool["input_schema"], Mapping)
-            or tool["input_schema"].get("type") != "object"
+            or not _object_schema(tool["input_schema"])
             or isinstance(tool["max_chars"], bool)
             or not isinstance(tool["max_chars"], int)
             or not 0 < tool["max_chars"] <= MAX_RESULT_FIELD_LENGTH
+            or not _object_schema(tool.get("check_schema", tool["input_schema"]))
         ):
             raise RegistrationError(
                 "a result tool is {name, description, input_schema (an object schema), "
-                "max_chars (1..16384)}"
+                "max_chars (1..16384)} and optionally check_schema (an object schema)"
             )
+
+
+def _object_schema(schema: object) -> bool:
+    return isinstance(schema, Mapping) and schema.get("type") == "object"
 
 
 def _field_object(value: object, *, what: str) -> dict[str, Any]:

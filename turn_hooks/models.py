@@ -177,7 +177,9 @@ class SettlementRegistration(_Document):
     where the host offers tools (``turn-hooks mcp serve``): ``name`` (the tool's name),
     ``description``, ``input_schema`` (a JSON Schema object the arguments must satisfy)
     and ``max_chars`` (the most characters of the compact JSON the call stages as the
-    field's value)."""
+    field's value). Optionally ``check_schema``: a stricter object schema the server
+    checks the arguments against instead, for rules the plugin's instructions already
+    state; the model receives ``input_schema`` with every request, and this never."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True, repr=False, eq=False)

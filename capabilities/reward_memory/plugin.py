@@ -26,35 +26,54 @@ APPLICATION_FIELD = "reward_memory_application_json"
 _TEXT = {"type": "string"}
 
 
+_REFLECTION_KEYS = [
+    "outcome_kind",
+    "content_summary",
+    "reasoning_summary",
+    "confidence",
+    "evidence_refs",
+    "experience",
+]
+_OUTCOME_KIND = {"enum": ["research", "simulation", "real", "engineering"]}
+_CONFIDENCE = {"enum": ["low", "medium", "high"]}
+_USE = {"enum": ["applied", "ignored", "refuted"]}
+
+# A result tool's listed schema reaches the model with every request of a session
+# (issue 38: both tools' name, description and input_schema at most 600 bytes in all,
+# the listing's _meta aside). So it holds what the model must choose and nothing the
+# Turn's instructions already say (turn/pre_turn.py REFLECTION_INSTRUCTION,
+# turn/application.py APPLICATION_INSTRUCTION name every key and enum): the keys that
+# are required, the enums, the containers (a host fills a missing type in as a string:
+# Codex does). The text keys' type and the refs' item type are left to the check
+# schema, which the server applies as before, so the model still hears of a wrong type
+# at once. The tolerant reader (contract/reader.py) decides the substance at
+# settlement, as for the block, so both channels learn exactly the same things; a
+# stricter schema once refused what the reader accepts (six refs, a ref written as a
+# phrase) and cost 1.9 KB per request.
 REFLECTION_TOOL = {
     "name": "record_reflection",
-    "description": "Stages this Turn's reward_memory_reflection_json.",
-    # The model receives this with every request of a session (issue 38: at most 600
-    # bytes as listed). So the schema carries the shape the model fills in (the six
-    # keys, the two enums) and no prose: the instructions state the rules, and the
-    # experience's keys. The server checks the arguments against it for the model's
-    # early word; the tolerant reader (contract/reader.py) decides the substance at
-    # settlement, as for the block, so both channels learn exactly the same things.
-    # A stricter schema here refused what the reader accepts (six refs, a ref written
-    # as a phrase, a single string for a list) and cost 1.9 KB per request.
+    "description": "This Turn's reflection.",
     "input_schema": {
         "type": "object",
         "properties": {
-            "outcome_kind": {"enum": ["research", "simulation", "real", "engineering"]},
+            "outcome_kind": _OUTCOME_KIND,
+            "confidence": _CONFIDENCE,
+            "evidence_refs": {"type": "array"},
+            "experience": {"type": "object"},
+        },
+        "required": _REFLECTION_KEYS,
+    },
+    "check_schema": {
+        "type": "object",
+        "properties": {
+            "outcome_kind": _OUTCOME_KIND,
             "content_summary": _TEXT,
             "reasoning_summary": _TEXT,
-            "confidence": {"enum": ["low", "medium", "high"]},
+            "confidence": _CONFIDENCE,
             "evidence_refs": {"type": "array", "items": _TEXT},
             "experience": {"type": "object"},
         },
-        "required": [
-            "outcome_kind",
-            "content_summary",
-            "reasoning_summary",
-            "confidence",
-            "evidence_refs",
-            "experience",
-        ],
+        "required": _REFLECTION_KEYS,
     },
     # The field's own bound (turn/pre_turn.py RESULT_FIELD_MAX): the tool stages no more.
     "max_chars": 2400,
@@ -64,14 +83,18 @@ REFLECTION_TOOL = {
 
 APPLICATION_TOOL = {
     "name": "record_memory_use",
-    "description": "Stages reward_memory_application_json.",
-    # Small on purpose (issue 39: the question costs a few hundred bytes at most): the
-    # three keys and the enum, no prose, nothing required (the reader at settlement
-    # decides, as for the block, and an answer that breaks §12 is ``failed``).
+    "description": "Did a memory help?",
+    # Issue 39: nothing required (the reader at settlement decides, as for the block,
+    # and an answer that breaks §12 is ``failed``); reasoning_summary is the
+    # instruction's, its type the check schema's.
     "input_schema": {
         "type": "object",
+        "properties": {"outcome": _USE, "memory_refs": {"type": "array"}},
+    },
+    "check_schema": {
+        "type": "object",
         "properties": {
-            "outcome": {"enum": ["applied", "ignored", "refuted"]},
+            "outcome": _USE,
             "memory_refs": {"type": "array"},
             "reasoning_summary": _TEXT,
         },

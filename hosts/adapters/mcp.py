@@ -3,8 +3,9 @@
 Codex CLI and Claude Code start MCP servers over stdio and offer their tools to the
 model. This server offers every tool a loaded plugin declares for one of its result
 fields (``SettlementRegistration.result_tools``). A call checks the arguments against
-the tool's input schema and stages them, as compact JSON, for the Turn's Stop hook
-(:mod:`hosts.settlement.staged`), so the value never has to appear in the final answer.
+the tool's check schema (its input schema where it has none) and stages them, as
+compact JSON, for the Turn's Stop hook (:mod:`hosts.settlement.staged`), so the value
+never has to appear in the final answer.
 
 The protocol is MCP's JSON-RPC 2.0, one message per line, spoken by hand (no
 dependency): ``initialize``, ``notifications/initialized``, ``ping``, ``tools/list``
@@ -171,7 +172,9 @@ class Server:
         if tool is None:
             return _error(ident, INVALID_PARAMS, "unknown tool")
         arguments = params.get("arguments")
-        faults = schema_faults(arguments, tool["input_schema"])
+        # The listed schema is what the model must choose; the check may hold more
+        # (types the plugin's instructions state), so the model still hears of them early.
+        faults = schema_faults(arguments, tool.get("check_schema", tool["input_schema"]))
         if faults:
             return _result(ident, _text("; ".join(faults[:8]), error=True))
         value = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
