@@ -578,32 +578,9 @@ def test_a_cache_that_cannot_be_written_leaves_writes_and_searches_whole(
     assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None
 
 
-def pre_turn_hook(registry, env, prompt="module tests"):
-    from fixtures import f1
-
-    script = [sys.executable, "-m", "hosts._entry", "host", "generic", "pre-turn"]
-    binding = ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry)]
-    return subprocess.run(
-        [*script, *binding],
-        input=json.dumps({"turn_id": "turn-9", "prompt": prompt}),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=registry.parent,
-        timeout=120,
-    )
-
-
-def hook_log_reasons():
-    path = os.path.join(os.environ["TURN_HOOKS_STATE_DIR"], "hook-log.json")
-    if not os.path.exists(path):
-        return []
-    with open(path) as handle:
-        return [entry["reason_code"] for entry in json.load(handle)["entries"]]
-
-
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
 def test_a_pre_turn_with_a_damaged_cache_logs_why_and_never_blocks(tmp_path, tiny, kind):
+    from test_resident import cold_env, hook, log_reasons
     from test_turn_recall import learn
     from turn_support import bound_goal
 
@@ -611,11 +588,11 @@ def test_a_pre_turn_with_a_damaged_cache_logs_why_and_never_blocks(tmp_path, tin
     learn(registry)  # with the extra off: no cache yet
     cache = registry.parent / "repo" / ".local" / "turn-hooks" / CACHE_NAME
     os.mkfifo(cache, 0o600) if kind == "fifo" else cache.mkdir()
-    env = {**os.environ, "TURN_HOOKS_SEMANTIC": str(tiny), "TURN_HOOKS_RESIDENT": "0"}
-    result = pre_turn_hook(registry, env)
+    env = {**cold_env(), "TURN_HOOKS_SEMANTIC": str(tiny)}
+    result = hook(registry, "pre-turn", {"turn_id": "turn-9", "prompt": "module tests"}, env)
     assert result.returncode == 0
     expected = "semantic_cache_damaged" if kind == "fifo" else "semantic_cache_unusable"
-    assert expected in hook_log_reasons()
+    assert expected in log_reasons()
     if kind == "fifo":
         assert stat.S_ISREG(os.lstat(cache).st_mode), "replaced by a fresh cache"
         assert json.loads(cache.read_text())["vectors"], "and the Turn made vectors again"
