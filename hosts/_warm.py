@@ -65,6 +65,12 @@ RETRY_SECONDS = 60.0
 # a server started under other values would not behave as a fresh process would,
 # so they are part of the key and such a client gets its own server.
 _STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
+# Variables that decide what a server loads before it forks (a plugin's
+# ``warm_resident``: the semantic encoder, ``TURN_HOOKS_SEMANTIC``). A server started
+# under another value serves its children without it, so each call would load it
+# cold (0.25-0.40 s a PreTurn): they are part of the key, and turning the setting on
+# or off gets a server of its own while the old one idles out.
+_WARM_VARIABLES = (b"TURN_HOOKS_SEMANTIC",)
 
 
 def _environ() -> dict[bytes, bytes]:
@@ -236,8 +242,9 @@ def check_dir(path: str) -> None:
 
 
 def package_key() -> bytes:
-    """What a server must share with its clients: interpreter, start-up environment
-    and the installed distribution (its dist-info and this file, by identity).
+    """What a server must share with its clients: interpreter, start-up environment,
+    the settings it warms up under (:data:`_WARM_VARIABLES`) and the installed
+    distribution (its dist-info and this file, by identity).
 
     Reinstalling, upgrading or re-pointing an editable install replaces those files,
     so the key changes: new clients find no server under the old name, and the old
@@ -247,7 +254,7 @@ def package_key() -> bytes:
     parts += [
         key + b"=" + value
         for key, value in sorted(_environ().items())
-        if key.startswith(tuple(p.encode() for p in _STARTUP_PREFIXES))
+        if key.startswith(tuple(p.encode() for p in _STARTUP_PREFIXES)) or key in _WARM_VARIABLES
     ]
     parts.append(_identity(__file__))
     for entry in site_directories():

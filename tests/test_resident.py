@@ -1184,3 +1184,40 @@ def test_a_server_of_one_call_leaves_after_the_short_idle_and_one_in_use_stays(t
         assert alive(busy), "a server in use keeps the whole idle time"
     finally:
         assert stop(servers(busy_dir)) == []
+
+
+def _maps_model(pid, model):
+    """Whether process ``pid`` has the model's weights mapped (it loaded the encoder)."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return str((model / "model.safetensors").resolve()) in maps
+
+
+def test_turning_semantic_on_gets_a_server_that_holds_the_model(tmp_path, run_dir, monkeypatch):
+    from test_semantic import make_tiny_bert
+
+    model = make_tiny_bert(tmp_path / "model")
+    monkeypatch.delenv("TURN_HOOKS_SEMANTIC", raising=False)
+    env = environment(run_dir)
+    env.pop("TURN_HOOKS_SEMANTIC", None)
+    lexical = started_server(tmp_path, run_dir, env)
+    assert not _maps_model(lexical, model)
+    # The user turns recall by meaning on, the lexical server still running.
+    monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(model))
+    registry = bound_goal(tmp_path / "goal")
+    payload = {"turn_id": "turn-1", "prompt": "module tests"}
+    semantic_env = dict(env, TURN_HOOKS_SEMANTIC=str(model))
+    expected = hook(registry, "pre-turn", payload, dict(semantic_env, TURN_HOOKS_RESIDENT="0"))
+    result = hook(registry, "pre-turn", payload, semantic_env)
+    assert (result.returncode, result.stdout) == (0, expected.stdout)
+    # A server of its own, which loaded the model before it forked: no call loads it.
+    wait_for(lambda: listening(run_dir) not in (None, lexical), what="a semantic server")
+    semantic = listening(run_dir)
+    wait_for(lambda: _maps_model(semantic, model), what="the model loaded")
+    assert sorted(servers(run_dir)) == sorted([lexical, semantic])
+    assert not _maps_model(lexical, model), "the old one serves the lexical setting still"
+    # Back off: the lexical server answers again, the semantic one is left alone.
+    monkeypatch.delenv("TURN_HOOKS_SEMANTIC")
+    assert listening(run_dir) == lexical

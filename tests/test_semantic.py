@@ -317,14 +317,68 @@ def test_an_absent_model_leaves_recall_lexical_with_a_reason(tmp_path):
     assert store.semantic_reason == "semantic_model_absent"
 
 
-def test_a_damaged_cache_is_a_reason_not_a_failed_search(tmp_path, tiny):
+def _fifo(cache, outside):
+    os.mkfifo(cache, 0o600)
+
+
+def _link(cache, outside):
+    outside.write_text('{"kept": true}')
+    cache.symlink_to(outside)
+
+
+def _huge(cache, outside):
+    cache.write_text("1e999")
+    os.chmod(cache, 0o600)
+
+
+def _widened(cache, outside):
+    os.chmod(cache, 0o644)
+
+
+@pytest.mark.parametrize("damage", [_fifo, _link, _huge, _widened], ids=lambda f: f.__name__[1:])
+def test_a_damaged_cache_is_set_aside_and_rebuilt_and_the_search_stays_semantic(
+    tmp_path, tiny, damage
+):
+    store = provider_with(tmp_path, str(tiny))
+    text = record("rotate the secret token", "deploy a release")
+    store.write(f"{A}/r.json", text, actor_peer_id="peer-a")
+    cache = store.path.parent / CACHE_NAME
+    query = "rotate secret token deploy"
+    (healthy,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    if damage is not _widened:
+        cache.unlink()
+    outside = tmp_path / "outside.json"
+    damage(cache, outside)
+    choice = {"TURN_HOOKS_SEMANTIC": str(tiny)}
+    shown = semantic.readiness(choice, cache.parent)
+    assert (shown["state"], shown["reason_code"]) == ("ready", "semantic_cache_damaged")
+    (hit,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    # Still by meaning this Turn: the record's vector is made again, the score fused.
+    assert hit.score == pytest.approx(healthy.score, abs=2e-3)
+    assert store.semantic_reason == "semantic_cache_damaged"
+    info = os.lstat(cache)
+    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600
+    assert set(json.loads(cache.read_text())["vectors"]) == {record_digest(text)}
+    if damage is _link:
+        assert outside.read_text() == '{"kept": true}', "the link's target is never written"
+    # Rebuilt for good: the next search reads it, with nothing to report.
+    store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert store.semantic_reason is None
+    assert semantic.readiness(choice, cache.parent) == {"state": "ready", "reason_code": None}
+
+
+def test_a_cache_that_cannot_be_replaced_is_words_only_with_a_reason(tmp_path, tiny):
     store = provider_with(tmp_path, str(tiny))
     store.write(f"{A}/r.json", record("rotate the token", "a secret leaks"), actor_peer_id="peer-a")
     cache = store.path.parent / CACHE_NAME
-    cache.write_text("{not json")
+    cache.unlink()
+    cache.mkdir()  # a directory in its place: no atomic replace can fix it
     hits = store.search(A, "rotate token secret", limit=5, actor_peer_id="peer-a")
     assert [h.uri for h in hits] == [f"{A}/r.json"]
-    assert store.semantic_reason == "sidecar_corrupt"
+    assert store.semantic_reason == "semantic_cache_unusable"
+    shown = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)}, cache.parent)
+    assert (shown["state"], shown["reason_code"]) == ("unavailable", "semantic_cache_unusable")
+    assert str(tmp_path) not in json.dumps(shown), "no local path in a public view"
 
 
 def run_python(code, env_extra, tmp_path):
@@ -522,3 +576,23 @@ def test_a_cache_that_cannot_be_written_leaves_writes_and_searches_whole(
     assert store.semantic_reason is None and not (store.path.parent / CACHE_NAME).exists()
     hits = store.search(A, "rotate secret token deploy", limit=5, actor_peer_id="peer-a")
     assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_pre_turn_with_a_damaged_cache_logs_why_and_never_blocks(tmp_path, tiny, kind):
+    from test_resident import cold_env, hook, log_reasons
+    from test_turn_recall import learn
+    from turn_support import bound_goal
+
+    registry = bound_goal(tmp_path)
+    learn(registry)  # with the extra off: no cache yet
+    cache = registry.parent / "repo" / ".local" / "turn-hooks" / CACHE_NAME
+    os.mkfifo(cache, 0o600) if kind == "fifo" else cache.mkdir()
+    env = {**cold_env(), "TURN_HOOKS_SEMANTIC": str(tiny)}
+    result = hook(registry, "pre-turn", {"turn_id": "turn-9", "prompt": "module tests"}, env)
+    assert result.returncode == 0
+    expected = "semantic_cache_damaged" if kind == "fifo" else "semantic_cache_unusable"
+    assert expected in log_reasons()
+    if kind == "fifo":
+        assert stat.S_ISREG(os.lstat(cache).st_mode), "replaced by a fresh cache"
+        assert json.loads(cache.read_text())["vectors"], "and the Turn made vectors again"

@@ -90,3 +90,27 @@ def test_a_fifo_in_place_of_the_embedded_store_fails_doctor(project, tmp_path):
     # It names the one file to move, not the directory that holds the memories.
     assert ".local/turn-hooks/memory.sqlite3" in row["message"]
     assert "not the directory" in row["message"]
+
+
+def test_a_widened_store_file_is_named_not_a_directory(project, tmp_path):
+    store = project / ".local" / "turn-hooks" / "memory.sqlite3"
+    if not store.exists():
+        store.write_bytes(b"")
+    os.chmod(store, 0o644)
+    code, doctor = turn_hooks(project, "doctor", home=tmp_path / "home")
+    row = binding_row(doctor)
+    assert (code, row["reason_code"]) == (2, "sidecar_permission_widened"), doctor
+    assert "directory" not in row["message"].split(";")[0], row["message"]
+    assert "chmod 600 .local/turn-hooks/memory.sqlite3" in row["message"]
+
+
+def test_a_linked_store_file_is_named_not_its_directories(project, tmp_path):
+    store = project / ".local" / "turn-hooks" / "memory.sqlite3"
+    if store.exists():
+        store.unlink()
+    store.symlink_to(tmp_path / "elsewhere.sqlite3")
+    code, doctor = turn_hooks(project, "doctor", home=tmp_path / "home")
+    row = binding_row(doctor)
+    assert (code, row["reason_code"]) == (2, "sidecar_symlink"), doctor
+    assert row["message"].startswith(".local/turn-hooks/memory.sqlite3 is a symbolic link")
+    assert str(tmp_path) not in json.dumps(doctor)

@@ -453,3 +453,57 @@ def test_status_says_whether_recall_by_meaning_is_on_and_why_not(capsys, tmp_pat
     assert (semantic["state"], semantic["reason_code"]) == ("unavailable", "semantic_model_absent")
     assert str(tmp_path) not in json.dumps(semantic)  # the reason, never the path
     assert "model.safetensors" in semantic["next_step"]
+
+
+def _random_bytes(store, tmp_path):
+    store.write_bytes(os.urandom(4096))
+    os.chmod(store, 0o600)
+
+
+def _mode_644(store, tmp_path):
+    store.write_bytes(b"")
+    os.chmod(store, 0o644)
+
+
+def _symlink(store, tmp_path):
+    (tmp_path / "elsewhere.sqlite3").write_bytes(b"")
+    store.symlink_to(tmp_path / "elsewhere.sqlite3")
+
+
+def _fifo(store, tmp_path):
+    os.mkfifo(store, 0o600)
+
+
+def _directory(store, tmp_path):
+    store.mkdir(mode=0o700)
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (_random_bytes, "embedded_store_corrupt"),
+        (_mode_644, "embedded_store_permission_widened"),
+        (_symlink, "embedded_store_symlink"),
+        (_fifo, "embedded_store_not_regular"),
+        (_directory, "embedded_store_not_regular"),
+    ],
+    ids=lambda value: getattr(value, "__name__", value).strip("_"),
+)
+def test_a_broken_store_shows_its_own_reason_on_the_recall_path(capsys, tmp_path, damage, code):
+    goal = "broken-store"
+    registry = health_goal(tmp_path, goal, "embedded_sqlite")
+    store = tmp_path / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
+    store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    damage(store, tmp_path)
+    args = binding_args(registry, goal)
+    _code, document, out = call(capsys, "status", *args)
+    assert document["binding"]["store"] == {"state": "unavailable", "reason_code": code}
+    assert str(tmp_path) not in out
+    hook = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
+    turn = {"turn_id": "t1", "prompt": "a change touches one module", "cwd": str(tmp_path / "repo")}
+    run_cli("host", "generic", "pre-turn", *hook, stdin=json.dumps(turn))
+    _code, log, _out = call(capsys, "log", "--limit", "1")
+    assert [entry["reason_code"] for entry in log["entries"]] == [code]
+    _code, found, out = call(capsys, "memory", "search", "module", *args, "--format", "json")
+    assert (found["status"], found["reason_code"]) == ("provider_unavailable", code)
+    assert str(tmp_path) not in out

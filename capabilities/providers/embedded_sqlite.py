@@ -659,7 +659,7 @@ class EmbeddedSqliteProvider:
         except (SemanticUnavailable, SidecarError, OSError, ValueError) as exc:
             self.semantic_reason = getattr(exc, "reason_code", "semantic_failed")
             return None
-        self.semantic_reason = None
+        self.semantic_reason = self.semantic.take_notice()  # a damaged cache set aside
         fused = fuse(
             [
                 (*lexical.get(uri, (0.0, False)), *(pair or (None, None)))

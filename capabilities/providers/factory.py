@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +108,23 @@ def build_provider(
             return UnavailableProvider("openviking", "provider_endpoint_unconfigured")
         return OpenVikingProvider(ProviderClient(settings))
     return UnavailableProvider(str(provider_id), "provider_unsupported")
+
+
+def noting_semantic(
+    provider_for: Callable[[dict[str, Any]], Any],
+) -> tuple[Callable[[dict[str, Any]], Any], Callable[[], str | None]]:
+    """``provider_for`` that keeps the providers it builds, and a function telling why
+    the last search of any of them could not fully recall by meaning (an embedded
+    store's ``semantic_reason``: ``semantic_cache_damaged``, ...), or ``None``."""
+    built: list[Any] = []
+
+    def tracked(binding: dict[str, Any]) -> Any:
+        provider = provider_for(binding)
+        built.append(provider)
+        return provider
+
+    def reason() -> str | None:
+        found = (getattr(provider, "semantic_reason", None) for provider in built)
+        return next((r for r in found if isinstance(r, str)), None)
+
+    return tracked, reason

@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import json
 import os
+import stat
 import struct
 import sys
 import unicodedata
@@ -516,6 +517,13 @@ class SemanticIndex:
         self.choice = choice
         self.directory = directory
         self.writable = writable
+        self.notice: str | None = None
+        """:data:`CACHE_DAMAGED` once this index set a damaged cache aside, until read."""
+
+    def take_notice(self) -> str | None:
+        """What the last calls had to repair (:data:`CACHE_DAMAGED`), once."""
+        notice, self.notice = self.notice, None
+        return notice
 
     def _store(self) -> Any:
         from sidecars import SidecarStore
@@ -529,12 +537,45 @@ class SemanticIndex:
         return f"{model.directory.parent.name}/{model.directory.name}:{info.st_size}"
 
     def _read(self, model: Encoder) -> dict[str, str]:
+        from turn_hooks.errors import SidecarError
+
         store = self._store()
-        document = store.read(store.path(CACHE_NAME))
+        try:
+            document = store.read(store.path(CACHE_NAME))
+        except SidecarError:
+            # A FIFO, a link, bad JSON, a mode open to others: the cache is derived, so
+            # it is set aside and made again rather than leaving recall lexical for good.
+            self._set_aside(store)
+            return {}
         if not document or document.get("model") != self._tag(model):
             return {}
         vectors = document.get("vectors")
         return vectors if isinstance(vectors, dict) else {}
+
+    def _set_aside(self, store: Any) -> None:
+        """Replace a damaged cache by an empty one, 0600, or raise why it cannot be.
+
+        The directory entry is replaced (``os.replace`` of a fresh temp file): a link
+        is never followed, a FIFO never opened. A lock that is not a regular file is
+        unlinked, as no process can hold such a lock. A directory in the cache's place,
+        a linked or widened directory above it or a dry run (which writes nothing)
+        leaves it as it is: :data:`CACHE_UNUSABLE`, and this search is by words only.
+        """
+        from sidecars import atomic_write_text, dumps, lock_path
+        from turn_hooks.errors import SidecarError
+
+        path = store.path(CACHE_NAME)
+        if not self.writable or cache_problem(self.directory, store) != CACHE_DAMAGED:
+            raise SemanticUnavailable(_UNUSABLE_MESSAGE, CACHE_UNUSABLE)
+        try:
+            lock = lock_path(path)
+            if os.path.lexists(lock) and not stat.S_ISREG(os.lstat(lock).st_mode):
+                os.unlink(lock)
+            empty: dict[str, Any] = {"schema_version": CACHE_SCHEMA, "model": None, "vectors": {}}
+            atomic_write_text(path, dumps(empty), mode=0o600)
+        except (OSError, SidecarError) as exc:
+            raise SemanticUnavailable(_UNUSABLE_MESSAGE, CACHE_UNUSABLE) from exc
+        self.notice = CACHE_DAMAGED
 
     def _keep(self, model: Encoder, made: dict[str, str], live: set[str] | None = None) -> None:
         """Add ``made`` to the cache; with ``live`` (every record's digest), also drop
@@ -618,13 +659,53 @@ class SemanticIndex:
         ]
 
 
-def readiness(environ: dict[str, str] | None = None) -> dict[str, Any]:
+CACHE_DAMAGED = "semantic_cache_damaged"
+"""The cache was no readable private file (a FIFO, a link, bad JSON, a mode open to
+others): it is replaced by a fresh one and its vectors made again."""
+CACHE_UNUSABLE = "semantic_cache_unusable"
+"""The cache cannot be replaced (a directory in its place, a linked or widened directory
+above it): recall is by words only until a person fixes it."""
+_UNUSABLE_MESSAGE = (
+    f"the semantic cache ({CACHE_NAME} beside the store) cannot be replaced; remove what "
+    "is in its place and check that its directory is 0700 and no link"
+)
+
+
+def cache_problem(directory: Path, store: Any = None) -> str | None:
+    """``None`` for a usable (or absent) cache in ``directory``; :data:`CACHE_DAMAGED`
+    when replacing it repairs it; :data:`CACHE_UNUSABLE` when it cannot. Writes nothing
+    (a missing directory is not made): opened without following a link or blocking."""
+    from sidecars import SidecarStore, lock_path
+    from turn_hooks.errors import SidecarError
+
+    if store is None:
+        store = SidecarStore(directory)
+    path = store.path(CACHE_NAME)
+    try:
+        store.read(path)
+        store.check_writable(path)
+        return None
+    except SidecarError:
+        pass
+    try:
+        store.check_writable(path.parent / "semantic-cache-probe.json")  # the tree alone
+        kinds = [os.lstat(entry).st_mode for entry in (path, lock_path(path)) if entry.exists()]
+    except (SidecarError, OSError):
+        return CACHE_UNUSABLE
+    return CACHE_UNUSABLE if any(stat.S_ISDIR(kind) for kind in kinds) else CACHE_DAMAGED
+
+
+def readiness(
+    environ: dict[str, str] | None = None, directory: Path | None = None
+) -> dict[str, Any]:
     """Whether recall by meaning is on, and if on whether it can run, for ``status``:
     ``off`` (the default), ``ready`` or ``unavailable`` with a ``semantic_*`` reason.
 
     Checked without loading numpy or the model (a status screen stays fast); the
-    first search that loads them reports a damaged model the same way. Public: no
-    path is shown.
+    first search that loads them reports a damaged model the same way. With the
+    store's ``directory``, its cache is checked too: a damaged one (made again by the
+    next search) is ``ready`` with :data:`CACHE_DAMAGED`, one that cannot be replaced
+    ``unavailable`` with :data:`CACHE_UNUSABLE`. Public: no path is shown.
     """
     choice = setting(environ)
     if choice is None:
@@ -635,4 +716,13 @@ def readiness(environ: dict[str, str] | None = None) -> dict[str, Any]:
         model_directory(choice)
     except SemanticUnavailable as exc:
         return {"state": "unavailable", "reason_code": exc.reason_code, "next_step": exc.message}
+    problem = None if directory is None else cache_problem(directory)
+    if problem == CACHE_UNUSABLE:
+        return {"state": "unavailable", "reason_code": problem, "next_step": _UNUSABLE_MESSAGE}
+    if problem == CACHE_DAMAGED:
+        return {
+            "state": "ready",
+            "reason_code": problem,
+            "next_step": "the next search replaces the damaged cache and makes its vectors again",
+        }
     return {"state": "ready", "reason_code": None}

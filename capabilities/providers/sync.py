@@ -290,6 +290,18 @@ def _is_record_text(text: str) -> bool:
     return isinstance(document, dict) and document.get("schema_version") == RECORD_SCHEMA
 
 
+_GENERIC_REASONS = frozenset({"provider_error", "provider_unavailable", "provider_rejected"})
+
+
+def search_failure(exc: ProviderError) -> str:
+    """The reason code of a failed search: the provider's own when it named one (an
+    embedded store's ``embedded_store_corrupt``, a spent budget, ...), so the hook log
+    and ``memory search`` say why; else ``provider_search_failed``. A code, never a
+    message: no path reaches a receipt."""
+    code = exc.reason_code
+    return "provider_search_failed" if code in _GENERIC_REASONS else code
+
+
 def retrieve(
     provider: Provider,
     scope_ref: str,
@@ -317,8 +329,8 @@ def retrieve(
                     timeout=timeout,
                 )
             ]
-    except ProviderError:
-        return Retrieval(status="unavailable", reason_code="provider_search_failed")
+    except ProviderError as exc:
+        return Retrieval(status="unavailable", reason_code=search_failure(exc))
     retrieval = Retrieval(status="completed", search_performed=True)
     retrieval.items = _read_hits(
         retrieval,

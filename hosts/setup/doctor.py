@@ -126,12 +126,29 @@ def state_directory_problem(repo: Path) -> tuple[str, str] | None:
         try:
             store.check_writable(store.path(*parts))
         except SidecarError as exc:
-            return exc.reason_code, _state_fix(exc.reason_code, "/".join(parts))
+            # A file refused for its own mode is named, not a directory above it.
+            path = store.path(*parts)
+            own = exc.path == str(path) and (
+                exc.reason_code != "sidecar_symlink" or os.path.islink(path)
+            )
+            return exc.reason_code, _state_fix(exc.reason_code, "/".join(parts), file=own)
     return None
 
 
-def _state_fix(reason_code: str, name: str) -> str:
-    """What to do about ``.local/turn-hooks`` (``name``: the file refused in it)."""
+def _state_fix(reason_code: str, name: str, *, file: bool = False) -> str:
+    """What to do about ``.local/turn-hooks`` (``name``: the file refused in it;
+    ``file``: refused for its own mode, not a directory's)."""
+    if reason_code == "sidecar_permission_widened" and file:
+        return (
+            f".local/turn-hooks/{name} is open to other users or not yours, so turn-hooks "
+            f"refuses it; check who changed it, then `chmod 600 .local/turn-hooks/{name}`"
+        )
+    if reason_code == "sidecar_symlink" and file:
+        return (
+            f".local/turn-hooks/{name} is a symbolic link, which turn-hooks refuses: move "
+            "the link aside (not the directory: it holds the memories) and run "
+            "`turn-hooks init` again"
+        )
     if reason_code == "sidecar_symlink":
         return (
             ".local or .local/turn-hooks is a symbolic link; turn-hooks keeps memories "

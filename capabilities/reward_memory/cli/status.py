@@ -133,19 +133,62 @@ def _utility(resolution: Any) -> dict[str, Any]:
     }
 
 
-def _binding(args: argparse.Namespace) -> dict[str, Any]:
+def _store(resolution: Any) -> dict[str, Any] | None:
+    """The embedded store's state, its files checked as a recall would open them (read
+    only, nothing created; no network): ``available`` or ``unavailable`` with the
+    store's own reason code (``embedded_store_corrupt``, ...). ``None`` for OpenViking,
+    whose state a provider call would tell (``reward-memory health-check``)."""
+    binding = _embedded(resolution)
+    if binding is None:
+        return None
+    from capabilities.providers.factory import build_provider
+
+    preflight = build_provider(binding, repo=resolution.repo, dry_run=True).preflight(timeout=1.0)
+    return {
+        "state": "available" if preflight.ok else "unavailable",
+        "reason_code": preflight.reason_code,
+    }
+
+
+def _semantic(resolution: Any) -> dict[str, Any]:
+    """:func:`readiness`, with the embedded store's cache checked when there is one."""
+    store = None if resolution is None else _store_directory(resolution)
+    return readiness(directory=store)
+
+
+def _embedded(resolution: Any) -> dict[str, Any] | None:
+    """The binding's provider binding when it is the embedded store, else ``None``."""
+    config = resolution.config
+    binding = config.get("project_provider_binding") if isinstance(config, dict) else None
+    if not isinstance(binding, dict) or binding.get("provider_id") != "embedded_sqlite":
+        return None
+    return binding
+
+
+def _store_directory(resolution: Any) -> Path | None:
+    if _embedded(resolution) is None:
+        return None
+    from capabilities.providers.factory import embedded_path
+
+    return embedded_path(resolution.repo).parent
+
+
+def _binding(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     from turn_hooks import TurnHooksError
 
     try:
         resolution = resolve_binding(args)
     except TurnHooksError as exc:
         # status is for looking: an unnamed or broken binding is a state, not an exit 2.
-        return {"state": "unresolved", "reason_code": exc.reason_code}
+        return {"state": "unresolved", "reason_code": exc.reason_code}, None
     status = resolution.status
     view: dict[str, Any] = {"state": "resolved"}
     view.update({key: status.get(key) for key in _BINDING_FIELDS})
     if status.get("goal_id") is None:
-        return view
+        return view, resolution
+    store = _store(resolution)
+    if store is not None:
+        view["store"] = store
     settlement, pending, unreadable = _journals(resolution)
     view["last_recall"] = _last_recall(resolution)
     view["last_settlement"] = settlement
@@ -162,7 +205,7 @@ def _binding(args: argparse.Namespace) -> dict[str, Any]:
                 "the validator did not pass: `turn-hooks status --validation-output` shows "
                 "the end of what it printed"
             )
-    return view
+    return view, resolution
 
 
 def status_command(args: argparse.Namespace) -> Result:
@@ -179,7 +222,7 @@ def status_command(args: argparse.Namespace) -> Result:
         else []
     )
     log = hook_log(RECENT_REASONS) if hook_log else {"entries": [], "reason_counts": {}}
-    binding = _binding(args)
+    binding, resolution = _binding(args)
     document = {
         "ok": True,
         "schema_version": SCHEMA,
@@ -205,7 +248,7 @@ def status_command(args: argparse.Namespace) -> Result:
             for view in hosts
         ],
         "conformance": _conformance(args),
-        "semantic_recall": readiness(),
+        "semantic_recall": _semantic(resolution),
         "hook_log": {
             "entry_count": log.get("entry_count", 0),
             "reason_counts": log["reason_counts"],

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from capabilities.providers.base import Provider
+from capabilities.providers.factory import noting_semantic
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract.identities import (
     application_id,
@@ -239,6 +240,7 @@ def turn_recall(
     )
     ranking = ranking_of(store, status["goal_id"], status["agent_id"])
     audit: list[dict[str, Any]] = []
+    provider_for, semantic_reason = noting_semantic(provider_for)
     if ranking == "utility":  # off by default: `turn-hooks init --ranking utility`
         # Imported here: the ledger and the rank prior cost a binding that ranks by
         # relevance nothing (issue 39, "Cost").
@@ -279,6 +281,10 @@ def turn_recall(
         # found was filtered out) is what the hook log shows.
         last = hook["recall_attempts"][-1] if hook.get("recall_attempts") else {}
         reason = last.get("empty_cause") or last.get("reason_code")
+    if hook["status"] != "provider_unavailable":
+        # Recall by meaning that fell back to words, or repaired its cache, says so:
+        # the hook log is where a person sees it (``semantic_*``).
+        reason = semantic_reason() or reason
     telemetry = hook.get("telemetry")
     calls = telemetry["provider_call_count"] if telemetry else 0
     context = hook["output"] if hook["status"] == "applied" else None
