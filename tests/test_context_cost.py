@@ -262,3 +262,40 @@ def test_the_application_question_adds_at_most_500_bytes_on_every_host_and_chann
         asked = [part for part in text.split("\n\n") if APPLICATION_FIELD in part]
         assert len(asked) == 2, "the instruction and the request for its field"
         assert sum(size(part) + 2 for part in asked) <= APPLICATION_QUESTION_BYTES, asked
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["block", "tool"])
+@pytest.mark.parametrize("host", list(CHANNEL_HOSTS))
+def test_a_turn_whose_only_memory_this_session_already_holds_costs_what_no_recall_costs(
+    tmp_path, homes, host, served
+):
+    # A tester's second Turn: its one memory was left out as already delivered, yet
+    # the header announced "the memories below" and the application question was
+    # asked, 1,600 B for nothing new. With no item left it is a Turn that recalled
+    # nothing, byte for byte: no header, no question, no request for its field.
+    registry = bound_goal(tmp_path)
+    learn(registry)
+    if served:
+        _serve("codex-cli", homes[0])
+        _serve("claude-code", homes[1])
+    command, dialect, _ = CHANNEL_HOSTS[host]
+    extra = ("--dialect", dialect) if dialect else ()
+
+    def pre_turn(n, session, prompt):
+        event = {"turn_id": f"t{n}", "prompt_id": f"t{n}", "session_id": session}
+        event |= {"prompt": prompt, "timestamp": f"2026-11-29T10:00:0{n}Z"}
+        event |= {"hook_event_name": "BeforeAgent"}
+        document = hook(event, registry, None, *extra, "pre-turn", command=command) or {}
+        return document.get("additional_context") or document.get("hookSpecificOutput", {}).get(
+            "additionalContext", ""
+        )
+
+    matching = "rebased schemas migrations, what first?"
+    nothing = pre_turn(1, "other", "add a dark mode toggle to the settings file page")
+    first = pre_turn(2, "s", matching)
+    again = pre_turn(3, "s", matching)
+    assert "[memory 1]" not in nothing and "[memory 1]" in first
+    assert APPLICATION_FIELD in first, "the first Turn shows the memory and asks about it"
+    assert again == nothing, "no header, no application question: nothing new was shown"
+    assert size(again) <= NO_RECALL_BYTES
+    assert "[memory 1]" in pre_turn(4, "s2", matching), "another session gets it again"

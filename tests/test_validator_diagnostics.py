@@ -410,3 +410,13 @@ def test_a_turn_with_nothing_to_attest_runs_no_validator_and_hides_no_failure(re
     assert "--validation-output" in binding["next_step"]
     log = json.loads(run(repo, "log").stdout)
     assert log["last_validation"]["validator_reason_code"] == "validated_command_failed"
+
+
+def test_a_passing_validation_shows_the_check_exited_0(repo, tmp_path):
+    # A tester saw `check_exit_status: null` after a pass: the validator prints its
+    # inner command's status only when it fails, so a pass left nothing to show.
+    makefile(repo, passing=True)
+    settle(repo, built_in("make", "test"))
+    last = json.loads(run(repo, "status").stdout)["binding"]["last_turn_settlement"]
+    assert last["validator_status"] == "passed"
+    assert (last["validator_exit_code"], last["check_exit_status"]) == (0, 0)

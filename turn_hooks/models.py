@@ -138,6 +138,10 @@ class TurnContext(_Document):
     """The user's prompt, when the host has one (never put in a public receipt)."""
     registry: str | None = None
     """The binding registry file the host was installed with (a private local path)."""
+    delivered_item_refs: list[str] = field(default_factory=list)
+    """Refs of the context items this host session already holds, which the host will
+    not render again (hosts.md §1.2). A fact, like ``boundary.host_edges``: a capability
+    words its contribution for what will be shown (no header over items all left out)."""
 
     def __post_init__(self) -> None:
         if not self.turn_key:

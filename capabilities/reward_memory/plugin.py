@@ -185,7 +185,7 @@ class RewardMemoryPlugin:
             packet = turn_recall(turn, resolution, provider_for=_provider_for(resolution))
         except Exception:  # recall is advisory: any failure leaves the Turn as it was
             packet = runtime_failure(resolution.status)
-        return memory_contribution(dict(turn.payload), packet)
+        return memory_contribution(dict(turn.payload), packet, turn.delivered_item_refs)
 
     @hookimpl
     def post_settlement(self, turn: TurnContext, settlement: Settlement) -> dict[str, Any] | None:

@@ -14,7 +14,12 @@ from typing import Any
 
 from hosts.adapters.channel import result_tools
 from hosts.adapters.generic import INJECTED_SCHEMA as INJECTED_SCHEMA
-from hosts.adapters.generic import build_turn, carry_on_settlements, render_once
+from hosts.adapters.generic import (
+    build_turn,
+    carry_on_settlements,
+    render_once,
+    with_delivered,
+)
 from hosts.adapters.generic import delivered_refs as delivered_refs
 from hosts.settlement.hook_log import record_pre_turn
 from hosts.settlement.settlement import settle, write_ahead
@@ -28,7 +33,7 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     turn = build_turn(event, host=host, **binding)
     carry_on_settlements(turn)
     pm = make_plugin_manager()
-    outcome = call_pre_turn(pm, turn)
+    outcome = call_pre_turn(pm, with_delivered(turn, binding["goal_id"]))
     record_pre_turn(host, outcome)
     projection = project_contributions(outcome.payload)
     text = render_once(turn, projection, binding["goal_id"], result_tools(host, pm))

@@ -8,6 +8,7 @@ settlement receipt. Both always exit 0: a hook never blocks the Turn.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from collections.abc import Iterable, Mapping
@@ -130,20 +131,7 @@ def render_once(
     text is bounded by the host's cap (:mod:`hosts.facts.caps`). ``tools`` names the result
     fields this host's tool channel carries (:func:`hosts.adapters.channel.result_tools`).
     """
-    store = binding_store(turn.registry, goal_id)
-    remembered = None
-    if store is not None and turn.host_session_id:
-        name = path_token(turn.host_session_id, "session") + ".json"
-        remembered = (store, store.path("injected", turn.host, name))
-    delivered: set[str] = set()
-    if remembered:
-        try:
-            delivered = delivered_refs(remembered[0].read(remembered[1]))
-        except SidecarError as exc:
-            # A broken record of what was delivered (a link, a FIFO, bad bytes) costs
-            # the de-duplication, never the Turn's context and reflection request.
-            record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
-            remembered = None
+    remembered, delivered = _session_record(turn, goal_id)
     rendering = render(
         without_refs(projection, delivered),
         limit=render_cap(turn.host),
@@ -162,6 +150,37 @@ def render_once(
         if not after_reply.defer(remember):
             remember()
     return rendering.text
+
+
+def _session_record(
+    turn: TurnContext, goal_id: str, *, log: bool = True
+) -> tuple[tuple[SidecarStore, Path] | None, set[str]]:
+    """Where this session's delivered refs are kept, and the refs kept there.
+
+    ``(None, set())`` with no session or no usable Goal: nowhere to remember. A broken
+    record (a link, a FIFO, bad bytes) costs the de-duplication, never the Turn's
+    context and reflection request; ``log`` says whether to log its reason code.
+    """
+    store = binding_store(turn.registry, goal_id)
+    if store is None or not turn.host_session_id:
+        return None, set()
+    name = path_token(turn.host_session_id, "session") + ".json"
+    path = store.path("injected", turn.host, name)
+    try:
+        return (store, path), delivered_refs(store.read(path))
+    except SidecarError as exc:
+        if log:
+            record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
+        return None, set()
+
+
+def with_delivered(turn: TurnContext, goal_id: str) -> TurnContext:
+    """``turn`` stating which items this session already holds (``delivered_item_refs``),
+    so that a capability words its contribution for the items that will be shown."""
+    _, delivered = _session_record(turn, goal_id, log=False)
+    if not delivered:
+        return turn
+    return dataclasses.replace(turn, delivered_item_refs=sorted(delivered))
 
 
 def _remember_delivered(store: SidecarStore, path: Path, host: str, refs: Iterable[str]) -> None:
@@ -243,7 +262,7 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
     turn = build_turn(event, host=style.host, **binding)
     carry_on_settlements(turn)
     pm = make_plugin_manager()
-    outcome = call_pre_turn(pm, turn)
+    outcome = call_pre_turn(pm, with_delivered(turn, binding["goal_id"]))
     record_pre_turn(style.host, outcome)
     projection = project_contributions(outcome.payload)
     tools = result_tools(turn.host, pm)

@@ -230,6 +230,10 @@ def validator_run(
         **_failure(run.stdout),
         "output_tail": output_tail(run.stderr + run.tail),
     }
+    if validation["status"] == "passed":
+        # A validator prints its check's status only when it fails; a pass means the
+        # check (the project's command, or the validator itself) exited 0.
+        account.setdefault("exit_status", 0)
     return validation, account
 
 

@@ -9,6 +9,7 @@ because it is the one place that decides what a host sees of a memory.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from turn_hooks import ContextItem
@@ -78,6 +79,12 @@ def guidance_items(context: object) -> list[ContextItem]:
         text = head + "".join(label + value for label, value in zip(labels, values, strict=True))
         items.append(ContextItem(ref=ref, text=text))
     return items
+
+
+def shows_new(context: object, delivered: Collection[str]) -> bool:
+    """Whether ``context`` holds a memory the host will show: one its session does not
+    already hold (a host renders an item once per session, hosts.md §1.2)."""
+    return any(item.ref not in delivered for item in guidance_items(context))
 
 
 def fit_fields(values: list[str], room: int) -> list[str]:

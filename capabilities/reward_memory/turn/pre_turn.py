@@ -8,15 +8,13 @@ the reflection request.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, cast
 
 from capabilities.providers.base import Provider
 from capabilities.providers.factory import noting_semantic
 from capabilities.reward_memory.binding.registry import Resolution
-from capabilities.reward_memory.contract.identities import (
-    application_id,
-)
+from capabilities.reward_memory.contract.identities import application_id
 from capabilities.reward_memory.contract.values import EXTERNAL_WRITES, NEW_ACTION_AUTHORITY
 from capabilities.reward_memory.memory.hook import (
     RecallHookRequest,
@@ -24,13 +22,14 @@ from capabilities.reward_memory.memory.hook import (
     read_checkpoint,
     run_recall_hook,
 )
-from capabilities.reward_memory.turn.application import (
-    APPLICATION_INSTRUCTION,
-    remember_recall,
-)
+from capabilities.reward_memory.turn.application import APPLICATION_INSTRUCTION, remember_recall
 from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
 from capabilities.reward_memory.turn.application import FIELD_MAX as APPLICATION_FIELD_MAX
-from capabilities.reward_memory.turn.host_view import guidance_items, with_capability_flags
+from capabilities.reward_memory.turn.host_view import (
+    guidance_items,
+    shows_new,
+    with_capability_flags,
+)
 from capabilities.reward_memory.turn.reconcile import reconcile
 from capabilities.reward_memory.turn.settings import ranking_of
 from capabilities.reward_memory.turn.situation import (
@@ -258,8 +257,10 @@ def turn_recall(
     hook = result.document
     # Which items carried which factor, by digest: any ranking can be replayed.
     ranking_receipt = {"ranking": ranking, "modifiers": audit} if ranking == "utility" else None
-    if config["automation"]["automatic_ingest"] and _host_settles(turn):
-        # Settlement binds the model's answer to what this Turn received (issue 39).
+    shown = shows_new(hook.get("output"), turn.delivered_item_refs)
+    if config["automation"]["automatic_ingest"] and _host_settles(turn) and shown:
+        # Settlement binds the model's answer to what this Turn received (issue 39); a
+        # Turn whose every memory the session already holds is not asked, so keeps none.
         remember_recall(
             store,
             goal_id=status["goal_id"],
@@ -340,11 +341,17 @@ def participation(packet: TurnRecallPacket) -> TurnRecallPacket:
     return {**packet, "context": None}
 
 
-def memory_contribution(payload: dict[str, Any], packet: TurnRecallPacket) -> dict[str, Any] | None:
+def memory_contribution(
+    payload: dict[str, Any],
+    packet: TurnRecallPacket,
+    delivered: Collection[str] = (),
+) -> dict[str, Any] | None:
     """The ``reward-memory.turn-context`` result, within the 64 KiB rule (§4, §5.1).
 
     The recalled guidance goes to the host twice: as JSON in the context field, and
     as one context item per memory (:func:`guidance_items`) for the host to render.
+    With none the host will show (``delivered``: :func:`shows_new`), no memory is
+    announced nor asked about, unless this same Turn showed them (a repeated PreTurn).
     Over budget, the recall context, its items and its guidance instruction are
     omitted while the readback, the reflection instruction and the result field are
     kept; if even that does not fit, nothing is contributed (the dispatcher records
@@ -357,13 +364,15 @@ def memory_contribution(payload: dict[str, Any], packet: TurnRecallPacket) -> di
 
     def build(with_context: bool) -> dict[str, Any]:
         context = packet.get("context") if with_context and recall_on else None
-        guidance = context.get("guidance") if isinstance(context, dict) else None
-        instructions = [GUIDANCE_INSTRUCTION] if guidance else []
+        shown = shows_new(context, delivered)
+        # The same Turn asked again: its first PreTurn showed these memories and asked.
+        owed = shown or (bool(guidance_items(context)) and packet["status"] == "deduplicated")
+        instructions = [GUIDANCE_INSTRUCTION] if shown else []
         fields: dict[str, Any] = {}
         if ingest_on:
             instructions.append(REFLECTION_INSTRUCTION)
             fields[RESULT_FIELD] = {"type": "string", "maxLength": RESULT_FIELD_MAX}
-            if guidance:  # asked only when memories were recalled (issue 39)
+            if owed:  # asked only when memories were recalled and shown (issue 39)
                 instructions.append(APPLICATION_INSTRUCTION)
                 fields[APPLICATION_FIELD] = {"type": "string", "maxLength": APPLICATION_FIELD_MAX}
         result: dict[str, Any] = {
