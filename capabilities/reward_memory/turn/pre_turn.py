@@ -241,8 +241,7 @@ def turn_recall(
     audit: list[dict[str, Any]] = []
     provider_for, semantic_reason = noting_semantic(provider_for)
     if ranking == "utility":  # off by default: `turn-hooks init --ranking utility`
-        # Imported here: the ledger and the rank prior cost a binding that ranks by
-        # relevance nothing (issue 39, "Cost").
+        # Imported here: a binding that ranks by relevance pays nothing for them (issue 39).
         from capabilities.reward_memory.turn.ranking import rank_factors, ranked_provider_for
 
         factors = rank_factors(
@@ -259,8 +258,7 @@ def turn_recall(
     ranking_receipt = {"ranking": ranking, "modifiers": audit} if ranking == "utility" else None
     shown = shows_new(hook.get("output"), turn.delivered_item_refs)
     if config["automation"]["automatic_ingest"] and _host_settles(turn) and shown:
-        # Settlement binds the model's answer to what this Turn received (issue 39); a
-        # Turn whose every memory the session already holds is not asked, so keeps none.
+        # Settlement binds the answer to what this Turn showed (issue 39): none, no record.
         remember_recall(
             store,
             goal_id=status["goal_id"],
@@ -273,18 +271,15 @@ def turn_recall(
         )
     reason = hook.get("reason_code")
     if reason is None and hook["status"] == "provider_unavailable":
-        # LoopX leaves it null; the failed attempt's code is what the hook log can
-        # show for a Turn that got no memory because the store did not answer.
+        # LoopX leaves it null; the failed attempt's code is what the hook log shows.
         reason = hook["recall_attempts"][-1]["reason_code"]
     elif reason is None and hook["status"] == "not_available":
-        # Likewise for a Turn that got no memory because none was relevant: the
-        # empty search's cause (nothing reached the relevance floor, or every item
-        # found was filtered out) is what the hook log shows.
+        # Likewise when none was relevant: the empty search's cause (nothing reached
+        # the relevance floor, or every item found was filtered out) is what it shows.
         last = hook["recall_attempts"][-1] if hook.get("recall_attempts") else {}
         reason = last.get("empty_cause") or last.get("reason_code")
     if hook["status"] != "provider_unavailable":
-        # Recall by meaning that fell back to words, or repaired its cache, says so:
-        # the hook log is where a person sees it (``semantic_*``).
+        # Meaning fell back to words or repaired its cache: the log says (``semantic_*``).
         reason = semantic_reason() or reason
     telemetry = hook.get("telemetry")
     calls = telemetry["provider_call_count"] if telemetry else 0
