@@ -20,11 +20,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from capabilities.providers import semantic
+from capabilities.providers import semantic, terms
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.factory import build_provider
 from capabilities.providers.semantic import (
     CACHE_NAME,
+    HEAD_KEY,
     Encoder,
     SemanticUnavailable,
     WordPiece,
@@ -569,3 +570,35 @@ def test_an_abbreviation_the_encoder_never_learned_is_found_by_its_long_form(tmp
     # As typed, "LR" is unknown to the encoder: without the long form, silence.
     monkeypatch.setattr(semantic, "abbreviation_query", lambda text: text)
     assert store.search(A, query, limit=5, actor_peer_id="peer-a") == []
+
+
+def lesson(summary, trigger, action):
+    return json.dumps(
+        {
+            "content_summary": summary,
+            "experience": {"future_behavior": {"trigger": trigger, "action": action}},
+        }
+    )
+
+
+def test_a_record_s_head_is_embedded_apart_and_raises_its_order(tmp_path, tiny):
+    store = provider_with(tmp_path, str(tiny))
+    text = lesson("rotate the secret token", "a token leaks", "revoke it, then issue a new one")
+    store.write(f"{A}/r.json", text, actor_peer_id="peer-a")
+    cache = store.path.parent / CACHE_NAME
+    digest = record_digest(text)
+    assert set(json.loads(cache.read_text())["vectors"]) == {digest, HEAD_KEY + digest}
+    query = "rotate the leaked token"
+    (hit,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    (alone,) = provider_with(tmp_path, None).search(A, query, limit=5, actor_peer_id="peer-a")
+    head, body = terms._head_and_body(text)
+    q, b, h = Encoder(tiny).encode([semantic.embedding_query(query), body, head])
+    order = float(q @ b) + semantic.HEAD_SHARE * max(float(q @ h) - float(q @ b), 0.0)
+    assert hit.score == pytest.approx(semantic.fused_score(alone.score, order), abs=1e-3)
+    # A changed record's two vectors go with it.
+    changed = lesson("retry twice", "a build fails", "rerun it once, then report it")
+    store.write(f"{A}/r.json", changed, actor_peer_id="peer-a")
+    assert set(json.loads(cache.read_text())["vectors"]) == {
+        record_digest(changed),
+        HEAD_KEY + record_digest(changed),
+    }
