@@ -677,36 +677,45 @@ class SemanticIndex:
         :data:`LAZY_EMBEDS` made here."""
         model = encoder(self.choice)
         known = self._read(model)
+        keys = [record_digest(text) for _meaning, text in records]
         vectors: dict[str, Array] = {}
-        for _meaning, text in records:
-            for key in (record_digest(text), HEAD_KEY + record_digest(text)):
-                if key in known and (vector := self._unpack(model, known[key])) is not None:
-                    vectors[key] = vector
-        # A vector the cache lacks, or holds damaged, is made again (a few records a search).
-        lacking = [record for record in records if self._wanted([record], vectors)]
+        for key in keys:
+            for name in (key, HEAD_KEY + key):
+                if name in known and (vector := self._unpack(model, known[name])) is not None:
+                    vectors[name] = vector
+        # A vector the cache lacks, or holds damaged, is made again (a few records a
+        # search). A record with no head vector may need none (its head is its meaning).
+        lacking = [
+            record
+            for record, key in zip(records, keys, strict=True)
+            if (key not in vectors or HEAD_KEY + key not in vectors)
+            and self._wanted([record], vectors)
+        ]
         wanted = self._wanted(lacking[:LAZY_EMBEDS], vectors)
         if wanted:
             made = self._make(model, wanted)
             vectors.update(made)
             self._keep(model, {key: self._pack(v) for key, v in made.items()})
         # The query, with its synonyms, with its abbreviations spelled out: each
-        # distinct text embedded once (most queries have none of either).
+        # distinct text embedded once, in one batch (most queries have none of either).
         expanded, spelled_out = embedding_query(query), abbreviation_query(query)
         texts = list(dict.fromkeys([query, expanded, spelled_out]))
         embedded = dict(zip(texts, model.encode(texts), strict=True))
-        typed, with_synonyms, spelled = (embedded[t] for t in (query, expanded, spelled_out))
-        out: list[tuple[float, float] | None] = []
-        for _meaning, text in records:
-            key = record_digest(text)
-            body, head = vectors.get(key), vectors.get(HEAD_KEY + key)
-            if body is None:
-                out.append(None)
-                continue
-            order = float(body @ with_synonyms)
-            if head is not None:
-                order += HEAD_SHARE * max(float(head @ with_synonyms) - order, 0.0)
-            out.append((max(float(body @ typed), float(body @ spelled)), order))
-        return out
+        queries = model.np.stack([embedded[t] for t in (query, spelled_out, expanded)], axis=1)
+        numpy, zero = model.np, model.np.zeros(model.dimension, dtype=model.np.float32)
+        bodies = [vectors.get(key, zero) for key in keys]
+        # Where a record has no head vector, its meaning stands for it: no bonus.
+        heads = [vectors.get(HEAD_KEY + key, body) for key, body in zip(keys, bodies, strict=True)]
+        if not keys:
+            return []
+        by_body = numpy.stack(bodies) @ queries
+        by_head = numpy.stack(heads) @ queries[:, 2]
+        typed = numpy.maximum(by_body[:, 0], by_body[:, 1])
+        order = by_body[:, 2] + HEAD_SHARE * numpy.maximum(by_head - by_body[:, 2], 0.0)
+        return [
+            (float(t), float(o)) if key in vectors else None
+            for key, t, o in zip(keys, typed, order, strict=True)
+        ]
 
 
 def readiness(environ: dict[str, str] | None = None) -> dict[str, Any]:
