@@ -604,7 +604,9 @@ class SemanticIndex:
             merged = {**(vectors if isinstance(vectors, dict) else {}), **made}
             if live is not None:
                 merged = {
-                    key: value for key, value in merged.items() if key.lstrip(HEAD_KEY) in live
+                    key: value
+                    for key, value in merged.items()
+                    if key.removeprefix(HEAD_KEY) in live
                 }
             return {"schema_version": CACHE_SCHEMA, "model": tag, "vectors": merged}
 
