@@ -808,45 +808,51 @@ def score_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
         )
 
 
-SIMILARITY_FLOORS = (0.30, 0.35, 0.38, 0.40, 0.42, 0.45, 0.50, 0.55)
+SIMILARITY_FLOORS = (0.6, 0.65, 0.7, 0.72, 0.73, 0.74, 0.76, 0.78, 0.8)
+"""The floors ``--ov-calibrate`` measures: MiniLM's scores of our records lie from 0.6
+to 0.8 (the server embeds each whole record)."""
 
 
-def calibrate_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
+def calibrate_floors(data: dict[str, Any], answers: Path, settings: dict[str, str]) -> None:
     """Our provider's recall with each :data:`SIMILARITY_FLOORS` floor, in this process.
 
     Each prompt is searched once as our hook searches (redacted, trivial prompts not
-    at all), the server's candidates kept, and re-ranked under each floor by our
-    provider's own code: the figures of :func:`score` without the hook's process, to
-    choose a floor on the dev half (``--half dev --ov-calibrate``).
+    at all), the server's answers kept in ``answers`` (JSON; an existing file is
+    replayed, no server needed), and re-ranked under each floor by our provider's own
+    code: the figures of :func:`score` without the hook's process, to choose a floor
+    on the dev half (``--half dev --ov-calibrate PATH``).
     """
-    from capabilities.providers.client import OpenVikingSettings, ProviderClient
-    from capabilities.providers.openviking import OpenVikingProvider
     from types import SimpleNamespace
 
+    from capabilities.providers.client import OpenVikingSettings, ProviderClient
+    from capabilities.providers.openviking import OpenVikingProvider
     from capabilities.reward_memory.turn.situation import search_text
+
+    kept: dict[str, Any] = json.loads(answers.read_text()) if answers.exists() else {}
 
     class Replaying(ProviderClient):
         """The server's answers, each asked once and then replayed."""
 
-        answers: dict[str, Any] = {}
-
         def request(self, method: str, path: str, **kwargs: Any) -> Any:
-            key = json.dumps([method, path, kwargs.get("body")], sort_keys=True)
-            if key not in self.answers:
-                self.answers[key] = super().request(method, path, **kwargs)
-            return copy.deepcopy(self.answers[key])
+            body = dict(kwargs.get("body") or {}, target_uri="")
+            key = json.dumps([method, path, body], sort_keys=True)
+            if key not in kept:
+                kept[key] = super().request(method, path, **kwargs)
+            return copy.deepcopy(kept[key])
 
     client = Replaying(
         OpenVikingSettings(
-            url=settings["OPENVIKING_URL"],
-            api_key=settings["OPENVIKING_API_KEY"],
-            account=settings["OPENVIKING_ACCOUNT"],
-            user=settings["OPENVIKING_USER"],
+            url=settings.get("OPENVIKING_URL", "http://127.0.0.1:9"),
+            api_key=settings.get("OPENVIKING_API_KEY", "replayed"),
+            account="ci",
+            user="alice",
         )
     )
     binding = normalise_config(f1.config("openviking"))["corpora"]["experience"]
     scope, peer = (binding["provider_binding"][k] for k in ("scope_ref", "actor_peer_id"))
-    owner = {json.dumps(m["summary"]): m["id"] for m in data["memories"]}
+    owner = {f'"content_summary":{json.dumps(m["summary"])}': m["id"] for m in data["memories"]}
+
+    names: dict[str, str] = {}
 
     def arm(floor: float | None) -> Arm:
         provider = OpenVikingProvider(client, floor=floor)
@@ -856,27 +862,40 @@ def calibrate_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
             if not query:
                 return [], 0, []
             hits = provider.search(scope, query, limit=5, actor_peer_id=peer, timeout=60)
-            found = [
-                next((i for mark, i in owner.items() if mark in hit.summary), "?") for hit in hits
-            ]
+            if any(hit.uri not in names for hit in hits):
+                names.update(
+                    (row.get("uri"), next((i for m, i in owner.items() if m in text), "?"))
+                    for answer in kept.values()
+                    for row in (answer or {}).get("memories") or []
+                    if (text := str(row.get("abstract"))) and row.get("uri") not in names
+                )
+            found = [names[hit.uri] for hit in hits]
             return found, 0, []
 
         return run
 
     floors: list[float | None] = [None, *SIMILARITY_FLOORS]
     rows = measure(data, {str(f): arm(f) for f in floors})
+    answers.write_text(json.dumps(kept))
     print("\n## OpenViking similarity floors (our provider in-process, hook not run)\n")
-    print("| floor | half | recall@1 | recall@5 | syn+abbrev r@5 | no-match silence |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| floor | half | recall@1 | recall@5 | syn+abbrev r@5 | no-match silence | per prompt |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for name, arm_rows in rows.items():
-        for half, figures in by_half(arm_rows, "all").items():
+        for half in HALVES:
+            mine = [r for r in arm_rows if r["half"] == half]
+            if not mine:
+                continue
+            figures = score(mine)
+            cells = [
+                figures["recall_at_1"].get("all"),
+                figures["recall_at_5"].get("all"),
+                figures["recall_at_5"].get("syn+abbrev"),
+                figures["no_match_silent"].get("all"),
+            ]
             print(
                 f"| {'lexical gate' if name == 'None' else name} | {half} | "
-                + " | ".join(
-                    share(figures.get(k))
-                    for k in ("recall@1", "recall@5", "recall@5 syn+abbrev", "no-match silence")
-                )
-                + " |"
+                + " | ".join(share(c) for c in cells)
+                + f" | {_number(figures['mean_injected'], 2)} |"
             )
 
 
@@ -887,7 +906,7 @@ def run_openviking(
     verbose: bool,
     floors_only: bool = False,
     embedder: str = "fake",
-    calibrate: bool = False,
+    calibrate: Path | None = None,
 ) -> dict[str, Any]:
     """One OpenViking server: our hook and, when given, OpenViking's plugin, interleaved;
     their figures."""
@@ -912,7 +931,7 @@ def run_openviking(
                 score_floors(data, settings)
                 return {}
             if calibrate:
-                calibrate_floors(data, settings)
+                calibrate_floors(data, calibrate, settings)
                 return {}
             arms = {"ours": ours(registry, data, {**env, **settings})}
             plugin = plugin_arm(settings, data, env, root / "plugin-home")
@@ -954,9 +973,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--ov-calibrate",
-        action="store_true",
-        help="on OpenViking, only measure our provider under each similarity floor "
-        "(in this process; use with --half dev)",
+        metavar="PATH",
+        type=Path,
+        help="on OpenViking, only measure our provider under each similarity floor, in "
+        "this process (use with --half dev); the server's answers are kept in PATH, and "
+        "an existing PATH is replayed without a server",
     )
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
@@ -1023,6 +1044,9 @@ def main() -> None:
         figures |= run_embedded(data, env, args.half, args.verbose, label)
         if args.semantic:
             figures["semantic_costs_ms"] = semantic_costs(env)
+    if args.ov_calibrate and args.ov_calibrate.exists():
+        calibrate_floors(data, args.ov_calibrate, {})
+        return
     if args.openviking:
         if args.ov_embedder == "minilm":
             from capabilities.providers.hybrid import MINILM_FLOOR, SIMILARITY_FLOOR_ENV

@@ -8,7 +8,7 @@ from typing import Any
 from capabilities.providers._errors import ProviderNotFound
 from capabilities.providers.base import Hit, Preflight, ProviderScopeError
 from capabilities.providers.client import ProviderClient
-from capabilities.providers.hybrid import CANDIDATES, rerank, similarity_floor
+from capabilities.providers.hybrid import CANDIDATES, rerank
 from capabilities.providers.scopes import classify_scope
 from turn_hooks import ProviderError
 

@@ -17,9 +17,8 @@ from pathlib import Path
 # Run as a script: the tests directory, where ``ovserver`` lives, is not on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ovserver.fake_embedder import handler_for, serve  # noqa: E402
-
-from capabilities.providers.semantic import MAX_TOKENS, encoder, setting  # noqa: E402
+from capabilities.providers.semantic import MAX_TOKENS, encoder, setting
+from ovserver.fake_embedder import handler_for, serve
 
 MODEL = "all-MiniLM-L6-v2"
 DIMENSION = 384
