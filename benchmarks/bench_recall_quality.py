@@ -25,7 +25,12 @@ fresh half's figures.
     python benchmarks/bench_recall_quality.py --replay dev.json      # the fusion, no search
 
 The OpenViking half starts ``openviking-server`` on loopback with the deterministic
-fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache).
+fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache), or
+with ``--ov-embedder minilm`` the real all-MiniLM-L6-v2 behind the server's own
+embedding config; then our hook recalls by the server's similarity
+(``TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR``, MiniLM's calibrated floor unless set).
+``--ov-calibrate PATH`` measures our provider under each floor, in process, keeping the
+server's answers in PATH to replay without a server (calibrate on ``--half dev``).
 
 With ``TURN_HOOKS_BENCH_OV_PLUGIN`` pointing at a local copy of OpenViking's
 ``examples/codex-memory-plugin/scripts/auto-recall.mjs`` (the whole plugin directory,
