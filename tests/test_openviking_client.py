@@ -212,7 +212,7 @@ def test_a_full_page_of_candidates_is_gated_as_a_sample_of_the_store(returned, m
 
     seen = []
     monkeypatch.setattr(
-        openviking, "rerank", lambda query, rows, *, sample: seen.append(sample) or []
+        openviking, "rerank", lambda query, rows, *, sample, floor=None: seen.append(sample) or []
     )
     page = [{"uri": f"{URI}{i}", "level": 2, "score": 0.5} for i in range(returned)]
     provider(lambda request: ok({"memories": page, "resources": []})).search(

@@ -127,3 +127,27 @@ def test_a_full_page_is_a_sample_a_short_one_the_whole_store():
     query = "warm the cache before the deploy demo"
     assert [hit.uri for hit in rerank(query, candidates)] == [f"w{i}" for i in range(8)]
     assert rerank(query, candidates, sample=True) == []
+
+
+def test_a_similarity_floor_recalls_by_meaning_and_keeps_silence_below_it():
+    from capabilities.providers.semantic import KEEP_MARGIN
+
+    candidates = rows(
+        ("synonym", 0.52, record("Retry a flaky test once before reporting it.")),
+        ("near", 0.52 - KEEP_MARGIN + 0.02, record("Keep the proxy settings in one file.")),
+        ("far", 0.52 - KEEP_MARGIN - 0.05, record("Document each cache default.")),
+    )
+    query = "the suite fails intermittently on CI"
+    assert rerank(query, candidates) == [], "no shared word: the lexical gate keeps nothing"
+    ranked = rerank(query, candidates, floor=0.40)
+    assert [hit.uri for hit in ranked] == ["synonym", "near"], "within the margin of the best"
+    assert rerank(query, candidates, floor=0.55) == [], "the best below the floor: silence"
+
+
+def test_the_similarity_floor_is_the_users_number_or_none():
+    from capabilities.providers.hybrid import SIMILARITY_FLOOR_ENV, similarity_floor
+
+    assert similarity_floor({}) is None, "unset: the lexical gate, as before"
+    assert similarity_floor({SIMILARITY_FLOOR_ENV: " 0.4 "}) == 0.4
+    for bad in ("", "high", "1.5", "-0.1", "nan"):
+        assert similarity_floor({SIMILARITY_FLOOR_ENV: bad}) is None, bad

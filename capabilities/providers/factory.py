@@ -101,12 +101,14 @@ def build_provider(
         )
     if provider_id == "openviking":
         from capabilities.providers.client import OpenVikingSettings, ProviderClient
+        from capabilities.providers.hybrid import similarity_floor
         from capabilities.providers.openviking import OpenVikingProvider
 
         settings = OpenVikingSettings.resolve(timeout=provider_binding.get("timeout_seconds"))
         if settings is None:
             return UnavailableProvider("openviking", "provider_endpoint_unconfigured")
-        return OpenVikingProvider(ProviderClient(settings))
+        # The user's floor for the server's embedder: TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR
+        return OpenVikingProvider(ProviderClient(settings), floor=similarity_floor())
     return UnavailableProvider(str(provider_id), "provider_unsupported")
 
 

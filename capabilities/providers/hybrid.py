@@ -23,16 +23,26 @@ against exact store-wide counts (benchmarks/RESULTS.md, "OpenViking relevance ga
 the prior only made words look rarer than they are. The gate rests on the words, not
 on the similarity: the score's scale is the configured embedder's, so no floor on it
 means the same on two servers.
+
+Unless the user names one for the embedder they run (:data:`SIMILARITY_FLOOR_ENV`):
+with a real embedder behind the server, its similarity is evidence of meaning, and
+recall becomes the embedded store's semantic rule
+(:func:`~capabilities.providers.semantic.fuse`): the server's score plus a capped
+lexical share, silence when the best falls below the floor, the others kept within a
+margin of the best. A floor is calibrated for one model (all-MiniLM-L6-v2's,
+:data:`MINILM_FLOOR`, on the benchmark's development half); another embedder's scores
+lie elsewhere, so none is assumed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections import Counter
 
 from capabilities.providers.base import Hit
-from capabilities.providers.query import PRIOR_RECORDS, query_words
+from capabilities.providers.query import PRIOR_RECORDS, QueryWords, query_words
 from capabilities.providers.terms import HEAD_WEIGHT, _stemmer, held_stems
 
 CANDIDATES = 50
@@ -44,9 +54,36 @@ LEXICAL_WEIGHT = 0.5
 Half the scale: enough to lift the record that names the prompt's rare words over
 ones that are merely close in embedding space, not so much that the server's score
 stops counting between candidates that hold the same words."""
+SIMILARITY_FLOOR_ENV = "TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR"
+"""The server's similarity, plus the lexical share, at which its best candidate is
+recalled (0 to 1): set it for the embedder the server runs. Unset, empty or not a
+number: the lexical gate alone (the default)."""
+MINILM_FLOOR = 0.73
+"""The floor calibrated for all-MiniLM-L6-v2 behind OpenViking 0.5.2 (benchmarks/
+RESULTS.md, "Recall, OpenViking 0.5.2"); a documented value, never a default. The
+server embeds a whole stored record, its JSON keys and references too, so every
+record is close to every prompt (0.6 to 0.8): the lowest floor at which the dev
+half's no-match prompts stay silent 90 % of the time (0.72: 89 %, 0.73: 94 %)."""
 
 
-def rerank(query: str, rows: list[tuple[Hit, str]], *, sample: bool = False) -> list[Hit]:
+def similarity_floor(environ: dict[str, str] | None = None) -> float | None:
+    """The user's floor for the server's embedder (:data:`SIMILARITY_FLOOR_ENV`), or
+    ``None``: unset, or not a number from 0 to 1 (then the lexical gate decides)."""
+    value = (os.environ if environ is None else environ).get(SIMILARITY_FLOOR_ENV, "").strip()
+    try:
+        floor = float(value)
+    except ValueError:
+        return None
+    return floor if 0.0 <= floor <= 1.0 else None
+
+
+def rerank(
+    query: str,
+    rows: list[tuple[Hit, str]],
+    *,
+    sample: bool = False,
+    floor: float | None = None,
+) -> list[Hit]:
     """The relevant ones of ``rows`` (each hit with its text, as the server returned
     them), in hybrid order.
 
@@ -55,6 +92,9 @@ def rerank(query: str, rows: list[tuple[Hit, str]], *, sample: bool = False) -> 
     the words' rarity among the candidates (a word every candidate holds tells them
     apart by nothing); ties keep the server's order. A query without an informative
     word keeps nothing, as on the embedded store.
+
+    With a ``floor`` (:func:`similarity_floor`) the server's similarity decides
+    instead, fused with the words as on the embedded store (:func:`_by_meaning`).
     """
     stem = _stemmer()
     words = query_words(query, stem)
@@ -62,9 +102,10 @@ def rerank(query: str, rows: list[tuple[Hit, str]], *, sample: bool = False) -> 
         return []
     held = held_stems([text for _hit, text in rows], words.stems, stem)
     frequencies = Counter(s for _head, body in held for s in body)
-    gate = words.relevance(
-        words.rarity(frequencies, len(rows), 0 if sample else PRIOR_RECORDS), held
-    )
+    rarity = words.rarity(frequencies, len(rows), 0 if sample else PRIOR_RECORDS)
+    if floor is not None:
+        return _by_meaning(rows, words, rarity, held, floor)
+    gate = words.relevance(rarity, held)
     counts = {
         term: sum(1 for head, body in held if words.held({term: 1.0}, head, body))
         for term in words.variants
@@ -81,3 +122,29 @@ def rerank(query: str, rows: list[tuple[Hit, str]], *, sample: bool = False) -> 
         if relevance is not None
     ]
     return sorted(ranked, key=lambda hit: -hit.score)
+
+
+def _by_meaning(
+    rows: list[tuple[Hit, str]],
+    words: QueryWords,
+    rarity: dict[str, float],
+    held: list[tuple[set[str], set[str]]],
+    floor: float,
+) -> list[Hit]:
+    """The candidates recalled by the server's similarity and the words together.
+
+    Each candidate scores its similarity plus its capped lexical share
+    (:func:`~capabilities.providers.semantic.fused_score`, the relevance weighed by
+    rarity among the candidates); none is recalled unless the best reaches ``floor``,
+    and then those within :data:`~capabilities.providers.semantic.KEEP_MARGIN` of it.
+    """
+    from capabilities.providers.semantic import KEEP_MARGIN, fused_score
+
+    scored = [
+        dataclasses.replace(hit, score=fused_score(words.held(rarity, head, body), hit.score))
+        for (hit, _text), (head, body) in zip(rows, held, strict=True)
+    ]
+    best = max(hit.score for hit in scored)
+    if best < floor:
+        return []
+    return sorted((h for h in scored if h.score >= best - KEEP_MARGIN), key=lambda h: -h.score)

@@ -26,8 +26,11 @@ class OpenVikingProvider:
 
     provider_id = PROVIDER_ID
 
-    def __init__(self, client: ProviderClient) -> None:
+    def __init__(self, client: ProviderClient, *, floor: float | None = None) -> None:
         self.client = client
+        # The server similarity's recall floor (hybrid.similarity_floor), or None: the
+        # lexical gate alone.
+        self.floor = floor
 
     def preflight(self, *, timeout: float = 5.0) -> Preflight:
         """Health without credentials, then one authenticated call, within ``timeout``."""
@@ -89,7 +92,8 @@ class OpenVikingProvider:
         One search asks for :data:`~capabilities.providers.hybrid.CANDIDATES` rows (or
         ``limit``, if more), and their abstracts are re-ranked by the query's words
         (:func:`~capabilities.providers.hybrid.rerank`): only the ones relevant to it
-        are returned, so a query about nothing stored gets nothing. Directory-level rows
+        are returned, so a query about nothing stored gets nothing. With a :attr:`floor`
+        the server's similarity decides, fused with the words. Directory-level rows
         (level 0, 1) are dropped.
         """
         asked = max(limit, CANDIDATES)
@@ -121,7 +125,7 @@ class OpenVikingProvider:
                 summary=abstract[:200],
             )
             hits.append((hit, abstract))
-        return rerank(query, hits, sample=len(rows) >= asked)[:limit]
+        return rerank(query, hits, sample=len(rows) >= asked, floor=self.floor)[:limit]
 
     def list(
         self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float = 5.0

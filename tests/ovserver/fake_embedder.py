@@ -14,6 +14,7 @@ import signal
 import struct
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from conformance.fakes import JsonHandler
@@ -31,11 +32,19 @@ def embed(text: str, dim: int) -> list[float]:
     return [x / norm for x in vector] if norm else vector
 
 
-def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
+def handler_for(
+    dim: int,
+    embed_all: Callable[[list[str]], list[list[float]]] | None = None,
+    model: str = "fake-embed",
+) -> type[BaseHTTPRequestHandler]:
+    """The request handler: ``embed_all`` (a batch of texts to their vectors, each of
+    ``dim`` floats) answers ``/embeddings``; by default :func:`embed` per text."""
+    batch = embed_all or (lambda texts: [embed(text, dim) for text in texts])
+
     class Handler(JsonHandler):
         def do_GET(self):
             if self.path.rstrip("/").endswith("/v1/models"):
-                self._json(200, {"object": "list", "data": [{"id": "fake-embed"}]})
+                self._json(200, {"object": "list", "data": [{"id": model}]})
             else:
                 self._json(404, {"error": {"message": "not found"}})
 
@@ -45,8 +54,7 @@ def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
                 inputs = request.get("input")
                 inputs = inputs if isinstance(inputs, list) else [inputs]
                 data = []
-                for index, text in enumerate(inputs):
-                    vector = embed(str(text), dim)
+                for index, vector in enumerate(batch([str(text) for text in inputs])):
                     if request.get("encoding_format") == "base64":
                         packed = struct.pack(f"<{dim}f", *vector)
                         vector = base64.b64encode(packed).decode()
@@ -82,15 +90,20 @@ def handler_for(dim: int) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def main() -> None:
-    port = int(sys.argv[1])
-    dim = int(sys.argv[2]) if len(sys.argv) > 2 else 256
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler_for(dim))
+def serve(port: int, handler: type[BaseHTTPRequestHandler]) -> None:
+    """Serve ``handler`` on loopback ``port`` until SIGTERM."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     # Without this handler the serving thread ignores SIGTERM.
     signal.signal(
         signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start()
     )
     server.serve_forever()
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    dim = int(sys.argv[2]) if len(sys.argv) > 2 else 256
+    serve(port, handler_for(dim))
 
 
 if __name__ == "__main__":

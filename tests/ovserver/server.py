@@ -19,7 +19,14 @@ CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "tu
 VERSION = "0.5.2"
 VENV = Path(os.environ.get("TURN_HOOKS_OPENVIKING_VENV") or CACHE / f"openviking-{VERSION}")
 SERVER = VENV / "bin" / "openviking-server"
-EMBEDDER = Path(__file__).with_name("fake_embedder.py")
+EMBEDDERS = {
+    # name: (script, model name in ov.conf, dimension)
+    "fake": (Path(__file__).with_name("fake_embedder.py"), "fake-embed", 256),
+    "minilm": (Path(__file__).with_name("minilm_embedder.py"), "all-MiniLM-L6-v2", 384),
+}
+"""The loopback embedders the server can use: ``fake`` hashes words (deterministic,
+stdlib only), ``minilm`` is the real all-MiniLM-L6-v2 (the semantic extra's encoder,
+numpy and the model package installed)."""
 
 
 def free_port() -> int:
@@ -61,8 +68,10 @@ def start_server(
     port: int | None = None,
     key: str | None = None,
     embedder_port: int | None = None,
+    embedder: str = "fake",
 ) -> RunningServer:
-    """Start embedder and server; wait for /ready (≤120 s) or fail with the log tail."""
+    """Start embedder (one of :data:`EMBEDDERS`) and server; wait for /ready (≤120 s)
+    or fail with the log tail."""
     if not SERVER.exists():
         raise RuntimeError(f"openviking-server is not installed at {SERVER}; run `make test`")
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="openviking-"))
@@ -70,22 +79,31 @@ def start_server(
     port = port or free_port()
     embedder_port = embedder_port or free_port()
     key = key or secrets.token_hex(16)
-    embedder = subprocess.Popen(
-        [sys.executable, str(EMBEDDER), str(embedder_port), "256"],
+    script, model, dimension = EMBEDDERS[embedder]
+    embedding = subprocess.Popen(
+        [sys.executable, str(script), str(embedder_port), str(dimension)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    # The server embeds at its first write; a model still loading would fail it.
+    embedder_ready = time.monotonic() + 60
+    while time.monotonic() < embedder_ready and embedding.poll() is None:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{embedder_port}/v1/models", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.2)
     config = {
         "server": {"host": "127.0.0.1", "port": port, "auth_mode": "trusted", "root_api_key": key},
         "storage": {"workspace": str(run_dir / "data")},
         "embedding": {
             "dense": {
                 "provider": "openai",
-                "model": "fake-embed",
+                "model": model,
                 "api_base": f"http://127.0.0.1:{embedder_port}/v1",
                 "api_key": "dummy",
-                "dimension": 256,
+                "dimension": dimension,
                 "input": "text",
                 "encoding_format": "float",
             }
@@ -103,7 +121,7 @@ def start_server(
             start_new_session=True,
         )
     running = RunningServer(
-        f"http://127.0.0.1:{port}", key, run_dir, server, embedder, port, embedder_port
+        f"http://127.0.0.1:{port}", key, run_dir, server, embedding, port, embedder_port
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
