@@ -132,16 +132,26 @@ def test_a_full_page_is_a_sample_a_short_one_the_whole_store():
 def test_a_similarity_floor_recalls_by_meaning_and_keeps_silence_below_it():
     from capabilities.providers.semantic import KEEP_MARGIN
 
+    def reported(cosine):  # how OpenViking 0.5.2 reports a cosine
+        return (1 + cosine) / 2
+
     candidates = rows(
-        ("synonym", 0.52, record("Retry a flaky test once before reporting it.")),
-        ("near", 0.52 - KEEP_MARGIN + 0.02, record("Keep the proxy settings in one file.")),
-        ("far", 0.52 - KEEP_MARGIN - 0.05, record("Document each cache default.")),
+        ("synonym", reported(0.52), record("Retry a flaky test once before reporting it.")),
+        (
+            "near",
+            reported(0.52 - KEEP_MARGIN + 0.02),
+            record("Keep the proxy settings in one file."),
+        ),
+        ("far", reported(0.52 - KEEP_MARGIN - 0.05), record("Document each cache default.")),
     )
     query = "the suite fails intermittently on CI"
     assert rerank(query, candidates) == [], "no shared word: the lexical gate keeps nothing"
     ranked = rerank(query, candidates, floor=0.40)
     assert [hit.uri for hit in ranked] == ["synonym", "near"], "within the margin of the best"
     assert rerank(query, candidates, floor=0.55) == [], "the best below the floor: silence"
+    assert [round(hit.score, 6) for hit in ranked] == [0.52, round(0.52 - KEEP_MARGIN + 0.02, 6)], (
+        "scored on the cosine's own scale"
+    )
 
 
 def test_the_similarity_floor_is_the_users_number_or_none():

@@ -66,6 +66,15 @@ record is close to every prompt (0.6 to 0.8): the lowest floor at which the dev
 half's no-match prompts stay silent 90 % of the time (0.72: 89 %, 0.73: 94 %)."""
 
 
+def server_cosine(score: float) -> float:
+    """The cosine similarity behind an OpenViking 0.5.2 score: its vector store reports
+    a cosine ``c`` as ``(1 + c) / 2`` (measured: all-MiniLM-L6-v2's own cosines of a
+    query and four stored texts, 0.70, 0.54, 0.48, 0.46, came back as 0.85, 0.77,
+    0.74, 0.73). On the cosine's own scale the words' share and the margin weigh as
+    on the embedded store."""
+    return 2.0 * score - 1.0
+
+
 def similarity_floor(environ: dict[str, str] | None = None) -> float | None:
     """The user's floor for the server's embedder (:data:`SIMILARITY_FLOOR_ENV`), or
     ``None``: unset, or not a number from 0 to 1 (then the lexical gate decides)."""
@@ -141,7 +150,9 @@ def _by_meaning(
     from capabilities.providers.semantic import KEEP_MARGIN, fused_score
 
     scored = [
-        dataclasses.replace(hit, score=fused_score(words.held(rarity, head, body), hit.score))
+        dataclasses.replace(
+            hit, score=fused_score(words.held(rarity, head, body), server_cosine(hit.score))
+        )
         for (hit, _text), (head, body) in zip(rows, held, strict=True)
     ]
     best = max(hit.score for hit in scored)

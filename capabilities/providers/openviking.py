@@ -1,10 +1,21 @@
-"""The OpenViking provider: the same protocol as the embedded store, over HTTP 0.5.2."""
+"""The OpenViking provider: the same protocol as the embedded store, over HTTP 0.5.2.
+
+Each active record also gets an entry in its corpus's lesson index
+(:mod:`capabilities.providers.lesson_index`): its lesson in plain words, which the
+server embeds, and which recall searches; hits are mapped back to the records, which
+are read and checked as before. The record write is what counts: an entry that fails
+to write is left missing (the record stands, and a later sync of the same record
+writes it, :meth:`OpenVikingProvider.index`), and while a corpus's index holds
+nothing recall searches the records themselves.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
+from capabilities.providers import lesson_index
 from capabilities.providers._errors import ProviderNotFound
 from capabilities.providers.base import Hit, Preflight, ProviderScopeError
 from capabilities.providers.client import ProviderClient
@@ -69,14 +80,45 @@ class OpenVikingProvider:
     def write(
         self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float = 5.0
     ) -> None:
-        """``content/write`` in replace mode, waiting until it is searchable."""
+        """``content/write`` in replace mode, waiting until it is searchable; then the
+        record's lesson index entry, within the same ``timeout`` (:meth:`index`)."""
+        deadline = time.monotonic() + timeout
+        self._put(uri, text, actor_peer_id, timeout)
+        self.index(uri, text, actor_peer_id=actor_peer_id, timeout=deadline - time.monotonic())
+
+    def _put(self, uri: str, text: str, peer: str | None, timeout: float) -> None:
         self.client.request(
             "POST",
             "/api/v1/content/write",
-            peer=actor_peer_id,
+            peer=peer,
             body={"uri": _checked(uri), "content": text, "mode": "replace", "wait": True},
             timeout=timeout,
         )
+
+    def index(
+        self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float = 5.0
+    ) -> bool:
+        """Bring the lesson index entry of the record ``text`` at ``uri`` in line with it:
+        written for an active record, removed for any other record (retired, so never
+        recalled). Best effort, never raises: ``False`` when the entry could not be
+        made right (the record stands; recall just cannot find it by its lesson until
+        a later sync of it calls this again). Text that is not a record, or a corpus
+        that keeps no index, is left alone (``True``)."""
+        entry = lesson_index.entry_uri(uri)
+        if entry is None or not lesson_index.is_record(text):
+            return True
+        body = lesson_index.entry_text(text)
+        deadline = time.monotonic() + timeout
+        try:
+            current = self.read_exact(entry, actor_peer_id=actor_peer_id, timeout=timeout)
+            if body is None:
+                if current is not None:
+                    self._remove(entry, actor_peer_id, deadline - time.monotonic())
+            elif current is None or current.strip() != body:
+                self._put(entry, body, actor_peer_id, deadline - time.monotonic())
+        except ProviderError:
+            return False
+        return True
 
     def search(
         self,
@@ -87,45 +129,72 @@ class OpenVikingProvider:
         actor_peer_id: str | None,
         timeout: float = 5.0,
     ) -> list[Hit]:
-        """``search/find`` below the scope, best ``limit`` hits in hybrid order.
+        """``search/find`` over the scope's lesson index, best ``limit`` hits in hybrid
+        order, each the URI of the record its entry points at.
 
         One search asks for :data:`~capabilities.providers.hybrid.CANDIDATES` rows (or
-        ``limit``, if more), and their abstracts are re-ranked by the query's words
+        ``limit``, if more), and their texts are re-ranked by the query's words
         (:func:`~capabilities.providers.hybrid.rerank`): only the ones relevant to it
         are returned, so a query about nothing stored gets nothing. With a :attr:`floor`
         the server's similarity decides, fused with the words. Directory-level rows
-        (level 0, 1) are dropped.
+        (level 0, 1) and anything in the index that is not an entry are dropped.
+
+        A corpus without an index, or whose index holds no entry yet (a store written
+        before it), is searched record by record, by the lexical gate alone: the floor
+        is calibrated for the entries' plain words, not for whole records.
         """
+        deadline = time.monotonic() + timeout
+        index = lesson_index.index_scope(_checked(scope_ref))
+        if index is not None:
+            try:
+                rows, full = self._find(index, query, limit, actor_peer_id, timeout)
+            except ProviderNotFound:
+                rows, full = [], False
+            hits = []
+            for row in rows:
+                found = self._row(row)
+                uri = lesson_index.record_uri(scope_ref, found[0].uri) if found else None
+                if found is not None and uri is not None:
+                    hit, text = found
+                    hits.append((dataclasses.replace(hit, uri=uri), lesson_index.as_record(text)))
+            if hits:
+                return rerank(query, hits, sample=full, floor=self.floor)[:limit]
+        rows, full = self._find(scope_ref, query, limit, actor_peer_id, deadline - time.monotonic())
+        found_rows = [found for row in rows if (found := self._row(row)) is not None]
+        return rerank(query, found_rows, sample=full)[:limit]
+
+    def _find(
+        self, target: str, query: str, limit: int, peer: str | None, timeout: float
+    ) -> tuple[list[Any], bool]:
+        """The rows of one ``search/find`` below ``target``, and whether the page was full."""
         asked = max(limit, CANDIDATES)
         result = self.client.request(
             "POST",
             "/api/v1/search/find",
-            peer=actor_peer_id,
-            body={
-                "query": query,
-                "target_uri": _checked(scope_ref),
-                "limit": asked,
-            },
+            peer=peer,
+            body={"query": query, "target_uri": _checked(target), "limit": asked},
             timeout=timeout,
         )
         rows: list[Any] = []
         if isinstance(result, dict):
             rows = [*(result.get("memories") or []), *(result.get("resources") or [])]
-        hits: list[tuple[Hit, str]] = []
-        for row in rows:
-            if not isinstance(row, dict) or not isinstance(row.get("uri"), str):
-                continue
-            if row.get("level") in (0, 1):
-                continue
-            score = row.get("score")
-            abstract = str(row.get("abstract") or "")
-            hit = Hit(
-                uri=row["uri"],
-                score=float(score) if isinstance(score, int | float) else 0.0,
-                summary=abstract[:200],
-            )
-            hits.append((hit, abstract))
-        return rerank(query, hits, sample=len(rows) >= asked, floor=self.floor)[:limit]
+        return rows, len(rows) >= asked
+
+    @staticmethod
+    def _row(row: Any) -> tuple[Hit, str] | None:
+        """A file row as a hit with its text (the server's abstract), or ``None``."""
+        if not isinstance(row, dict) or not isinstance(row.get("uri"), str):
+            return None
+        if row.get("level") in (0, 1):
+            return None
+        score = row.get("score")
+        abstract = str(row.get("abstract") or "")
+        hit = Hit(
+            uri=row["uri"],
+            score=float(score) if isinstance(score, int | float) else 0.0,
+            summary=abstract[:200],
+        )
+        return hit, abstract
 
     def list(
         self, scope_ref: str, *, limit: int, actor_peer_id: str | None, timeout: float = 5.0
@@ -149,14 +218,25 @@ class OpenVikingProvider:
         ]
 
     def delete(self, uri: str, *, actor_peer_id: str | None, timeout: float = 5.0) -> bool:
-        """``DELETE fs``: remove one record (operator retirement, tests)."""
+        """``DELETE fs``: remove one record (operator retirement, tests), then its
+        lesson index entry (best effort: a stale entry is never recalled, its record
+        being gone)."""
         deadline = time.monotonic() + timeout
         existed = self.read_exact(uri, actor_peer_id=actor_peer_id, timeout=timeout) is not None
+        self._remove(uri, actor_peer_id, deadline - time.monotonic())
+        entry = lesson_index.entry_uri(uri)
+        if entry is not None:
+            try:
+                self._remove(entry, actor_peer_id, deadline - time.monotonic())
+            except ProviderError:
+                pass
+        return existed
+
+    def _remove(self, uri: str, peer: str | None, timeout: float) -> None:
         self.client.request(
             "DELETE",
             "/api/v1/fs",
             params={"uri": _checked(uri)},
-            peer=actor_peer_id,
-            timeout=deadline - time.monotonic(),
+            peer=peer,
+            timeout=timeout,
         )
-        return existed

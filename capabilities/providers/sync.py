@@ -207,6 +207,7 @@ def _sync(
                 )
             result.completed_count += 1
             result.result_refs.append(target)
+            _reindex(provider, target, expected, actor_peer_id, timeout)
             continue
         outcome = _write_then_read(provider, target, expected, actor_peer_id, timeout, result)
         if outcome is not None:
@@ -216,6 +217,18 @@ def _sync(
             result, "preflight_ready", "execute_required_for_verified_write", "execute_required"
         )
     return result
+
+
+def _reindex(
+    provider: Provider, target: str, text: str, actor_peer_id: str | None, timeout: float
+) -> None:
+    """A record found already written gets its search index entry made right, where
+    the provider keeps one (OpenViking's lesson index): so the retry of a sync whose
+    entry failed to write, and an import of a store's own export, write the missing
+    entries. Best effort: the record is what the sync proves."""
+    index = getattr(provider, "index", None)
+    if index is not None:
+        index(target, text, actor_peer_id=actor_peer_id, timeout=timeout)
 
 
 def _write_then_read(

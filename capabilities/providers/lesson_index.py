@@ -1,0 +1,132 @@
+"""The lesson index of an OpenViking corpus: each active record's lesson in plain words.
+
+OpenViking embeds what a file holds. A record is JSON whose keys, refs and digests
+outweigh its lesson, so every record sits close to every prompt and the server's
+similarity barely tells them apart. So beside each active record the provider keeps
+an *index entry*: a small plain-text file holding the lesson's own words (summary,
+trigger, action, check, stop condition, one per line; :func:`entry_text`), which the
+server embeds instead, and recall searches.
+
+An entry is only a pointer. Its name is the record's, in a parallel scope
+(:func:`index_scope`: the corpus scope with :data:`INDEX_SUFFIX`, a sibling, so
+nothing that lists or searches the corpus scope, LoopX 2.1.1 included, ever meets an
+entry); recall maps a hit back to the record's URI (:func:`record_uri`) and reads and
+checks the real record as it always did. The records themselves are written exactly
+as before, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from capabilities.providers.scopes import classify_scope
+
+INDEX_SUFFIX = "-lessons"
+"""What the corpus scope's name gains to name its index's scope."""
+RECORD_SCHEMA = "reward_memory_active_record_v0"
+_RECORD_EXT = ".json"
+_ENTRY_EXT = ".md"
+_LABELS = (
+    ("trigger", "When: "),
+    ("action", "Do: "),
+    ("validation", "Check: "),
+    ("stop_condition", "Stop when: "),
+)
+"""The lesson's parts after its summary, each on a line of its own with its label."""
+
+
+def index_scope(scope_ref: str) -> str | None:
+    """The index's scope for a corpus scope: its sibling of the same kind and owner, or
+    ``None`` when it has none (a bare ``…/memories`` or ``…/resources`` root): then no
+    index is kept, and recall searches the records."""
+    scope = scope_ref.strip().rstrip("/")
+    sibling = scope + INDEX_SUFFIX
+    own, other = classify_scope(scope), classify_scope(sibling)
+    if (
+        own is None
+        or other is None
+        or len(own.segments) <= 2
+        or own.segments[-1] in {"memories", "resources"}
+    ):
+        return None
+    same = (own.visibility, own.kind, own.user, own.peer)
+    return sibling if same == (other.visibility, other.kind, other.user, other.peer) else None
+
+
+def entry_uri(record_uri: str) -> str | None:
+    """The index entry of the record at ``record_uri``, or ``None`` when its corpus
+    keeps no index or the name is not a record's (``….json``)."""
+    scope, _, name = record_uri.strip().rpartition("/")
+    index = index_scope(scope)
+    if index is None or not name.endswith(_RECORD_EXT) or name == _RECORD_EXT:
+        return None
+    return f"{index}/{name.removesuffix(_RECORD_EXT)}{_ENTRY_EXT}"
+
+
+def record_uri(scope_ref: str, hit_uri: str) -> str | None:
+    """The record an index hit below ``index_scope(scope_ref)`` points at, or ``None``
+    for anything else the index scope holds (a directory, a foreign file)."""
+    index = index_scope(scope_ref)
+    if index is None:
+        return None
+    folder, _, name = hit_uri.split("#", 1)[0].rpartition("/")
+    if folder != index or not name.endswith(_ENTRY_EXT) or name.startswith("."):
+        return None
+    return f"{scope_ref.strip().rstrip('/')}/{name.removesuffix(_ENTRY_EXT)}{_RECORD_EXT}"
+
+
+def _line(value: object) -> str:
+    """One field on one line: its words, whitespace collapsed."""
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def _record(text: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("schema_version") != RECORD_SCHEMA:
+        return None
+    return record
+
+
+def is_record(text: str) -> bool:
+    """Whether ``text`` is a reward-memory record (of any lifecycle state)."""
+    return _record(text) is not None
+
+
+def entry_text(record_text: str) -> str | None:
+    """The index entry of a stored record: its lesson in plain words, or ``None`` when
+    the text is not an *active* record (a retired one is never recalled, so it keeps
+    no entry) or holds no summary."""
+    record = _record(record_text)
+    if record is None:
+        return None
+    lifecycle = record.get("lifecycle")
+    if isinstance(lifecycle, dict) and lifecycle.get("state", "active") != "active":
+        return None
+    summary = _line(record.get("content_summary"))
+    if not summary:
+        return None
+    experience = record.get("experience")
+    behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
+    behaviour = behaviour if isinstance(behaviour, dict) else {}
+    lines = [summary]
+    lines += [label + text for key, label in _LABELS if (text := _line(behaviour.get(key)))]
+    return "\n".join(lines)
+
+
+def as_record(entry: str) -> str:
+    """An entry's words in a record's shape (summary, ``future_behavior``), so the
+    lexical re-rank weighs its summary and trigger as a record's
+    (:func:`~capabilities.providers.terms.held_stems`)."""
+    lines = entry.splitlines()
+    behaviour: dict[str, Any] = {}
+    for line in lines[1:]:
+        for key, label in _LABELS:
+            if line.startswith(label):
+                behaviour[key] = line[len(label) :]
+                break
+    summary = lines[0] if lines else ""
+    return json.dumps({"content_summary": summary, "experience": {"future_behavior": behaviour}})
