@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fixtures import f1
 from test_memory_cli import QUERY, bound, call, goal_name, learn
 from test_openviking_real import (  # noqa: F401 (fixtures)
@@ -33,6 +34,12 @@ LESSONS = [
 ]
 
 
+@pytest.fixture
+def server(ov_env):  # noqa: F811 (the imported fixture)
+    """The session's server, every provider built from config pointed at it."""
+    return ov_env
+
+
 def corpus(goal):
     """The provider, corpus scope, index scope and peer of ``goal``'s corpus."""
     scope = goal_config(goal)["project_provider_binding"]["corpus_scopes"][0]["scope_ref"]
@@ -48,8 +55,8 @@ def recalled(server_provider, scope, peer, query):
     return [item.uri for item in found.items]
 
 
-def test_each_record_gets_an_entry_beside_its_corpus_and_keeps_its_bytes(ov_env):
-    server_provider = provider(ov_env)
+def test_each_record_gets_an_entry_beside_its_corpus_and_keeps_its_bytes(server):
+    server_provider = provider(server)
     scope, index, peer = corpus("lessons-beside")
     uris = seed_active_records(server_provider, "lessons-beside", len(LESSONS), LESSONS)
     listed = server_provider.list(scope, limit=10, actor_peer_id=peer)
@@ -68,8 +75,8 @@ def test_each_record_gets_an_entry_beside_its_corpus_and_keeps_its_bytes(ov_env)
     ], "a hit on an entry reads back the record it points at"
 
 
-def test_an_entry_pointing_at_nothing_and_a_foreign_file_are_never_recalled(ov_env):
-    server_provider = provider(ov_env)
+def test_an_entry_pointing_at_nothing_and_a_foreign_file_are_never_recalled(server):
+    server_provider = provider(server)
     scope, index, peer = corpus("lessons-stale")
     [uri] = seed_active_records(server_provider, "lessons-stale", 1, LESSONS[1:])
     entry = server_provider.read_exact(lesson_index.entry_uri(uri), actor_peer_id=peer)
@@ -93,12 +100,12 @@ def test_an_entry_pointing_at_nothing_and_a_foreign_file_are_never_recalled(ov_e
     assert recalled(server_provider, scope, peer, query) == [uri], "only the real record"
 
 
-def test_forget_takes_the_entry_away_restore_brings_it_back(ov_env, capsys, tmp_path):
+def test_forget_takes_the_entry_away_restore_brings_it_back(server, capsys, tmp_path):
     goal = goal_name("lessons-forget", "openviking")
     args = bound(tmp_path, goal, "openviking")
     ref = learn(capsys, tmp_path, goal, args)["provider_ref"]
-    server_provider = provider(ov_env)
-    scope, index, peer = corpus(goal)
+    server_provider = provider(server)
+    scope, _index, peer = corpus(goal)
     [uri] = server_provider.list(scope, limit=10, actor_peer_id=peer)
     entry = lesson_index.entry_uri(uri)
     assert server_provider.read_exact(entry, actor_peer_id=peer) is not None
@@ -118,9 +125,9 @@ def test_forget_takes_the_entry_away_restore_brings_it_back(ov_env, capsys, tmp_
     assert server_provider.read_exact(entry, actor_peer_id=peer) is None, "deleted together"
 
 
-def test_a_failed_entry_write_keeps_the_record_and_the_next_sync_writes_it(ov_env):
-    server_provider = provider(ov_env)
-    scope, index, peer = corpus("lessons-repair")
+def test_a_failed_entry_write_keeps_the_record_and_the_next_sync_writes_it(server):
+    server_provider = provider(server)
+    scope, _index, peer = corpus("lessons-repair")
     [first] = seed_active_records(server_provider, "lessons-repair", 1, LESSONS[:1])
     second = first.rsplit("/", 1)[0] + "/reward-memory-111111111111-11111111111111111111.json"
     record = json.loads(server_provider.read_exact(first, actor_peer_id=peer))
@@ -157,8 +164,8 @@ def test_a_failed_entry_write_keeps_the_record_and_the_next_sync_writes_it(ov_en
     assert recalled(server_provider, scope, peer, query) == [second]
 
 
-def test_a_store_without_entries_is_searched_record_by_record(ov_env):
-    server_provider = provider(ov_env)
+def test_a_store_without_entries_is_searched_record_by_record(server):
+    server_provider = provider(server)
     scope, index, peer = corpus("lessons-none")
     [uri] = seed_active_records(server_provider, "lessons-none", 1, LESSONS[1:])
     server_provider.client.request(
