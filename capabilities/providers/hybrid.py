@@ -58,12 +58,14 @@ SIMILARITY_FLOOR_ENV = "TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR"
 """The server's similarity, plus the lexical share, at which its best candidate is
 recalled (0 to 1): set it for the embedder the server runs. Unset, empty or not a
 number: the lexical gate alone (the default)."""
-MINILM_FLOOR = 0.73
+MINILM_FLOOR = 0.40
 """The floor calibrated for all-MiniLM-L6-v2 behind OpenViking 0.5.2 (benchmarks/
-RESULTS.md, "Recall, OpenViking 0.5.2"); a documented value, never a default. The
-server embeds a whole stored record, its JSON keys and references too, so every
-record is close to every prompt (0.6 to 0.8): the lowest floor at which the dev
-half's no-match prompts stay silent 90 % of the time (0.72: 89 %, 0.73: 94 %)."""
+HISTORY.md, "OpenViking recall by a lesson index"); a documented value, never a
+default. On the cosine's scale (:func:`server_cosine`) with the words' share, as the
+embedded store's :data:`~capabilities.providers.semantic.RECALL_FLOOR`, and the same
+number: the server embeds each record's lesson index entry, its plain words, as the
+embedded store embeds a record. On the dev half: 94 % of no-match prompts silent
+(0.39: 90 %, 0.38: 89 %)."""
 
 
 def server_cosine(score: float) -> float:
@@ -142,10 +144,11 @@ def _by_meaning(
 ) -> list[Hit]:
     """The candidates recalled by the server's similarity and the words together.
 
-    Each candidate scores its similarity plus its capped lexical share
-    (:func:`~capabilities.providers.semantic.fused_score`, the relevance weighed by
-    rarity among the candidates); none is recalled unless the best reaches ``floor``,
-    and then those within :data:`~capabilities.providers.semantic.KEEP_MARGIN` of it.
+    Each candidate scores its cosine (:func:`server_cosine`) plus its capped lexical
+    share (:func:`~capabilities.providers.semantic.fused_score`, the relevance weighed
+    by rarity among the candidates); none is recalled unless the best reaches
+    ``floor``, and then those within
+    :data:`~capabilities.providers.semantic.KEEP_MARGIN` of it.
     """
     from capabilities.providers.semantic import KEEP_MARGIN, fused_score
 

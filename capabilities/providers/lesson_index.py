@@ -3,9 +3,9 @@
 OpenViking embeds what a file holds. A record is JSON whose keys, refs and digests
 outweigh its lesson, so every record sits close to every prompt and the server's
 similarity barely tells them apart. So beside each active record the provider keeps
-an *index entry*: a small plain-text file holding the lesson's own words (summary,
-trigger, action, check, stop condition, one per line; :func:`entry_text`), which the
-server embeds instead, and recall searches.
+an *index entry*: a small plain-text file holding the lesson's own words (its summary
+and its experience's strings, one per line; :func:`entry_text`), which the server
+embeds instead, and recall searches.
 
 An entry is only a pointer. Its name is the record's, in a parallel scope
 (:func:`index_scope`: the corpus scope with :data:`INDEX_SUFFIX`, a sibling, so
@@ -21,19 +21,13 @@ import json
 from typing import Any
 
 from capabilities.providers.scopes import classify_scope
+from capabilities.providers.terms import _strings
 
 INDEX_SUFFIX = "-lessons"
 """What the corpus scope's name gains to name its index's scope."""
 RECORD_SCHEMA = "reward_memory_active_record_v0"
 _RECORD_EXT = ".json"
 _ENTRY_EXT = ".md"
-_LABELS = (
-    ("trigger", "When: "),
-    ("action", "Do: "),
-    ("validation", "Check: "),
-    ("stop_condition", "Stop when: "),
-)
-"""The lesson's parts after its summary, each on a line of its own with its label."""
 
 
 def index_scope(scope_ref: str) -> str | None:
@@ -99,7 +93,15 @@ def is_record(text: str) -> bool:
 def entry_text(record_text: str) -> str | None:
     """The index entry of a stored record: its lesson in plain words, or ``None`` when
     the text is not an *active* record (a retired one is never recalled, so it keeps
-    no entry) or holds no summary."""
+    no entry) or holds no summary.
+
+    The words are what the embedded store embeds of a record (its summary, then every
+    string of its experience by key, :func:`~capabilities.providers.terms._strings`),
+    one string a line, the summary first: the JSON's keys, digests and lifecycle are
+    left out. Measured on the dev half against shorter entries (summary, trigger,
+    action, check and stop condition; the same less check and stop; summary and
+    trigger): at 90 % no-match silence these recalled the most (benchmarks/HISTORY.md).
+    """
     record = _record(record_text)
     if record is None:
         return None
@@ -109,24 +111,13 @@ def entry_text(record_text: str) -> str | None:
     summary = _line(record.get("content_summary"))
     if not summary:
         return None
-    experience = record.get("experience")
-    behaviour = experience.get("future_behavior") if isinstance(experience, dict) else None
-    behaviour = behaviour if isinstance(behaviour, dict) else {}
-    lines = [summary]
-    lines += [label + text for key, label in _LABELS if (text := _line(behaviour.get(key)))]
-    return "\n".join(lines)
+    lines = [summary, *(_line(text) for text in _strings(record.get("experience")))]
+    return "\n".join(line for line in lines if line)
 
 
 def as_record(entry: str) -> str:
-    """An entry's words in a record's shape (summary, ``future_behavior``), so the
-    lexical re-rank weighs its summary and trigger as a record's
-    (:func:`~capabilities.providers.terms.held_stems`)."""
-    lines = entry.splitlines()
-    behaviour: dict[str, Any] = {}
-    for line in lines[1:]:
-        for key, label in _LABELS:
-            if line.startswith(label):
-                behaviour[key] = line[len(label) :]
-                break
-    summary = lines[0] if lines else ""
-    return json.dumps({"content_summary": summary, "experience": {"future_behavior": behaviour}})
+    """An entry's words in a record's shape, so the lexical re-rank weighs its summary
+    (the first line) as a record's head (:func:`~capabilities.providers.terms.held_stems`)
+    and every line as its meaning."""
+    summary = entry.split("\n", 1)[0]
+    return json.dumps({"content_summary": summary, "experience": {"meaning": entry}})

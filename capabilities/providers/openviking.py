@@ -136,7 +136,8 @@ class OpenVikingProvider:
         ``limit``, if more), and their texts are re-ranked by the query's words
         (:func:`~capabilities.providers.hybrid.rerank`): only the ones relevant to it
         are returned, so a query about nothing stored gets nothing. With a :attr:`floor`
-        the server's similarity decides, fused with the words. Directory-level rows
+        the server's similarity (to the query with its synonyms, :meth:`_asked`)
+        decides, fused with the words. Directory-level rows
         (level 0, 1) and anything in the index that is not an entry are dropped.
 
         A corpus without an index, or whose index holds no entry yet (a store written
@@ -147,7 +148,7 @@ class OpenVikingProvider:
         index = lesson_index.index_scope(_checked(scope_ref))
         if index is not None:
             try:
-                rows, full = self._find(index, query, limit, actor_peer_id, timeout)
+                rows, full = self._find(index, self._asked(query), limit, actor_peer_id, timeout)
             except ProviderNotFound:
                 rows, full = [], False
             hits = []
@@ -162,6 +163,17 @@ class OpenVikingProvider:
         rows, full = self._find(scope_ref, query, limit, actor_peer_id, deadline - time.monotonic())
         found_rows = [found for row in rows if (found := self._row(row)) is not None]
         return rerank(query, found_rows, sample=full)[:limit]
+
+    def _asked(self, query: str) -> str:
+        """What the server embeds for ``query``: with a :attr:`floor`, the query and
+        the other terms the synonym table gives for its words (as the embedded store
+        embeds it, :func:`~capabilities.providers.semantic.embedding_query`), so "DB"
+        also reads as "database"; else the query (the words decide)."""
+        if self.floor is None:
+            return query
+        from capabilities.providers.semantic import embedding_query
+
+        return embedding_query(query)
 
     def _find(
         self, target: str, query: str, limit: int, peer: str | None, timeout: float
