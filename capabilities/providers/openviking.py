@@ -5,7 +5,7 @@ Each active record also gets an entry in its corpus's lesson index
 server embeds, and which recall searches; hits are mapped back to the records, which
 are read and checked as before. The record write is what counts: an entry that fails
 to write is left missing (the record stands, and a later sync of the same record
-writes it, :meth:`OpenVikingProvider.index`), and while a corpus's index holds
+writes it, :meth:`OpenVikingProvider.index_record`), and while a corpus's index holds
 nothing recall searches the records themselves.
 """
 
@@ -81,10 +81,12 @@ class OpenVikingProvider:
         self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float = 5.0
     ) -> None:
         """``content/write`` in replace mode, waiting until it is searchable; then the
-        record's lesson index entry, within the same ``timeout`` (:meth:`index`)."""
+        record's lesson index entry, within the same ``timeout`` (:meth:`index_record`)."""
         deadline = time.monotonic() + timeout
         self._put(uri, text, actor_peer_id, timeout)
-        self.index(uri, text, actor_peer_id=actor_peer_id, timeout=deadline - time.monotonic())
+        self.index_record(
+            uri, text, actor_peer_id=actor_peer_id, timeout=deadline - time.monotonic()
+        )
 
     def _put(self, uri: str, text: str, peer: str | None, timeout: float) -> None:
         self.client.request(
@@ -95,7 +97,7 @@ class OpenVikingProvider:
             timeout=timeout,
         )
 
-    def index(
+    def index_record(
         self, uri: str, text: str, *, actor_peer_id: str | None, timeout: float = 5.0
     ) -> bool:
         """Bring the lesson index entry of the record ``text`` at ``uri`` in line with it:

@@ -226,7 +226,7 @@ def _reindex(
     the provider keeps one (OpenViking's lesson index): so the retry of a sync whose
     entry failed to write, and an import of a store's own export, write the missing
     entries. Best effort: the record is what the sync proves."""
-    index = getattr(provider, "index", None)
+    index = getattr(provider, "index_record", None)
     if index is not None:
         index(target, text, actor_peer_id=actor_peer_id, timeout=timeout)
 
