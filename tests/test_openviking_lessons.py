@@ -198,3 +198,21 @@ def test_an_entry_is_only_kept_for_active_records_of_an_indexed_corpus():
     )
     assert lesson_index.record_uri(corpus_scope, corpus_scope + "-lessons/.abstract.md") is None
     assert lesson_index.record_uri(corpus_scope, corpus_scope + "/a.md") is None
+
+
+def test_importing_a_stores_own_export_fills_the_index_of_an_older_store(server, capsys, tmp_path):
+    goal = goal_name("lessons-import", "openviking")
+    args = bound(tmp_path, goal, "openviking")
+    learn(capsys, tmp_path, goal, args)
+    server_provider = provider(server)
+    scope, index, peer = corpus(goal)
+    [uri] = server_provider.list(scope, limit=10, actor_peer_id=peer)
+    server_provider.client.request(
+        "DELETE", "/api/v1/fs", peer=peer, params={"uri": index, "recursive": True}, timeout=30
+    )
+    backup = tmp_path / "store.jsonl"
+    call(capsys, "memory", "export", *args, "--output", str(backup))
+    code, imported = call(capsys, "memory", "import", str(backup), *args)
+    assert (code, imported["status"], imported["unchanged_count"]) == (0, "unchanged", 1)
+    entry = server_provider.read_exact(lesson_index.entry_uri(uri), actor_peer_id=peer)
+    assert entry == lesson_index.entry_text(server_provider.read_exact(uri, actor_peer_id=peer))
