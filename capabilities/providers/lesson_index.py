@@ -75,7 +75,9 @@ def _line(value: object) -> str:
     return " ".join(value.split()) if isinstance(value, str) else ""
 
 
-def _record(text: str) -> dict[str, Any] | None:
+def parse_record(text: str) -> dict[str, Any] | None:
+    """A stored reward-memory record's document (of any lifecycle state), or ``None``
+    for text that is not one (a canary, a mark, a foreign file)."""
     try:
         record = json.loads(text)
     except ValueError:
@@ -87,7 +89,7 @@ def _record(text: str) -> dict[str, Any] | None:
 
 def is_record(text: str) -> bool:
     """Whether ``text`` is a reward-memory record (of any lifecycle state)."""
-    return _record(text) is not None
+    return parse_record(text) is not None
 
 
 def entry_text(record_text: str) -> str | None:
@@ -102,7 +104,7 @@ def entry_text(record_text: str) -> str | None:
     action, check and stop condition; the same less check and stop; summary and
     trigger): at 90 % no-match silence these recalled the most (benchmarks/HISTORY.md).
     """
-    record = _record(record_text)
+    record = parse_record(record_text)
     if record is None:
         return None
     lifecycle = record.get("lifecycle")

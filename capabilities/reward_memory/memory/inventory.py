@@ -12,17 +12,16 @@ the commands print them on their terminal output only, never into a receipt or l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from capabilities.providers.base import Provider
+from capabilities.providers.lesson_index import parse_record
 from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import provider_ref
 
-RECORD_SCHEMA = "reward_memory_active_record_v0"
 RECORD_PREFIX = "reward-memory-"
 LIST_LIMIT = 1000
 """Records listed per corpus: far above what one Agent's corpus holds in practice."""
@@ -62,16 +61,6 @@ def bound_config(resolution: Resolution) -> dict[str, Any]:
     return resolution.config
 
 
-def _parse(text: str) -> dict[str, Any] | None:
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or record.get("schema_version") != RECORD_SCHEMA:
-        return None
-    return record
-
-
 def corpus_records(
     corpus_id: str, entry: dict[str, Any], provider: Provider
 ) -> Iterator[StoredRecord]:
@@ -89,7 +78,7 @@ def corpus_records(
         if not uri.rsplit("/", 1)[-1].startswith(RECORD_PREFIX):
             continue
         text = provider.read_exact(uri, actor_peer_id=peer, timeout=timeout)
-        record = None if text is None else _parse(text)
+        record = None if text is None else parse_record(text)
         if text is None or record is None or record.get("corpus_id") != corpus_id:
             continue
         yield StoredRecord(
@@ -203,7 +192,7 @@ def state_split(provider: Provider, binding: dict[str, Any], uris: list[str]) ->
     counts: dict[str, int] = {}
     for uri in uris:
         text = provider.read_exact(uri, actor_peer_id=peer, timeout=timeout)
-        record = None if text is None else _parse(text)
+        record = None if text is None else parse_record(text)
         if record is not None:
             state = str(record.get("lifecycle", {}).get("state") or "unknown")
             counts[state] = counts.get(state, 0) + 1
