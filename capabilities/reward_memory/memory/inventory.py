@@ -22,6 +22,7 @@ from capabilities.reward_memory.binding.registry import Resolution
 from capabilities.reward_memory.contract import values as v
 from capabilities.reward_memory.contract.identities import provider_ref
 
+RECORD_SCHEMA = "reward_memory_active_record_v0"
 RECORD_PREFIX = "reward-memory-"
 LIST_LIMIT = 1000
 """Records listed per corpus: far above what one Agent's corpus holds in practice."""
