@@ -259,4 +259,8 @@ def test_a_cold_pre_turn_on_openviking_imports_no_httpcore_tenacity_or_embedded_
         check=True,
     )
     assert result.stderr.strip().splitlines()[-1] == "0 []"
-    assert [path for _method, path, _body in loopback.requests] == ["/api/v1/search/find"]
+    # The corpus's lesson index answers nothing (an empty store, or one written before
+    # the index): the records themselves are searched, on the same connection.
+    assert [path for _method, path, _body in loopback.requests] == ["/api/v1/search/find"] * 2
+    index, records = (json.loads(body)["target_uri"] for _m, _p, body in loopback.requests)
+    assert (index, records) == (f1.SCOPE_REF + "-lessons", f1.SCOPE_REF)
