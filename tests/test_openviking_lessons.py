@@ -69,7 +69,10 @@ def test_each_record_gets_an_entry_beside_its_corpus_and_keeps_its_bytes(server)
         assert entry == lesson_index.entry_text(record)
         assert entry.splitlines()[0] == lesson and "{" not in entry, "plain words, no JSON"
     listed = server_provider.list(index, limit=10, actor_peer_id=peer)
-    assert {lesson_index.record_uri(scope, uri) for uri in listed} == set(uris)
+    mark = lesson_index.complete_uri(index)
+    assert mark in listed, "every record has its entry: the index is marked complete"
+    assert {lesson_index.record_uri(scope, uri) for uri in listed if uri != mark} == set(uris)
+    assert lesson_index.record_uri(scope, mark) is None, "the mark is no entry"
     assert recalled(server_provider, scope, peer, "rebase the schema branch migrations") == [
         uris[1]
     ], "a hit on an entry reads back the record it points at"
@@ -216,3 +219,34 @@ def test_importing_a_stores_own_export_fills_the_index_of_an_older_store(server,
     assert (code, imported["status"], imported["unchanged_count"]) == (0, "unchanged", 1)
     entry = server_provider.read_exact(lesson_index.entry_uri(uri), actor_peer_id=peer)
     assert entry == lesson_index.entry_text(server_provider.read_exact(uri, actor_peer_id=peer))
+
+
+def test_an_older_store_is_searched_by_its_words_until_a_write_fills_its_index(server, monkeypatch):
+    # Records an older version wrote have no entries: recall still finds them, by
+    # their words, until a write fills the index in and marks it complete.
+    from capabilities.providers import openviking
+
+    server_provider = provider(server)
+    scope, index, peer = corpus("lessons-upgrade")
+    [old] = seed_active_records(server_provider, "lessons-upgrade", 1, LESSONS[1:])
+    text = server_provider.read_exact(old, actor_peer_id=peer)
+    server_provider.client.request(
+        "DELETE", "/api/v1/fs", peer=peer, params={"uri": index, "recursive": True}, timeout=30
+    )
+    query = "check the migrations before I rebase the schema branch"
+    monkeypatch.setattr(openviking, "FILL_RESERVE", 1e6)  # no time left to fill in
+    [new] = seed_active_records(server_provider, "lessons-upgrade", 1, LESSONS[:1])
+    mark = lesson_index.complete_uri(index)
+    assert server_provider.read_exact(mark, actor_peer_id=peer) is None
+    assert server_provider.read_exact(lesson_index.entry_uri(old), actor_peer_id=peer) is None
+    assert recalled(server_provider, scope, peer, query) == [old], "by its words, meanwhile"
+    assert recalled(server_provider, scope, peer, "pin the base image digest") == [new]
+
+    monkeypatch.setattr(openviking, "FILL_RESERVE", 1.0)
+    server_provider.write(
+        new, server_provider.read_exact(new, actor_peer_id=peer), actor_peer_id=peer
+    )
+    entry = server_provider.read_exact(lesson_index.entry_uri(old), actor_peer_id=peer)
+    assert entry == lesson_index.entry_text(text), "the older record's entry filled in"
+    assert server_provider.read_exact(mark, actor_peer_id=peer) is not None
+    assert recalled(server_provider, scope, peer, query) == [old], "now by its entry"

@@ -25,6 +25,11 @@ from capabilities.providers.terms import _strings
 
 INDEX_SUFFIX = "-lessons"
 """What the corpus scope's name gains to name its index's scope."""
+COMPLETE_MARK = "complete.txt"
+"""The file an index holds once every record of its corpus has had its entry made (not
+an entry's name, so never mapped to a record; the server refuses dot names). Until it is there, recall
+also searches the records themselves, and each index write fills in the entries of
+the records written before the index existed (:func:`complete_uri`)."""
 RECORD_SCHEMA = "reward_memory_active_record_v0"
 _RECORD_EXT = ".json"
 _ENTRY_EXT = ".md"
@@ -46,6 +51,11 @@ def index_scope(scope_ref: str) -> str | None:
         return None
     same = (own.visibility, own.kind, own.user, own.peer)
     return sibling if same == (other.visibility, other.kind, other.user, other.peer) else None
+
+
+def complete_uri(index: str) -> str:
+    """Where the index ``index`` keeps its :data:`COMPLETE_MARK`."""
+    return f"{index.rstrip('/')}/{COMPLETE_MARK}"
 
 
 def entry_uri(record_uri: str) -> str | None:

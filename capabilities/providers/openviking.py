@@ -5,8 +5,11 @@ Each active record also gets an entry in its corpus's lesson index
 server embeds, and which recall searches; hits are mapped back to the records, which
 are read and checked as before. The record write is what counts: an entry that fails
 to write is left missing (the record stands, and a later sync of the same record
-writes it, :meth:`OpenVikingProvider.index_record`), and while a corpus's index holds
-nothing recall searches the records themselves.
+writes it, :meth:`OpenVikingProvider.index_record`). An index is complete once it holds
+its mark (:data:`~capabilities.providers.lesson_index.COMPLETE_MARK`): until then (a
+store written before the index, or an index whose filling ran out of time) recall
+also searches the records by their words, and each index write fills in the entries
+of older records, within its deadline, and sets the mark when none is left.
 """
 
 from __future__ import annotations
@@ -24,6 +27,19 @@ from capabilities.providers.scopes import classify_scope
 from turn_hooks import ProviderError
 
 PROVIDER_ID = "openviking"
+
+
+FILL_LIMIT = 1000
+"""The most records a corpus may hold for its index to be filled in and marked
+complete (the inventory lists as many)."""
+FILL_RESERVE = 1.0
+"""Seconds of a write's deadline left untouched by filling in older entries: the
+record's own write and entry come first, and the rest waits for the next write."""
+
+
+def _left(deadline: float) -> float:
+    """Seconds to ``deadline``, at least a little (the request then fails fast)."""
+    return max(deadline - time.monotonic(), 0.05)
 
 
 def _checked(uri: str) -> str:
@@ -109,18 +125,53 @@ class OpenVikingProvider:
         entry = lesson_index.entry_uri(uri)
         if entry is None or not lesson_index.is_record(text):
             return True
-        body = lesson_index.entry_text(text)
         deadline = time.monotonic() + timeout
         try:
-            current = self.read_exact(entry, actor_peer_id=actor_peer_id, timeout=timeout)
-            if body is None:
-                if current is not None:
-                    self._remove(entry, actor_peer_id, deadline - time.monotonic())
-            elif current is None or current.strip() != body:
-                self._put(entry, body, actor_peer_id, deadline - time.monotonic())
+            self._index_one(entry, text, actor_peer_id, timeout)
+            index = entry.rsplit("/", 1)[0]
+            if not self._complete(index, actor_peer_id, deadline - time.monotonic()):
+                self._fill(uri.rsplit("/", 1)[0], index, actor_peer_id, deadline)
         except ProviderError:
             return False
         return True
+
+    def _index_one(self, entry: str, text: str, peer: str | None, timeout: float) -> None:
+        """Make the entry at ``entry`` match the record ``text`` (written, or removed for
+        a record that is not active)."""
+        body = lesson_index.entry_text(text)
+        deadline = time.monotonic() + timeout
+        current = self.read_exact(entry, actor_peer_id=peer, timeout=timeout)
+        if body is None:
+            if current is not None:
+                self._remove(entry, peer, deadline - time.monotonic())
+        elif current is None or current.strip() != body:
+            self._put(entry, body, peer, deadline - time.monotonic())
+
+    def _complete(self, index: str, peer: str | None, timeout: float) -> bool:
+        """Whether the index holds its mark
+        (:func:`~capabilities.providers.lesson_index.complete_uri`)."""
+        mark = lesson_index.complete_uri(index)
+        return self.read_exact(mark, actor_peer_id=peer, timeout=timeout) is not None
+
+    def _fill(self, scope: str, index: str, peer: str | None, deadline: float) -> None:
+        """Write the entries the corpus's records lack, oldest store first, while
+        :data:`FILL_RESERVE` seconds of ``deadline`` are left, then the index's mark
+        once no record lacks one. A corpus listed whole is needed for the mark: one
+        larger than :data:`FILL_LIMIT` records keeps searching its records too."""
+        records = self.list(scope, limit=FILL_LIMIT, actor_peer_id=peer, timeout=_left(deadline))
+        if len(records) >= FILL_LIMIT:
+            return
+        held = set(self.list(index, limit=FILL_LIMIT, actor_peer_id=peer, timeout=_left(deadline)))
+        for uri in records:
+            entry = lesson_index.entry_uri(uri)
+            if entry is None or entry in held:
+                continue
+            if deadline - time.monotonic() < FILL_RESERVE:
+                return
+            text = self.read_exact(uri, actor_peer_id=peer, timeout=_left(deadline))
+            if text is not None and lesson_index.is_record(text):
+                self._index_one(entry, text, peer, _left(deadline))
+        self._put(lesson_index.complete_uri(index), "complete\n", peer, _left(deadline))
 
     def search(
         self,
@@ -142,12 +193,14 @@ class OpenVikingProvider:
         decides, fused with the words. Directory-level rows
         (level 0, 1) and anything in the index that is not an entry are dropped.
 
-        A corpus without an index, or whose index holds no entry yet (a store written
-        before it), is searched record by record, by the lexical gate alone: the floor
-        is calibrated for the entries' plain words, not for whole records.
+        A corpus without an index is searched record by record, by the lexical gate
+        alone (the floor is calibrated for the entries' plain words, not for whole
+        records); so are the records of one whose index is not complete yet (a store
+        written before it: its mark is missing), after the index's own hits.
         """
         deadline = time.monotonic() + timeout
         index = lesson_index.index_scope(_checked(scope_ref))
+        found: list[Hit] = []
         if index is not None:
             try:
                 rows, full = self._find(index, self._asked(query), limit, actor_peer_id, timeout)
@@ -155,16 +208,19 @@ class OpenVikingProvider:
                 rows, full = [], False
             hits = []
             for row in rows:
-                found = self._row(row)
-                uri = lesson_index.record_uri(scope_ref, found[0].uri) if found else None
-                if found is not None and uri is not None:
-                    hit, text = found
+                pair = self._row(row)
+                uri = lesson_index.record_uri(scope_ref, pair[0].uri) if pair else None
+                if pair is not None and uri is not None:
+                    hit, text = pair
                     hits.append((dataclasses.replace(hit, uri=uri), lesson_index.as_record(text)))
-            if hits:
-                return rerank(query, hits, sample=full, floor=self.floor)[:limit]
-        rows, full = self._find(scope_ref, query, limit, actor_peer_id, deadline - time.monotonic())
-        found_rows = [found for row in rows if (found := self._row(row)) is not None]
-        return rerank(query, found_rows, sample=full)[:limit]
+            found = rerank(query, hits, sample=full, floor=self.floor)[:limit] if hits else []
+            if rows and self._complete(index, actor_peer_id, _left(deadline)):
+                return found
+        rows, full = self._find(scope_ref, query, limit, actor_peer_id, _left(deadline))
+        pairs = [pair for row in rows if (pair := self._row(row)) is not None]
+        known = {hit.uri for hit in found}
+        by_words = [hit for hit in rerank(query, pairs, sample=full) if hit.uri not in known]
+        return [*found, *by_words][:limit]
 
     def _asked(self, query: str) -> str:
         """What the server embeds for ``query``: with a :attr:`floor`, the query and
