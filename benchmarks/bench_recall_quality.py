@@ -11,11 +11,12 @@ injected per prompt, and the bytes of context a Turn injects (the hook's
 ``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
 recalled memory.
 
-Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held``, ``fresh``
-and ``blind`` prompts are only reported (the data files say how the halves were drawn;
-``held`` and ``fresh`` have been reported and looked into, so they are seen;
-``blind`` is :data:`BLIND`). Every figure is given for each half and all prompts side
-by side, with the issue's targets beside the newest unseen half's figures.
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held``, ``fresh``,
+``blind`` and ``blind2`` prompts are only reported (the data files say how the halves
+were drawn; ``held``, ``fresh`` and ``blind`` have been reported and looked into, so
+they are seen; ``blind2`` is :data:`BLIND2`). Every figure is given for each half and
+all prompts side by side, with the issue's targets beside the newest unseen half's
+figures.
 
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
@@ -79,7 +80,11 @@ BLIND = Path(__file__).with_name("recall_quality_blind.json")
 """A fourth half, ``blind``, over the same memories: written from the memories alone by
 someone who had not seen the recall code, its synonym table or the other halves, and
 committed before any run on it, once ``fresh`` had been reported and its misses read."""
-EXTRA_HALVES = (FRESH, BLIND)
+BLIND2 = Path(__file__).with_name("recall_quality_blind2.json")
+"""A fifth half, ``blind2``, over the same memories and written as ``blind`` was (from
+the memories alone, committed before any run), once ``blind`` had been reported and its
+misses read: most of its prompts are about the memories ``blind`` left out."""
+EXTRA_HALVES = (FRESH, BLIND, BLIND2)
 # Secret-shaped stand-ins, built here so the data file holds none.
 PLACEHOLDERS = {
     "<gh-token>": "ghp_" + "Q7x" * 7,
@@ -92,8 +97,8 @@ _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 GROUPS = ("prompts", "no_match", "trivial")
 """The data's prompt groups: labelled, matching no memory, acknowledging only."""
-HALVES = ("dev", "held", "fresh", "blind")
-JUDGED = ("blind", "fresh", "held")
+HALVES = ("dev", "held", "fresh", "blind", "blind2")
+JUDGED = ("blind2", "blind", "fresh", "held")
 """The halves the targets are judged on, the least seen first."""
 TARGETS = {
     "recall@1": 0.85,
@@ -999,8 +1004,8 @@ def main() -> None:
         "--half",
         choices=(*HALVES, "all"),
         default="all",
-        help="run one half only: dev (tuned on), held or fresh (reported before, so "
-        "seen), blind (reported only); default: every half side by side",
+        help="run one half only: dev (tuned on), held, fresh or blind (reported before, "
+        "so seen), blind2 (reported only); default: every half side by side",
     )
     parser.add_argument(
         "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
