@@ -133,9 +133,12 @@ def load() -> dict[str, Any]:
 
 
 def half_of(data: dict[str, Any], half: str) -> dict[str, Any]:
-    """The prompts of one half (one of :data:`HALVES`), or all of them (``all``)."""
+    """The prompts of one half (one of :data:`HALVES`), all of them (``all``), or every
+    half but the one judged first (``seen``: what may be looked into)."""
     if half == "all":
         return data
+    if half == "seen":
+        return {**data, **{g: [c for c in data[g] if c["half"] != JUDGED[0]] for g in GROUPS}}
     return {**data, **{g: [c for c in data[g] if c["half"] == half] for g in GROUPS}}
 
 
@@ -368,7 +371,8 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def by_half(rows: list[dict[str, Any]], half: str) -> dict[str, dict[str, Any]]:
     """The figures per half asked for: every one of :data:`HALVES` and ``all``, or just one."""
-    halves = [*HALVES, "all"] if half == "all" else [half]
+    seen = [h for h in HALVES if h != JUDGED[0]]
+    halves = {"all": [*HALVES, "all"], "seen": [*seen, "all"]}.get(half, [half])
     return {h: score([r for r in rows if h == "all" or r["half"] == h]) for h in halves}
 
 
@@ -1002,10 +1006,11 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=1, help="keep every Nth prompt (default 1)")
     parser.add_argument(
         "--half",
-        choices=(*HALVES, "all"),
+        choices=(*HALVES, "all", "seen"),
         default="all",
         help="run one half only: dev (tuned on), held, fresh or blind (reported before, "
-        "so seen), blind2 (reported only); default: every half side by side",
+        "so seen), blind2 (reported only); seen: every half but blind2 (to look into "
+        "misses); default: every half side by side",
     )
     parser.add_argument(
         "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
