@@ -623,8 +623,9 @@ def semantic_costs(env: dict[str, str], runs: int = 5) -> dict[str, float]:
     return costs
 
 
-def capture(data: dict[str, Any], path: Path) -> None:
-    """The extra's calibration data, of the dev half only, written to ``path`` as JSON.
+def capture(data: dict[str, Any], path: Path, half: str = "dev") -> None:
+    """The extra's calibration data, of the dev half (or another seen one, or all of
+    them: ``seen``; never :data:`JUDGED`'s first), written to ``path`` as JSON.
 
     The memories are seeded with the extra on, then every dev prompt is searched in
     this process as the hook searches it (redacted, cut to the hook's length), and
@@ -641,7 +642,9 @@ def capture(data: dict[str, Any], path: Path) -> None:
     from capabilities.reward_memory.contract.values import redact
     from capabilities.reward_memory.turn.situation import SEARCH_TEXT_MAX
 
-    dev = half_of(data, "dev")
+    if half in (JUDGED[0], "all"):
+        raise SystemExit(f"the {JUDGED[0]} half is never captured")
+    dev = half_of(data, half)
     by_summary = {memory["summary"]: memory["id"] for memory in data["memories"]}
     seen: dict[str, Any] = {}
     real_fuse, real_cosines = semantic.fuse, semantic.SemanticIndex.cosines
@@ -686,6 +689,7 @@ def capture(data: dict[str, Any], path: Path) -> None:
                     prompts.append(
                         {
                             "group": group,
+                            "half": case["half"],
                             "kind": case.get("kind"),
                             "expect": case.get("expect"),
                             "records": {key: list(value) for key, value in records.items()},
@@ -693,8 +697,8 @@ def capture(data: dict[str, Any], path: Path) -> None:
                     )
         finally:
             semantic.fuse, semantic.SemanticIndex.cosines = real_fuse, real_cosines  # type: ignore[method-assign]
-    path.write_text(json.dumps({"half": "dev", "prompts": prompts}) + "\n")
-    print(f"captured {len(prompts)} dev prompts to {path}")
+    path.write_text(json.dumps({"half": half, "prompts": prompts}) + "\n")
+    print(f"captured {len(prompts)} {half} prompts to {path}")
 
 
 def replay(path: Path) -> dict[str, float]:
@@ -1040,7 +1044,7 @@ def main() -> None:
         return
     if args.capture:
         os.environ["TURN_HOOKS_SEMANTIC"] = "1"
-        capture(load(), args.capture)
+        capture(load(), args.capture, "dev" if args.half == "all" else args.half)
         return
     data = thin(half_of(load(), args.half), args.every)
     counts = {
