@@ -11,10 +11,10 @@ injected per prompt, and the bytes of context a Turn injects (the hook's
 ``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
 recalled memory.
 
-Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held``, ``fresh``,
-``blind`` and ``blind2`` prompts are only reported (the data files say how the halves
-were drawn; ``held``, ``fresh`` and ``blind`` have been reported and looked into, so
-they are seen; ``blind2`` is :data:`BLIND2`). Every figure is given for each half and
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, the others are only
+reported (the data files say how the halves were drawn; ``held``, ``fresh``, ``blind``
+and ``blind2`` have been reported and looked into, so they are seen; ``blind3`` is
+:data:`BLIND3`). Every figure is given for each half and
 all prompts side by side, with the issue's targets beside the newest unseen half's
 figures.
 
@@ -84,7 +84,10 @@ BLIND2 = Path(__file__).with_name("recall_quality_blind2.json")
 """A fifth half, ``blind2``, over the same memories and written as ``blind`` was (from
 the memories alone, committed before any run), once ``blind`` had been reported and its
 misses read: most of its prompts are about the memories ``blind`` left out."""
-EXTRA_HALVES = (FRESH, BLIND, BLIND2)
+BLIND3 = Path(__file__).with_name("recall_quality_blind3.json")
+"""A sixth half, ``blind3``, written as ``blind2`` was, once ``blind2`` had been reported
+and its misses read, over 110 memories drawn at random."""
+EXTRA_HALVES = (FRESH, BLIND, BLIND2, BLIND3)
 # Secret-shaped stand-ins, built here so the data file holds none.
 PLACEHOLDERS = {
     "<gh-token>": "ghp_" + "Q7x" * 7,
@@ -97,8 +100,8 @@ _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 GROUPS = ("prompts", "no_match", "trivial")
 """The data's prompt groups: labelled, matching no memory, acknowledging only."""
-HALVES = ("dev", "held", "fresh", "blind", "blind2")
-JUDGED = ("blind2", "blind", "fresh", "held")
+HALVES = ("dev", "held", "fresh", "blind", "blind2", "blind3")
+JUDGED = ("blind3", "blind2", "blind", "fresh", "held")
 """The halves the targets are judged on, the least seen first."""
 TARGETS = {
     "recall@1": 0.85,
@@ -1012,9 +1015,9 @@ def main() -> None:
         "--half",
         choices=(*HALVES, "all", "seen"),
         default="all",
-        help="run one half only: dev (tuned on), held, fresh or blind (reported before, "
-        "so seen), blind2 (reported only); seen: every half but blind2 (to look into "
-        "misses); default: every half side by side",
+        help="run one half only: dev (tuned on), held, fresh, blind or blind2 (reported "
+        "before, so seen), blind3 (reported only); seen: every half but blind3 (to look "
+        "into misses); default: every half side by side",
     )
     parser.add_argument(
         "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
