@@ -11,11 +11,12 @@ injected per prompt, and the bytes of context a Turn injects (the hook's
 ``additional_context`` in UTF-8): per Turn, per Turn that recalled nothing, and per
 recalled memory.
 
-Every prompt belongs to a half: ``dev`` prompts may be tuned on, ``held``, ``fresh``
-and ``blind`` prompts are only reported (the data files say how the halves were drawn;
-``held`` and ``fresh`` have been reported and looked into, so they are seen;
-``blind`` is :data:`BLIND`). Every figure is given for each half and all prompts side
-by side, with the issue's targets beside the newest unseen half's figures.
+Every prompt belongs to a half: ``dev`` prompts may be tuned on, the others are only
+reported (the data files say how the halves were drawn; ``held``, ``fresh``, ``blind``
+and ``blind2`` have been reported and looked into, so they are seen; ``blind3`` is
+:data:`BLIND3`). Every figure is given for each half and
+all prompts side by side, with the issue's targets beside the newest unseen half's
+figures.
 
     python benchmarks/bench_recall_quality.py              # the embedded store
     python benchmarks/bench_recall_quality.py --openviking # also a real OpenViking server
@@ -79,7 +80,14 @@ BLIND = Path(__file__).with_name("recall_quality_blind.json")
 """A fourth half, ``blind``, over the same memories: written from the memories alone by
 someone who had not seen the recall code, its synonym table or the other halves, and
 committed before any run on it, once ``fresh`` had been reported and its misses read."""
-EXTRA_HALVES = (FRESH, BLIND)
+BLIND2 = Path(__file__).with_name("recall_quality_blind2.json")
+"""A fifth half, ``blind2``, over the same memories and written as ``blind`` was (from
+the memories alone, committed before any run), once ``blind`` had been reported and its
+misses read: most of its prompts are about the memories ``blind`` left out."""
+BLIND3 = Path(__file__).with_name("recall_quality_blind3.json")
+"""A sixth half, ``blind3``, written as ``blind2`` was, once ``blind2`` had been reported
+and its misses read, over 110 memories drawn at random."""
+EXTRA_HALVES = (FRESH, BLIND, BLIND2, BLIND3)
 # Secret-shaped stand-ins, built here so the data file holds none.
 PLACEHOLDERS = {
     "<gh-token>": "ghp_" + "Q7x" * 7,
@@ -92,8 +100,8 @@ _ITEM = re.compile(r"^\[memory \d+\] .*\n  summary: (.*)$", re.MULTILINE)
 
 GROUPS = ("prompts", "no_match", "trivial")
 """The data's prompt groups: labelled, matching no memory, acknowledging only."""
-HALVES = ("dev", "held", "fresh", "blind")
-JUDGED = ("blind", "fresh", "held")
+HALVES = ("dev", "held", "fresh", "blind", "blind2", "blind3")
+JUDGED = ("blind3", "blind2", "blind", "fresh", "held")
 """The halves the targets are judged on, the least seen first."""
 TARGETS = {
     "recall@1": 0.85,
@@ -113,12 +121,14 @@ def load(half: str = "all") -> dict[str, Any]:
     """The benchmark data, with the secret placeholders filled in.
 
     Every prompt of every group is an object with ``prompt`` and ``half``; a
-    no-match prompt has a ``kind`` too. The blind half's file is opened only when
-    ``half`` asks for it (``blind`` or ``all``): a run on another half never reads it.
+    no-match prompt has a ``kind`` too. A blind half's file is opened only when
+    ``half`` asks for it (:func:`wanted`): a run on another half never reads it.
     """
     data: dict[str, Any] = json.loads(DATA.read_text())
+    names = wanted(half)
     for path in EXTRA_HALVES:
-        if path == BLIND and not {"blind", "all"} & set(half.split(",")):
+        name = path.stem.removeprefix("recall_quality_")
+        if name.startswith("blind") and name not in names:
             continue
         extra = json.loads(path.read_text())
         for group in GROUPS:
@@ -131,12 +141,23 @@ def load(half: str = "all") -> dict[str, Any]:
 
 
 def half_of(data: dict[str, Any], half: str) -> dict[str, Any]:
-    """The prompts of one half (one of :data:`HALVES`), of several (``dev,held``), or
-    all of them (``all``)."""
+    """The prompts of the halves asked for (:func:`wanted`), or all of them (``all``)."""
     if half == "all":
         return data
-    wanted = half.split(",")
-    return {**data, **{g: [c for c in data[g] if c["half"] in wanted] for g in GROUPS}}
+    names = set(wanted(half))
+    return {**data, **{g: [c for c in data[g] if c["half"] in names] for g in GROUPS}}
+
+
+def wanted(half: str) -> list[str]:
+    """The halves ``--half`` names, in :data:`HALVES` order: one or more, comma-separated,
+    ``seen`` standing for every half but the one judged first (what may be looked into),
+    ``all`` for every half."""
+    names = set(half.split(","))
+    if "all" in names:
+        return list(HALVES)
+    if "seen" in names:
+        names |= {h for h in HALVES if h != JUDGED[0]}
+    return [h for h in HALVES if h in names]
 
 
 def event_for(memory: dict[str, str]) -> dict[str, Any]:
@@ -368,7 +389,9 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def by_half(rows: list[dict[str, Any]], half: str) -> dict[str, dict[str, Any]]:
     """The figures per half asked for: every one of :data:`HALVES` and ``all``, or just one."""
-    halves = [*HALVES, "all"] if half == "all" else half.split(",")
+    halves = wanted(half)
+    if len(halves) > 1:
+        halves.append("all")
     return {h: score([r for r in rows if h == "all" or r["half"] == h]) for h in halves}
 
 
@@ -619,8 +642,9 @@ def semantic_costs(env: dict[str, str], runs: int = 5) -> dict[str, float]:
     return costs
 
 
-def capture(data: dict[str, Any], path: Path) -> None:
-    """The extra's calibration data, of the dev half only, written to ``path`` as JSON.
+def capture(data: dict[str, Any], path: Path, half: str = "dev") -> None:
+    """The extra's calibration data, of the dev half (or another seen one, or all of
+    them: ``seen``; never :data:`JUDGED`'s first), written to ``path`` as JSON.
 
     The memories are seeded with the extra on, then every dev prompt is searched in
     this process as the hook searches it (redacted, cut to the hook's length), and
@@ -637,7 +661,9 @@ def capture(data: dict[str, Any], path: Path) -> None:
     from capabilities.reward_memory.contract.values import redact
     from capabilities.reward_memory.turn.situation import SEARCH_TEXT_MAX
 
-    dev = half_of(data, "dev")
+    if JUDGED[0] in wanted(half):
+        raise SystemExit(f"the {JUDGED[0]} half is never captured")
+    dev = half_of(data, half)
     by_summary = {memory["summary"]: memory["id"] for memory in data["memories"]}
     seen: dict[str, Any] = {}
     real_fuse, real_cosines = semantic.fuse, semantic.SemanticIndex.cosines
@@ -682,6 +708,7 @@ def capture(data: dict[str, Any], path: Path) -> None:
                     prompts.append(
                         {
                             "group": group,
+                            "half": case["half"],
                             "kind": case.get("kind"),
                             "expect": case.get("expect"),
                             "records": {key: list(value) for key, value in records.items()},
@@ -689,8 +716,8 @@ def capture(data: dict[str, Any], path: Path) -> None:
                     )
         finally:
             semantic.fuse, semantic.SemanticIndex.cosines = real_fuse, real_cosines  # type: ignore[method-assign]
-    path.write_text(json.dumps({"half": "dev", "prompts": prompts}) + "\n")
-    print(f"captured {len(prompts)} dev prompts to {path}")
+    path.write_text(json.dumps({"half": half, "prompts": prompts}) + "\n")
+    print(f"captured {len(prompts)} {half} prompts to {path}")
 
 
 def replay(path: Path) -> dict[str, float]:
@@ -991,8 +1018,8 @@ def run_openviking(
 
 
 def _halves(value: str) -> str:
-    """``--half``: ``all``, or one or more of :data:`HALVES`, comma-separated."""
-    if value != "all" and not set(value.split(",")) <= set(HALVES):
+    """``--half``: ``all``, or one or more of :data:`HALVES` and ``seen``, comma-separated."""
+    if value != "all" and not set(value.split(",")) <= {*HALVES, "seen"}:
         raise argparse.ArgumentTypeError(f"not all, nor halves of {', '.join(HALVES)}: {value}")
     return value
 
@@ -1030,9 +1057,9 @@ def main() -> None:
         "--half",
         type=_halves,
         default="all",
-        help="run some halves only, comma-separated: dev (tuned on), held or fresh "
-        "(reported before, so seen), blind (reported only); default: every half side "
-        "by side",
+        help="run some halves only, comma-separated: dev (tuned on), held, fresh, blind or "
+        "blind2 (reported before, so seen), blind3 (reported only); seen: every half but "
+        "blind3 (to look into misses); default: every half side by side",
     )
     parser.add_argument(
         "--json", metavar="PATH", type=Path, help="also write the figures to PATH as JSON"
@@ -1062,7 +1089,8 @@ def main() -> None:
         return
     if args.capture:
         os.environ["TURN_HOOKS_SEMANTIC"] = "1"
-        capture(load("dev"), args.capture)
+        half = "dev" if args.half == "all" else args.half
+        capture(load(half), args.capture, half)
         return
     data = thin(half_of(load(args.half), args.half), args.every)
     counts = {

@@ -169,7 +169,12 @@ def test_redact_cuts_paths_and_secrets_and_keeps_the_rest():
 
 def _quality_data():
     data = json.loads((ROOT / "benchmarks" / "recall_quality.json").read_text())
-    for name in ("recall_quality_fresh.json", "recall_quality_blind.json"):
+    for name in (
+        "recall_quality_fresh.json",
+        "recall_quality_blind.json",
+        "recall_quality_blind2.json",
+        "recall_quality_blind3.json",
+    ):
         extra = json.loads((ROOT / "benchmarks" / name).read_text())
         for group in ("prompts", "no_match", "trivial"):
             data[group] += extra[group]
@@ -188,7 +193,9 @@ def test_the_benchmark_data_is_large_enough_that_no_prompt_decides_it():
 def test_every_benchmark_prompt_has_a_half_and_appears_once():
     data = _quality_data()
     cases = [case for group in ("prompts", "no_match", "trivial") for case in data[group]]
-    assert all(case["half"] in ("dev", "held", "fresh", "blind") for case in cases)
+    assert all(
+        case["half"] in ("dev", "held", "fresh", "blind", "blind2", "blind3") for case in cases
+    )
     texts = [" ".join(case["prompt"].lower().split()) for case in cases]
     assert len(texts) == len(set(texts)), "a prompt listed twice would count twice"
     assert {case["kind"] for case in data["no_match"]} == {"shared_words", "unrelated"}
@@ -230,13 +237,14 @@ def test_the_fresh_half_is_large_enough_to_report_on():
     assert "memories" not in data  # the main file's memories, not a set of its own
 
 
-def test_the_blind_half_is_large_enough_to_judge_the_targets_on():
+@pytest.mark.parametrize("half", ["blind", "blind2", "blind3"])
+def test_each_blind_half_is_large_enough_to_judge_the_targets_on(half):
     # Written from the memories alone, by someone who had seen neither the recall code
     # nor the other halves: at least 100 labelled prompts (half of them synonyms or
     # abbreviations) and 60 no-match prompts (most sharing words with a lesson).
-    data = json.loads((ROOT / "benchmarks" / "recall_quality_blind.json").read_text())
+    data = json.loads((ROOT / "benchmarks" / f"recall_quality_{half}.json").read_text())
     cases = [case for group in ("prompts", "no_match", "trivial") for case in data[group]]
-    assert {case["half"] for case in cases} == {"blind"}
+    assert {case["half"] for case in cases} == {half}
     labelled = Counter(case["kind"] for case in data["prompts"])
     assert sum(labelled.values()) >= 100 and labelled["syn"] + labelled["abbrev"] >= 50
     assert {"para", "syn", "abbrev", "sparse", "noisy"} <= set(labelled)

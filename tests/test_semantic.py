@@ -20,7 +20,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from capabilities.providers import semantic, terms
+from capabilities.providers import embedded_sqlite, semantic, terms
 from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 from capabilities.providers.factory import build_provider
 from capabilities.providers.semantic import (
@@ -676,3 +676,35 @@ def test_a_record_s_head_is_embedded_apart_and_raises_its_order(tmp_path, tiny):
         record_digest(changed),
         HEAD_KEY + record_digest(changed),
     }
+
+
+def test_the_records_nearest_in_meaning_have_their_words_counted_beyond_the_rarest(
+    tmp_path, tiny, monkeypatch
+):
+    # The full-text rows come from the query's rarest terms only; a record holding the
+    # query's other words is found by meaning, and its words count for it all the same.
+    store = provider_with(tmp_path, str(tiny))
+    texts = {
+        "t": record("rotate the secret token", "deploy a release"),
+        "u": record("rotate the secret", "merge conflict"),
+        "o": record("flaky test", "rebase the branch"),
+    }
+    for name, text in texts.items():
+        store.write(f"{A}/{name}.json", text, actor_peer_id="peer-a")
+    query = "rotate secret rebase"
+
+    def scores():
+        return {
+            h.uri: round(h.score, 4)
+            for h in store.search(A, query, limit=5, actor_peer_id="peer-a")
+        }
+
+    every_term = scores()
+    monkeypatch.setattr(embedded_sqlite, "MAX_QUERY_TERMS", 1)  # "rebase" alone: o's row
+    rarest_only = scores()
+    assert f"{A}/t.json" in rarest_only and rarest_only == every_term
+    # And the share is there: t scores above its cosine for order alone.
+    head, body = terms._head_and_body(texts["t"])
+    q, b, h = Encoder(tiny).encode([semantic.embedding_query(query), body, head])
+    order = float(q @ b) + semantic.HEAD_SHARE * max(float(q @ h) - float(q @ b), 0.0)
+    assert rarest_only[f"{A}/t.json"] > order + 0.01

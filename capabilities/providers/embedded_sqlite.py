@@ -615,7 +615,12 @@ class EmbeddedSqliteProvider:
                     break
             scoped = (
                 connection.execute(
-                    f"SELECT r.uri, r.content FROM records r WHERE {clause}", params
+                    "SELECT r.uri, r.content, s.head, s.body FROM records r "
+                    f"LEFT JOIN {STEMS_TABLE} s ON s.record = r.rowid "
+                    f"AND s.updated_at = r.updated_at WHERE {clause}"
+                    if stored
+                    else f"SELECT r.uri, r.content, NULL, NULL FROM records r WHERE {clause}",
+                    params,
                 ).fetchall()
                 if self.semantic is not None and stem is not None
                 else []
@@ -636,12 +641,19 @@ class EmbeddedSqliteProvider:
         weights: dict[str, float],
         words: QueryWords,
         stem: _Stems,
-        scoped: list[tuple[str, str]],
+        scoped: list[tuple[str, str, str | None, str | None]],
         limit: int,
     ) -> list[tuple[str, float, str]] | None:
         """Lexical relevance and meaning fused (:func:`~capabilities.providers.semantic.fuse`)
-        over every record in the scope, best first; ``None`` (lexical recall, the reason
-        kept in :attr:`semantic_reason`) when the encoder or its cache cannot be used."""
+        over every record in the scope (each with its stored stems), best first; ``None``
+        (lexical recall, the reason kept in :attr:`semantic_reason`) when the encoder or
+        its cache cannot be used.
+
+        The full-text rows are found by the query's rarest terms only
+        (:data:`MAX_QUERY_TERMS`), so a long prompt's own record may hold its other words
+        and not be among them: the records nearest in meaning (:data:`MEANING_ROWS`)
+        have their relevance measured too, from their stored stems, so the words they
+        share count for them as for the rest."""
         from capabilities.providers.semantic import SemanticUnavailable, fuse
 
         assert self.semantic is not None
@@ -654,21 +666,40 @@ class EmbeddedSqliteProvider:
         }
         try:
             cosines = self.semantic.cosines(
-                query, [(_head_and_body(text)[1], text) for _uri, text in scoped]
+                query, [(_head_and_body(text)[1], text) for _uri, text, _h, _b in scoped]
             )
         except (SemanticUnavailable, SidecarError, OSError, ValueError) as exc:
             self.semantic_reason = getattr(exc, "reason_code", "semantic_failed")
             return None
         self.semantic_reason = self.semantic.take_notice()  # a damaged cache set aside
+        nearest = sorted(
+            (
+                (-pair[1], index)
+                for index, pair in enumerate(cosines)
+                if pair is not None and scoped[index][0] not in lexical
+            )
+        )[:MEANING_ROWS]
+        extra: list[Row] = [
+            (uri, 0.0, text, None if head is None else (head, body or ""))
+            for uri, text, head, body in (scoped[index] for _order, index in nearest)
+        ]
+        if extra:
+            held = _held(extra, words, stem)
+            lexical.update(
+                (uri, (words.held(weights, *pair), qualified is not None))
+                for (uri, _rank, _text, _stems), pair, qualified in zip(
+                    extra, held, words.relevance(weights, held), strict=True
+                )
+            )
         fused = fuse(
             [
                 (*lexical.get(uri, (0.0, False)), *(pair or (None, None)))
-                for (uri, _text), pair in zip(scoped, cosines, strict=True)
+                for (uri, _text, _h, _b), pair in zip(scoped, cosines, strict=True)
             ]
         )
         kept = [
             (str(uri), score, str(text))
-            for (uri, text), score in zip(scoped, fused, strict=True)
+            for (uri, text, _h, _b), score in zip(scoped, fused, strict=True)
             if score is not None
         ]
         kept.sort(key=lambda row: (-row[1], row[0]))
@@ -758,6 +789,10 @@ class EmbeddedSqliteProvider:
         return bool(removed)
 
 
+MEANING_ROWS = 20
+"""How many of the records nearest a query in meaning, beyond its full-text rows, have
+their lexical relevance measured for the fusion (a stored record's stems are read, not
+made: a few microseconds each)."""
 RANK_HEAD = 4
 """How many times ``limit`` the best-ranked matches :func:`_ranked` looks up at a time."""
 

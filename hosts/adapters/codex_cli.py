@@ -33,10 +33,11 @@ def pre_turn(event: dict[str, Any], *, host: str = HOST, **binding: Any) -> dict
     turn = build_turn(event, host=host, **binding)
     carry_on_settlements(turn)
     pm = make_plugin_manager()
-    outcome = call_pre_turn(pm, with_delivered(turn, binding["goal_id"]))
+    seen, session = with_delivered(turn, binding["goal_id"])
+    outcome = call_pre_turn(pm, seen)
     record_pre_turn(host, outcome)
     projection = project_contributions(outcome.payload)
-    text = render_once(turn, projection, binding["goal_id"], result_tools(host, pm))
+    text = render_once(turn, projection, binding["goal_id"], result_tools(host, pm), session)
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}

@@ -118,6 +118,7 @@ def render_once(
     projection: HostProjection,
     goal_id: str,
     tools: Mapping[str, str] | None = None,
+    session: SessionRecord | None = None,
 ) -> str:
     """The projection's text without the items this session was already given.
 
@@ -130,8 +131,11 @@ def render_once(
     or no usable Goal there is nowhere to remember, and everything is rendered. The
     text is bounded by the host's cap (:mod:`hosts.facts.caps`). ``tools`` names the result
     fields this host's tool channel carries (:func:`hosts.adapters.channel.result_tools`).
+    ``session`` is the record :func:`with_delivered` read this Turn (else it is read
+    here); the refs rendered are merged into it under its lock, so a record another
+    process wrote since is kept, and a record that could not be read is not written.
     """
-    remembered, delivered = _session_record(turn, goal_id)
+    remembered, delivered = _session_record(turn, goal_id) if session is None else session
     rendering = render(
         without_refs(projection, delivered),
         limit=render_cap(turn.host),
@@ -152,14 +156,17 @@ def render_once(
     return rendering.text
 
 
-def _session_record(
-    turn: TurnContext, goal_id: str, *, log: bool = True
-) -> tuple[tuple[SidecarStore, Path] | None, set[str]]:
+SessionRecord = tuple[tuple[SidecarStore, Path] | None, set[str]]
+"""Where a session's delivered refs are kept (``None``: nowhere, or unreadable) and the
+refs kept there (:func:`_session_record`)."""
+
+
+def _session_record(turn: TurnContext, goal_id: str) -> SessionRecord:
     """Where this session's delivered refs are kept, and the refs kept there.
 
     ``(None, set())`` with no session or no usable Goal: nowhere to remember. A broken
     record (a link, a FIFO, bad bytes) costs the de-duplication, never the Turn's
-    context and reflection request; ``log`` says whether to log its reason code.
+    context and reflection request, and its reason code is logged.
     """
     store = binding_store(turn.registry, goal_id)
     if store is None or not turn.host_session_id:
@@ -169,18 +176,19 @@ def _session_record(
     try:
         return (store, path), delivered_refs(store.read(path))
     except SidecarError as exc:
-        if log:
-            record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
+        record(turn.host, "pre_turn", [("adapter", exc.reason_code)])
         return None, set()
 
 
-def with_delivered(turn: TurnContext, goal_id: str) -> TurnContext:
+def with_delivered(turn: TurnContext, goal_id: str) -> tuple[TurnContext, SessionRecord]:
     """``turn`` stating which items this session already holds (``delivered_item_refs``),
-    so that a capability words its contribution for the items that will be shown."""
-    _, delivered = _session_record(turn, goal_id, log=False)
+    so that a capability words its contribution for the items that will be shown; and
+    the session's record as read, for :func:`render_once` (one read a Turn)."""
+    session = _session_record(turn, goal_id)
+    delivered = session[1]
     if not delivered:
-        return turn
-    return dataclasses.replace(turn, delivered_item_refs=sorted(delivered))
+        return turn, session
+    return dataclasses.replace(turn, delivered_item_refs=sorted(delivered)), session
 
 
 def _remember_delivered(store: SidecarStore, path: Path, host: str, refs: Iterable[str]) -> None:
@@ -262,11 +270,13 @@ def pre_turn(event: dict[str, Any], *, dialect: str = "plain", **binding: Any) -
     turn = build_turn(event, host=style.host, **binding)
     carry_on_settlements(turn)
     pm = make_plugin_manager()
-    outcome = call_pre_turn(pm, with_delivered(turn, binding["goal_id"]))
+    seen, session = with_delivered(turn, binding["goal_id"])
+    outcome = call_pre_turn(pm, seen)
     record_pre_turn(style.host, outcome)
     projection = project_contributions(outcome.payload)
     tools = result_tools(turn.host, pm)
-    return style.pre_turn_output(render_once(turn, projection, binding["goal_id"], tools))
+    text = render_once(turn, projection, binding["goal_id"], tools, session)
+    return style.pre_turn_output(text)
 
 
 def stop_turn(

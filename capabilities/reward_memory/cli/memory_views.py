@@ -126,6 +126,7 @@ def memory_search(args: argparse.Namespace) -> Result:
     from capabilities.reward_memory.contract import values as v
     from capabilities.reward_memory.memory.hook import run_automatic_recall
     from capabilities.reward_memory.memory.inventory import bound_config
+    from capabilities.reward_memory.memory.recall import failed_attempt_reason
 
     resolution = resolve_binding(args)
     config = bound_config(resolution)
@@ -178,7 +179,7 @@ def memory_search(args: argparse.Namespace) -> Result:
         "status": status,
         "surface_id": surface,
         "recall_status": recall_status,
-        "reason_code": public.get("reason_code") or _failed_attempt(public),
+        "reason_code": public.get("reason_code") or failed_attempt_reason(public),
         "result_count": len(rows),
         "content_exposed": True,
         "results": rows,
@@ -192,16 +193,6 @@ def memory_search(args: argparse.Namespace) -> Result:
     elif status == "no_match":
         args.markdown_note = "No memory matches this query."
     return document, "Memory search"
-
-
-def _failed_attempt(public: dict[str, Any]) -> str | None:
-    """The failed search's own code, which the recall leaves out of its top level
-    (LoopX keeps it null), for a search whose store did not answer."""
-    if public.get("status") != "provider_unavailable":
-        return None
-    attempts = public.get("recall_attempts") or [{}]
-    reason = attempts[-1].get("reason_code")
-    return reason if isinstance(reason, str) else None
 
 
 def memory_export(args: argparse.Namespace) -> Result:

@@ -303,6 +303,17 @@ def _recall_item(
     )
 
 
+def failed_attempt_reason(result: dict[str, Any]) -> str | None:
+    """The failed search's own code for a recall whose store did not answer
+    (``provider_unavailable``): LoopX leaves the top-level code null, and the last
+    attempt says why. ``None`` for any other recall."""
+    if result.get("status") != "provider_unavailable":
+        return None
+    attempts = result.get("recall_attempts") or [{}]
+    reason = attempts[-1].get("reason_code")
+    return reason if isinstance(reason, str) else None
+
+
 def application_receipt(
     session: RecallSession,
     *,

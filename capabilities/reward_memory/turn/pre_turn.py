@@ -22,6 +22,7 @@ from capabilities.reward_memory.memory.hook import (
     read_checkpoint,
     run_recall_hook,
 )
+from capabilities.reward_memory.memory.recall import failed_attempt_reason
 from capabilities.reward_memory.turn.application import APPLICATION_INSTRUCTION, remember_recall
 from capabilities.reward_memory.turn.application import FIELD as APPLICATION_FIELD
 from capabilities.reward_memory.turn.application import FIELD_MAX as APPLICATION_FIELD_MAX
@@ -269,11 +270,8 @@ def turn_recall(
             observed_at=turn.observed_at,
             ranking=ranking_receipt,
         )
-    reason = hook.get("reason_code")
-    if reason is None and hook["status"] == "provider_unavailable":
-        # LoopX leaves it null; the failed attempt's code is what the hook log shows.
-        reason = hook["recall_attempts"][-1]["reason_code"]
-    elif reason is None and hook["status"] == "not_available":
+    reason = hook.get("reason_code") or failed_attempt_reason(hook)
+    if reason is None and hook["status"] == "not_available":
         # Likewise when none was relevant: the empty search's cause (nothing reached
         # the relevance floor, or every item found was filtered out) is what it shows.
         last = hook["recall_attempts"][-1] if hook.get("recall_attempts") else {}
