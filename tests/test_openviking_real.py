@@ -531,16 +531,22 @@ def test_a_pre_turn_recall_reads_only_until_limit_items_qualify_on_one_connectio
 
     import httpx
 
+    from capabilities.providers import lesson_index
+
     goal = "ov-lazy-reads"
     registry = write_goal(tmp_path, goal)
     seed_active_records(provider(ov_env), goal, 15)
     created: list[httpx.Client] = []
-    requests: list[tuple[str, str]] = []
+    requests: list[tuple[str, str, str]] = []
 
     class Counting(httpx.Client):
         def __init__(self, *args, **kwargs):
             kwargs["event_hooks"] = {
-                "request": [lambda request: requests.append((request.method, request.url.path))]
+                "request": [
+                    lambda request: requests.append(
+                        (request.method, request.url.path, request.url.params.get("uri", ""))
+                    )
+                ]
             }
             super().__init__(*args, **kwargs)
             created.append(self)
@@ -551,10 +557,13 @@ def test_a_pre_turn_recall_reads_only_until_limit_items_qualify_on_one_connectio
     binding = ("--goal-id", goal, "--agent-id", f1.AGENT, "--registry", str(registry))
     assert cli.main(["host", "generic", "pre-turn", *binding]) == 0
     assert "[memory 5]" in json.loads(capsys.readouterr().out)["additional_context"]
-    searches = [path for _method, path in requests if path.startswith("/api/v1/search/")]
-    reads = [path for _method, path in requests if path == "/api/v1/content/read"]
-    assert searches == ["/api/v1/search/find"], "one search"
-    assert len(reads) == 5, "the first five hits qualified: no further hit is read back"
+    searches = [path for _method, path, _uri in requests if path.startswith("/api/v1/search/")]
+    reads = [uri for _method, path, uri in requests if path == "/api/v1/content/read"]
+    assert searches == ["/api/v1/search/find"], "one search (of the lesson index, complete)"
+    marks = [uri for uri in reads if uri.endswith("/" + lesson_index.COMPLETE_MARK)]
+    assert len(marks) == 1, "the index's completion mark, read once"
+    records = [uri for uri in reads if uri not in marks]
+    assert len(records) == 5, "the first five hits qualified: no further hit is read back"
     assert len(created) == 1, "one httpx client, so one connection, for the whole hook step"
 
 
