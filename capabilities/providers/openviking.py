@@ -154,7 +154,7 @@ class OpenVikingProvider:
         return self.read_exact(mark, actor_peer_id=peer, timeout=timeout) is not None
 
     def _fill(self, scope: str, index: str, peer: str | None, deadline: float) -> None:
-        """Write the entries the corpus's records lack, oldest store first, while
+        """Write the entries the corpus's records lack, in listing order, while
         :data:`FILL_RESERVE` seconds of ``deadline`` are left, then the index's mark
         once no record lacks one. A corpus listed whole is needed for the mark: one
         larger than :data:`FILL_LIMIT` records keeps searching its records too."""
