@@ -27,9 +27,9 @@ INDEX_SUFFIX = "-lessons"
 """What the corpus scope's name gains to name its index's scope."""
 COMPLETE_MARK = "complete.txt"
 """The file an index holds once every record of its corpus has had its entry made (not
-an entry's name, so never mapped to a record; the server refuses dot names). Until it is there, recall
-also searches the records themselves, and each index write fills in the entries of
-the records written before the index existed (:func:`complete_uri`)."""
+an entry's name, so never mapped to a record; the server refuses dot names). Until it
+is there, recall also searches the records themselves, and each index write fills in
+the entries of the records written before the index existed (:func:`complete_uri`)."""
 RECORD_SCHEMA = "reward_memory_active_record_v0"
 _RECORD_EXT = ".json"
 _ENTRY_EXT = ".md"
