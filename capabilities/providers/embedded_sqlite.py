@@ -245,6 +245,20 @@ def _held(rows: list[Row], words: QueryWords, stem: _Stems) -> list[tuple[set[st
     ]
 
 
+def _lexical(
+    rows: list[Row], weights: dict[str, float], words: QueryWords, stem: _Stems
+) -> dict[str, tuple[float, bool]]:
+    """Each row's lexical relevance and whether it qualifies on its own (as for
+    :func:`_relevant`), by URI: what the fusion weighs beside the meaning."""
+    held = _held(rows, words, stem)
+    return {
+        uri: (words.held(weights, *pair), qualified is not None)
+        for (uri, _rank, _text, _stems), pair, qualified in zip(
+            rows, held, words.relevance(weights, held), strict=True
+        )
+    }
+
+
 def _count_terms(connection: sqlite3.Connection, terms: list[str], delta: int) -> None:
     """Add ``delta`` to the document count of each of a record's distinct stems."""
     connection.executemany(
@@ -657,13 +671,7 @@ class EmbeddedSqliteProvider:
         from capabilities.providers.semantic import SemanticUnavailable, fuse
 
         assert self.semantic is not None
-        held = _held(rows, words, stem)
-        lexical = {
-            uri: (words.held(weights, *pair), qualified is not None)
-            for (uri, _rank, _text, _stems), pair, qualified in zip(
-                rows, held, words.relevance(weights, held), strict=True
-            )
-        }
+        lexical = _lexical(rows, weights, words, stem)
         try:
             cosines = self.semantic.cosines(
                 query, [(_head_and_body(text)[1], text) for _uri, text, _h, _b in scoped]
@@ -684,13 +692,7 @@ class EmbeddedSqliteProvider:
             for uri, text, head, body in (scoped[index] for _order, index in nearest)
         ]
         if extra:
-            held = _held(extra, words, stem)
-            lexical.update(
-                (uri, (words.held(weights, *pair), qualified is not None))
-                for (uri, _rank, _text, _stems), pair, qualified in zip(
-                    extra, held, words.relevance(weights, held), strict=True
-                )
-            )
+            lexical.update(_lexical(extra, weights, words, stem))
         fused = fuse(
             [
                 (*lexical.get(uri, (0.0, False)), *(pair or (None, None)))

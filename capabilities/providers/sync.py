@@ -10,19 +10,18 @@ leave the process (raw URIs, record text).
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from capabilities.providers.base import Hit, Provider, ProviderTimeout
+from capabilities.providers.lesson_index import is_record
 from capabilities.providers.scopes import ScopeClass, classify_scope
 from turn_hooks import ProviderError
 from turn_hooks.canonical import hex_n
 
 SYNC_SCHEMA = "context_provider_sync_v0"
-RECORD_SCHEMA = "reward_memory_active_record_v0"
 
 
 SETUP_FAILURES = frozenset({"provider_endpoint_unconfigured", "provider_unsupported"})
@@ -295,14 +294,6 @@ class Retrieval:
     read_performed: bool = False
 
 
-def _is_record_text(text: str) -> bool:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(document, dict) and document.get("schema_version") == RECORD_SCHEMA
-
-
 _GENERIC_REASONS = frozenset({"provider_error", "provider_unavailable", "provider_rejected"})
 
 
@@ -386,7 +377,7 @@ def _read_hits(
                 text = provider.read_exact(uri, actor_peer_id=actor_peer_id, timeout=timeout)
             except ProviderError:
                 continue
-        if text is None or not _is_record_text(text):
+        if text is None or not is_record(text):
             continue
         count += 1
         yield RetrievedItem(uri=uri, content=text, summary=hit.summary, score=hit.score)
