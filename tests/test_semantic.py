@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,6 +119,40 @@ def tiny(tmp_path):
     return make_tiny_bert(tmp_path / "tiny-bert")
 
 
+MPNET_RENAMED = {
+    "attention.self.query": "attention.attn.q",
+    "attention.self.key": "attention.attn.k",
+    "attention.self.value": "attention.attn.v",
+    "attention.output.dense": "attention.attn.o",
+    "attention.output.LayerNorm": "attention.LayerNorm",
+}
+
+
+def make_tiny_mpnet(directory, *, prefix="", buckets=32, seed=7):
+    """An MPNet of the real layout from the tiny BERT's weights: its tensors renamed,
+    no token types, ``<s>``/``</s>`` around a text, and a random bias by distance."""
+    bert = make_tiny_bert(directory, seed=seed)
+    config = json.loads((bert / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, "model_type": "mpnet"}))
+    (directory / "vocab.txt").write_text("\n".join(["<s>", "<pad>", "</s>", *VOCAB]) + "\n")
+    tensors = {}
+    for name, array in read_safetensors(bert / "model.safetensors").items():
+        if "token_type" not in name:
+            renamed = name
+            for old, new in MPNET_RENAMED.items():
+                renamed = renamed.replace(old, new)
+            tensors[renamed] = np.array(array)
+    rng = np.random.default_rng(seed)
+    tensors["embeddings.word_embeddings.weight"] = rng.normal(
+        size=(len(VOCAB) + 3, config["hidden_size"])
+    )
+    tensors["encoder.relative_attention_bias.weight"] = rng.normal(
+        size=(buckets, config["num_attention_heads"])
+    )
+    write_safetensors(directory / "model.safetensors", {prefix + k: v for k, v in tensors.items()})
+    return directory
+
+
 def test_the_tokenizer_splits_folds_and_pieces_words_as_bert_does():
     tokenizer = WordPiece(VOCAB)
     assert tokenizer.words("Flaky  Tésts, in CI?") == ["flaky", "tests", ",", "in", "ci", "?"]
@@ -169,6 +204,46 @@ def test_vectors_have_the_model_width_unit_length_and_ignore_padding(tiny):
     alone = encoder.encode(["flaky test"])[0]
     assert np.allclose(alone, vectors[0], atol=1e-5)
     assert float(alone @ vectors[1]) < 0.999  # different texts, different vectors
+
+
+def test_an_mpnet_frames_texts_with_its_own_tokens_and_ignores_padding(tmp_path):
+    encoder = Encoder(make_tiny_mpnet(tmp_path / "mpnet"))
+    ids = encoder.tokenizer.ids
+    assert encoder.tokenizer.encode("flaky test") == [
+        ids["<s>"], ids["flaky"], ids["test"], ids["</s>"]
+    ]  # fmt: skip
+    texts = ["flaky test", "the database migration fails in ci after a rebase of the branch"]
+    vectors = encoder.encode(texts)
+    assert vectors.shape == (2, 16)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    assert np.allclose(encoder.encode(["flaky test"])[0], vectors[0], atol=1e-5)
+    # The bias by distance is part of the pass: another bias, another vector.
+    other = Encoder(make_tiny_mpnet(tmp_path / "other", seed=7))
+    other.distance_bias = other.distance_bias + np.arange(32, dtype=np.float32)[:, None]
+    assert not np.allclose(other.encode(texts[1:]), vectors[1:], atol=1e-3)
+    # Saved from the pretraining model, its tensors start "mpnet.": the same vectors.
+    prefixed = Encoder(make_tiny_mpnet(tmp_path / "prefixed", prefix="mpnet."))
+    assert np.allclose(prefixed.encode(texts), vectors, atol=1e-6)
+
+
+def test_mpnet_buckets_distances_exactly_near_and_by_ratio_far(tmp_path):
+    encoder = Encoder(make_tiny_mpnet(tmp_path / "mpnet"))
+    one_head = np.arange(32, dtype=np.float32)[:, None]  # each bucket's bias: its number
+    buckets = encoder._by_distance(one_head, 200)[0, 0]
+    # The query at each distance after the key, then before it (the upper 16 buckets).
+    after = {d: int(buckets[d, 0]) for d in (0, 1, 7, 8, 15, 16, 31, 32, 64, 127, 128, 199)}
+    assert after == {
+        0: 0, 1: 1, 7: 7, 8: 8, 15: 9, 16: 10, 31: 11, 32: 12, 64: 14, 127: 15, 128: 15, 199: 15
+    }  # fmt: skip
+    assert [int(buckets[0, d]) for d in (1, 7, 8, 16, 199)] == [17, 23, 24, 26, 31]
+
+
+def test_an_mpnet_without_its_bias_by_distance_is_refused(tmp_path):
+    model = make_tiny_mpnet(tmp_path / "mpnet")
+    drop_tensor(model, "encoder.relative_attention_bias.weight")
+    with pytest.raises(SemanticUnavailable) as caught:
+        Encoder(model)
+    assert caught.value.reason_code == "semantic_model_invalid"
 
 
 def test_a_checkpoint_with_the_bert_prefix_loads_the_same(tmp_path, tiny):
@@ -459,6 +534,38 @@ def test_the_real_model_gives_the_reference_implementation_values():
         assert np.allclose(vector[:4], expected, atol=2e-5)
     assert float(vectors[0] @ vectors[1]) == pytest.approx(0.29854, abs=1e-4)
     assert float(vectors[0] @ vectors[2]) == pytest.approx(0.07378, abs=1e-4)
+
+
+# The same for all-mpnet-base-v2 (transformers 5 on torch, mean-pooled and normalised
+# as sentence-transformers does), with a fourth text past 256 tokens, so cut, whose
+# far tokens fall in every bucket of MPNet's bias by distance.
+MPNET_DIR = Path(
+    os.environ.get("TURN_HOOKS_MPNET_DIR")
+    or Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache")
+    / "turn-hooks/all-mpnet-base-v2"
+)
+LONG = " ".join(
+    ["the integration test fails one run in five; find the commit that made it flaky"] * 12
+)
+REFERENCE_MPNET = [
+    [-0.02715, 0.00418, -0.01315, -0.02524],
+    [0.00343, -0.04549, -0.02412, 0.01486],
+    [-0.01990, 0.03159, -0.03324, -0.01569],
+    [-0.00282, 0.02638, -0.05476, -0.00016],
+]
+
+
+def test_the_real_mpnet_gives_the_reference_implementation_values():
+    assert (MPNET_DIR / "model.safetensors").is_file(), (
+        f"all-mpnet-base-v2 is not installed at {MPNET_DIR}: run `make mpnet`"
+    )
+    encoder = semantic.encoder(str(MPNET_DIR))
+    assert encoder.dimension == 768 and len(encoder.layers) == 12
+    vectors = encoder.encode([*REFERENCE, LONG])
+    assert np.allclose(vectors[:, :4], REFERENCE_MPNET, atol=2e-5)
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(0.30151, abs=1e-4)
+    assert float(vectors[0] @ vectors[2]) == pytest.approx(0.06264, abs=1e-4)
+    assert float(vectors[0] @ vectors[3]) == pytest.approx(0.21910, abs=1e-4)
 
 
 def test_readiness_is_told_without_loading_the_model(tiny):

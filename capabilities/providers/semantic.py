@@ -173,24 +173,26 @@ class WordPiece:
     """BERT's uncased tokenizer: basic splitting, then greedy longest-match WordPiece.
 
     :param vocab: the tokens, one per line of ``vocab.txt``, in id order.
+    :param start: the token before a text (MPNet's is ``<s>``).
+    :param end: the token after it (MPNet's ``</s>``).
     """
 
     MAX_WORD = 100
     """A longer word is ``[UNK]``, as BERT's own tokenizer has it."""
 
-    def __init__(self, vocab: list[str]) -> None:
+    def __init__(self, vocab: list[str], start: str = "[CLS]", end: str = "[SEP]") -> None:
         self.ids = {token: index for index, token in enumerate(vocab)}
-        for special in ("[UNK]", "[CLS]", "[SEP]"):
+        for special in ("[UNK]", start, end):
             if special not in self.ids:
                 raise SemanticUnavailable(
                     f"the model's vocab.txt has no {special}", "semantic_model_invalid"
                 )
-        self.unk, self.cls, self.sep = self.ids["[UNK]"], self.ids["[CLS]"], self.ids["[SEP]"]
+        self.unk, self.cls, self.sep = self.ids["[UNK]"], self.ids[start], self.ids[end]
 
     @classmethod
-    def load(cls, path: Path) -> WordPiece:
-        """The tokenizer of a ``vocab.txt``."""
-        return cls(path.read_text(encoding="utf-8").splitlines())
+    def load(cls, path: Path, start: str = "[CLS]", end: str = "[SEP]") -> WordPiece:
+        """The tokenizer of a ``vocab.txt``, texts framed by ``start`` and ``end``."""
+        return cls(path.read_text(encoding="utf-8").splitlines(), start, end)
 
     def words(self, text: str) -> list[str]:
         """Lower-cased, accent-free words and single punctuation marks (BERT's basic step)."""
@@ -259,8 +261,41 @@ class _Layer:
     norm2: tuple[Array, Array]
 
 
+@dataclass(frozen=True)
+class _Names:
+    """Where an architecture keeps what a BERT layer needs, and how it frames a text."""
+
+    prefix: str
+    """Before every tensor's name in a checkpoint saved from the pretraining model."""
+    attention: str
+    query_key_value: tuple[str, str, str]
+    out: str
+    norm1: str
+    start: str
+    end: str
+    first_position: int
+    """The position embedding of a text's first token: MPNet counts from its padding
+    id plus one (2), as RoBERTa does."""
+
+
+_BERT = _Names(
+    "bert.", "attention.self", ("query", "key", "value"), "attention.output.dense",
+    "attention.output.LayerNorm", "[CLS]", "[SEP]", 0,
+)  # fmt: skip
+_MPNET = _Names(
+    "mpnet.", "attention.attn", ("q", "k", "v"), "attention.attn.o", "attention.LayerNorm",
+    "<s>", "</s>", 2,
+)  # fmt: skip
+MPNET_DISTANCE = 128
+"""The distance from which MPNet gives all pairs of tokens one bias (its ``max_distance``)."""
+
+
 class Encoder:
-    """A BERT sentence encoder: texts to unit vectors whose dot product is their cosine.
+    """A sentence encoder: texts to unit vectors whose dot product is their cosine.
+
+    BERT (all-MiniLM-L6-v2), or MPNet (all-mpnet-base-v2: ``model_type`` ``mpnet`` in
+    its config.json), whose layers are BERT's under other names, with no token types
+    and a learned bias on each pair of tokens by their distance apart.
 
     :param directory: a model directory (:data:`MODEL_FILES`).
     """
@@ -273,14 +308,17 @@ class Encoder:
             self.heads = int(config["num_attention_heads"])
             self.eps = float(config.get("layer_norm_eps", 1e-12))
             layers = int(config["num_hidden_layers"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            names = _MPNET if config.get("model_type") == "mpnet" else _BERT
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SemanticUnavailable(
                 "the model's config.json is unreadable", "semantic_model_invalid"
             ) from exc
-        self.tokenizer = WordPiece.load(directory / "vocab.txt")
+        self.tokenizer = WordPiece.load(directory / "vocab.txt", names.start, names.end)
         weights = read_safetensors(directory / "model.safetensors")
-        # Checkpoints saved from BertModel name tensors without a prefix; others with "bert.".
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        # Checkpoints saved from the bare model name tensors without a prefix; those
+        # saved from its pretraining model, with "bert." or "mpnet.".
+        own = names.prefix + "embeddings.word_embeddings.weight"
+        prefix = names.prefix if own in weights else ""
 
         def get(name: str) -> Array:
             try:
@@ -298,10 +336,18 @@ class Encoder:
                 "the model's weights lack its word embeddings", "semantic_model_invalid"
             )
         self.words = weights[prefix + "embeddings.word_embeddings.weight"]  # mapped, gathered
-        self.positions = get("embeddings.position_embeddings.weight")
-        self.type0 = get("embeddings.token_type_embeddings.weight")[0]
-        self.embed_norm = norm("embeddings.LayerNorm")
+        self.positions = get("embeddings.position_embeddings.weight")[names.first_position :]
         self.dimension = int(self.words.shape[1])
+        self.type0 = (
+            numpy.zeros(self.dimension, dtype=numpy.float32)
+            if names is _MPNET
+            else get("embeddings.token_type_embeddings.weight")[0]
+        )
+        # (buckets, heads): half the buckets for keys before the query, half after.
+        self.distance_bias = (
+            get("encoder.relative_attention_bias.weight") if names is _MPNET else None
+        )
+        self.embed_norm = norm("embeddings.LayerNorm")
         if self.dimension % self.heads:
             raise SemanticUnavailable(
                 "the model's hidden size is not a multiple of its heads", "semantic_model_invalid"
@@ -309,21 +355,21 @@ class Encoder:
         self.layers = []
         for index in range(layers):
             at = f"encoder.layer.{index}"
-            attention = f"{at}.attention.self"
+            attention = f"{at}.{names.attention}"
             # Query, key and value in one product; weights transposed once, here.
             qkv = numpy.concatenate(
-                [get(f"{attention}.{part}.weight") for part in ("query", "key", "value")]
+                [get(f"{attention}.{part}.weight") for part in names.query_key_value]
             )
             qkv_bias = numpy.concatenate(
-                [get(f"{attention}.{part}.bias") for part in ("query", "key", "value")]
+                [get(f"{attention}.{part}.bias") for part in names.query_key_value]
             )
             self.layers.append(
                 _Layer(
                     qkv=numpy.ascontiguousarray(qkv.T),
                     qkv_bias=qkv_bias,
-                    out=numpy.ascontiguousarray(get(f"{at}.attention.output.dense.weight").T),
-                    out_bias=get(f"{at}.attention.output.dense.bias"),
-                    norm1=norm(f"{at}.attention.output.LayerNorm"),
+                    out=numpy.ascontiguousarray(get(f"{at}.{names.out}.weight").T),
+                    out_bias=get(f"{at}.{names.out}.bias"),
+                    norm1=norm(f"{at}.{names.norm1}"),
                     up=numpy.ascontiguousarray(get(f"{at}.intermediate.dense.weight").T),
                     up_bias=get(f"{at}.intermediate.dense.bias"),
                     down=numpy.ascontiguousarray(get(f"{at}.output.dense.weight").T),
@@ -365,6 +411,29 @@ class Encoder:
             out[chosen] = self._forward([ids[i] for i in chosen])
         return out
 
+    def _by_distance(self, bias: Array, length: int) -> Array:
+        """MPNet's ``bias`` (buckets, heads) on each query and key, ``(1, heads,
+        length, length)``: by how far the key is, exactly up to a quarter of the
+        buckets, then in buckets growing by a like ratio up to :data:`MPNET_DISTANCE`
+        (T5's bidirectional buckets)."""
+        numpy = self.np
+        half = len(bias) // 2
+        exact = half // 2
+        position = numpy.arange(length)
+        ahead = position[:, None] - position[None, :]  # the query's position less the key's
+        distance = numpy.abs(ahead)
+        # float32, as the reference computes it, so a bucket's edge falls the same way.
+        far = exact + (
+            numpy.log(numpy.maximum(distance, 1).astype(numpy.float32) / exact)
+            / numpy.float32(numpy.log(MPNET_DISTANCE / exact))
+            * (half - exact)
+        ).astype(numpy.int64)
+        bucket = (ahead < 0) * half + numpy.where(
+            distance < exact, distance, numpy.minimum(far, half - 1)
+        )
+        result: Array = bias[bucket].transpose(2, 0, 1)[None]
+        return result
+
     def _forward(self, ids: list[list[int]]) -> Array:
         numpy = self.np
         length = max(len(row) for row in ids)
@@ -377,6 +446,8 @@ class Encoder:
         x = self._layer_norm(x + self.positions[:length] + self.type0, self.embed_norm)
         size = self.dimension // self.heads
         blocked = (1.0 - mask)[:, None, None, :] * numpy.float32(-1e9)
+        if self.distance_bias is not None:
+            blocked = blocked + self._by_distance(self.distance_bias, length)
         scale = numpy.float32(1.0 / numpy.sqrt(size))
         count, dim = len(ids), self.dimension
         for layer in self.layers:

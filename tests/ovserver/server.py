@@ -19,14 +19,22 @@ CACHE = Path(os.environ.get("TURN_HOOKS_CACHE") or Path.home() / ".cache") / "tu
 VERSION = "0.5.2"
 VENV = Path(os.environ.get("TURN_HOOKS_OPENVIKING_VENV") or CACHE / f"openviking-{VERSION}")
 SERVER = VENV / "bin" / "openviking-server"
+MPNET_DIR = Path(os.environ.get("TURN_HOOKS_MPNET_DIR") or CACHE / "all-mpnet-base-v2")
 EMBEDDERS = {
-    # name: (script, model name in ov.conf, dimension)
-    "fake": (Path(__file__).with_name("fake_embedder.py"), "fake-embed", 256),
-    "minilm": (Path(__file__).with_name("minilm_embedder.py"), "all-MiniLM-L6-v2", 384),
+    # name: (script, model name in ov.conf, dimension, further arguments)
+    "fake": (Path(__file__).with_name("fake_embedder.py"), "fake-embed", 256, ()),
+    "minilm": (Path(__file__).with_name("minilm_embedder.py"), "all-MiniLM-L6-v2", 384, ()),
+    "mpnet": (
+        Path(__file__).with_name("minilm_embedder.py"),
+        "all-mpnet-base-v2",
+        768,
+        ("768", "all-mpnet-base-v2", str(MPNET_DIR)),
+    ),
 }
 """The loopback embedders the server can use: ``fake`` hashes words (deterministic,
 stdlib only), ``minilm`` is the real all-MiniLM-L6-v2 (the semantic extra's encoder,
-numpy and the model package installed)."""
+numpy and the model package installed), ``mpnet`` all-mpnet-base-v2 by the same
+encoder (``make mpnet``; ``TURN_HOOKS_MPNET_DIR`` or the cache)."""
 
 
 def free_port() -> int:
@@ -79,9 +87,9 @@ def start_server(
     port = port or free_port()
     embedder_port = embedder_port or free_port()
     key = key or secrets.token_hex(16)
-    script, model, dimension = EMBEDDERS[embedder]
+    script, model, dimension, further = EMBEDDERS[embedder]
     embedding = subprocess.Popen(
-        [sys.executable, str(script), str(embedder_port), str(dimension)],
+        [sys.executable, str(script), str(embedder_port), *further],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
