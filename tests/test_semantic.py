@@ -238,9 +238,16 @@ def test_mpnet_buckets_distances_exactly_near_and_by_ratio_far(tmp_path):
     assert [int(buckets[0, d]) for d in (1, 7, 8, 16, 199)] == [17, 23, 24, 26, 31]
 
 
-def test_an_mpnet_without_its_bias_by_distance_is_refused(tmp_path):
-    model = make_tiny_mpnet(tmp_path / "mpnet")
-    drop_tensor(model, "encoder.relative_attention_bias.weight")
+@pytest.mark.parametrize(
+    "shape", [None, (0, 2), (6, 2), (30, 2), (32, 3)], ids=["absent", "0", "6", "30", "3-heads"]
+)
+def test_an_mpnet_without_a_fitting_bias_by_distance_is_refused(tmp_path, shape):
+    model = make_tiny_mpnet(tmp_path / "mpnet")  # 2 heads
+    tensors = {k: np.asarray(v) for k, v in read_safetensors(model / "model.safetensors").items()}
+    del tensors["encoder.relative_attention_bias.weight"]
+    if shape is not None:
+        tensors["encoder.relative_attention_bias.weight"] = np.ones(shape)
+    write_safetensors(model / "model.safetensors", tensors)
     with pytest.raises(SemanticUnavailable) as caught:
         Encoder(model)
     assert caught.value.reason_code == "semantic_model_invalid"

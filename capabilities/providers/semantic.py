@@ -343,10 +343,20 @@ class Encoder:
             if names is _MPNET
             else get("embeddings.token_type_embeddings.weight")[0]
         )
-        # (buckets, heads): half the buckets for keys before the query, half after.
+        # (buckets, heads): the lower half for keys at or before the query, the upper
+        # for keys after it.
         self.distance_bias = (
             get("encoder.relative_attention_bias.weight") if names is _MPNET else None
         )
+        if self.distance_bias is not None and (
+            self.distance_bias.ndim != 2
+            or self.distance_bias.shape[1] != self.heads
+            or len(self.distance_bias) % 4
+            or not len(self.distance_bias)
+        ):
+            raise SemanticUnavailable(
+                "the model's bias by distance does not fit its heads", "semantic_model_invalid"
+            )
         self.embed_norm = norm("embeddings.LayerNorm")
         if self.dimension % self.heads:
             raise SemanticUnavailable(
