@@ -382,6 +382,39 @@ def test_search_fuses_meaning_and_embeds_what_no_write_did(tmp_path, tiny):
     assert len(json.loads((store.path.parent / CACHE_NAME).read_text())["vectors"]) == 1
 
 
+def test_a_full_cache_makes_no_vector_a_search_could_not_keep(tmp_path, tiny, monkeypatch):
+    lexical = provider_with(tmp_path, None)  # written with the extra off: no vectors
+    lexical.write(
+        f"{A}/r.json", record("rotate the secret token", "deploy"), actor_peer_id="peer-a"
+    )
+    store = provider_with(tmp_path, str(tiny))
+    cache = store.path.parent / CACHE_NAME
+    document = {"schema_version": semantic.CACHE_SCHEMA, "model": None, "vectors": {}}
+    cache.write_text(json.dumps(document))
+    os.chmod(cache, 0o600)
+    from sidecars import store as sidecar_store
+
+    # Room for no vector of the tiny model's: the search embeds the query alone.
+    monkeypatch.setattr(sidecar_store, "MAX_SIDECAR_BYTES", cache.stat().st_size + 40)
+    encoded = []
+    real_encode = Encoder.encode
+    monkeypatch.setattr(
+        Encoder,
+        "encode",
+        lambda self, texts, *a: encoded.extend(texts) or real_encode(self, texts, *a),
+    )
+    query = "rotate secret token deploy"
+    hits = store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert encoded and all(text.startswith(query) for text in encoded)  # the query's texts
+    assert store.semantic_reason is None
+    assert [h.uri for h in hits] == [f"{A}/r.json"]  # strong words recall it unembedded
+    assert json.loads(cache.read_text())["vectors"] == {}
+    # With room again, the same search embeds the record and keeps its vector.
+    monkeypatch.setattr(sidecar_store, "MAX_SIDECAR_BYTES", 4 * 1024 * 1024)
+    store.search(A, query, limit=5, actor_peer_id="peer-a")
+    assert len(json.loads(cache.read_text())["vectors"]) == 1
+
+
 def test_a_dry_run_reader_keeps_no_vector(tmp_path, tiny):
     provider_with(tmp_path, None).write(
         f"{A}/r.json", record("rotate the token", "a leak"), actor_peer_id="peer-a"

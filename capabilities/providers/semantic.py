@@ -748,6 +748,21 @@ class SemanticIndex:
             # made again next time; recall itself is not affected.
             return
 
+    def _room(self, model: Encoder) -> int:
+        """How many more of ``model``'s vectors the cache file can take (4 MiB, the
+        sidecar bound). A full cache keeps nothing more, so a search that embedded
+        records for it would pay for them again every Turn: about 4 s with MPNet's 8
+        (:data:`LAZY_EMBEDS`). Those records are scored by their words alone."""
+        from sidecars import store as sidecar_store
+
+        try:
+            size = os.lstat(self._store().path(CACHE_NAME)).st_size
+        except OSError:
+            size = 0
+        # A cache key (a head's prefix, 32 hex digits), its packed vector, JSON's quoting.
+        packed = len(HEAD_KEY) + 32 + 4 * -(-2 * model.dimension // 3) + 8
+        return max(0, (sidecar_store.MAX_SIDECAR_BYTES - size) // packed)
+
     def _pack(self, vector: Array) -> str:
         import base64
 
@@ -821,7 +836,7 @@ class SemanticIndex:
             if (key not in vectors or HEAD_KEY + key not in vectors)
             and self._wanted([record], vectors)
         ]
-        wanted = self._wanted(lacking[:LAZY_EMBEDS], vectors)
+        wanted = self._wanted(lacking[:LAZY_EMBEDS], vectors)[: self._room(model)]
         if wanted:
             made = self._make(model, wanted)
             vectors.update(made)
