@@ -599,7 +599,7 @@ def test_the_real_mpnet_gives_the_reference_implementation_values():
     assert (MPNET_DIR / "model.safetensors").is_file(), (
         f"all-mpnet-base-v2 is not installed at {MPNET_DIR}: run `make mpnet`"
     )
-    encoder = semantic.encoder(str(MPNET_DIR))
+    encoder = Encoder(MPNET_DIR)  # not the process-wide cache: 0.7 GB freed after
     assert encoder.dimension == 768 and len(encoder.layers) == 12
     vectors = encoder.encode([*REFERENCE, LONG])
     assert np.allclose(vectors[:, :4], REFERENCE_MPNET, atol=2e-5)
