@@ -480,7 +480,11 @@ def test_a_damaged_cache_is_set_aside_and_rebuilt_and_the_search_stays_semantic(
     # Rebuilt for good: the next search reads it, with nothing to report.
     store.search(A, query, limit=5, actor_peer_id="peer-a")
     assert store.semantic_reason is None
-    assert semantic.readiness(choice, cache.parent) == {"state": "ready", "reason_code": None}
+    assert semantic.readiness(choice, cache.parent) == {
+        "state": "ready",
+        "reason_code": None,
+        "model": "bert, 16 wide",
+    }
 
 
 def test_a_cache_that_cannot_be_replaced_is_words_only_with_a_reason(tmp_path, tiny):
@@ -613,7 +617,12 @@ def test_readiness_is_told_without_loading_the_model(tiny):
     assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)}) == {
         "state": "ready",
         "reason_code": None,
+        "model": "bert, 16 wide",  # from config.json: which model runs, without loading it
     }
+    mpnet = make_tiny_mpnet(tiny.parent / "mpnet")
+    assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(mpnet)})["model"] == "mpnet, 16 wide"
+    (mpnet / "config.json").write_text("[]")
+    assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(mpnet)})["model"] is None
     (tiny / "vocab.txt").unlink()
     missing = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)})
     assert (missing["state"], missing["reason_code"]) == ("unavailable", "semantic_model_absent")

@@ -917,7 +917,7 @@ def readiness(
     try:
         if importlib.util.find_spec("numpy") is None:
             raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent")
-        model_directory(choice)
+        model = model_kind(model_directory(choice))
     except SemanticUnavailable as exc:
         return {"state": "unavailable", "reason_code": exc.reason_code, "next_step": exc.message}
     problem = None if directory is None else cache_problem(directory)
@@ -927,6 +927,19 @@ def readiness(
         return {
             "state": "ready",
             "reason_code": problem,
+            "model": model,
             "next_step": "the next search replaces the damaged cache and makes its vectors again",
         }
-    return {"state": "ready", "reason_code": None}
+    return {"state": "ready", "reason_code": None, "model": model}
+
+
+def model_kind(directory: Path) -> str | None:
+    """What ``status`` says of a model without loading it, from its config.json: its
+    architecture and width ("mpnet, 768 wide"), or ``None`` where that is unreadable
+    (the first search then reports why)."""
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        kind = "mpnet" if config.get("model_type") == "mpnet" else "bert"
+        return f"{kind}, {int(config['hidden_size'])} wide"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
