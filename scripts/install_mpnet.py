@@ -57,6 +57,8 @@ def main(target: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__.splitlines()[0])
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        # --help included: an option is never taken for the directory to fill.
+        print(__doc__)
+        raise SystemExit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     raise SystemExit(main(Path(sys.argv[1])))

@@ -621,8 +621,25 @@ def test_readiness_is_told_without_loading_the_model(tiny):
     }
     mpnet = make_tiny_mpnet(tiny.parent / "mpnet")
     assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(mpnet)})["model"] == "mpnet, 16 wide"
-    (mpnet / "config.json").write_text("[]")
-    assert semantic.readiness({"TURN_HOOKS_SEMANTIC": str(mpnet)})["model"] is None
+    # Damaged, told without loading the model (its first search would say the same).
+    for damage in (
+        lambda: (mpnet / "config.json").write_text("[]"),
+        lambda: drop_tensor(mpnet, "encoder.relative_attention_bias.weight"),
+        lambda: (mpnet / "model.safetensors").write_bytes(
+            (mpnet / "model.safetensors").read_bytes()[:-4]  # truncated
+        ),
+        lambda: (mpnet / "model.safetensors").write_bytes(os.urandom(4096)),
+        lambda: (mpnet / "model.safetensors").write_bytes(struct.pack("<Q", 10**15) + b"{}"),
+    ):
+        make_tiny_mpnet(mpnet)
+        damage()
+        shown = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(mpnet)})
+        assert (shown["state"], shown["reason_code"]) == ("unavailable", "semantic_model_invalid")
+    (mpnet / "model.safetensors").unlink()
+    os.mkfifo(mpnet / "model.safetensors")
+    shown = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(mpnet)})
+    assert shown["reason_code"] == "semantic_model_absent"
+    assert "model.safetensors: not a regular file" in shown["next_step"]
     (tiny / "vocab.txt").unlink()
     missing = semantic.readiness({"TURN_HOOKS_SEMANTIC": str(tiny)})
     assert (missing["state"], missing["reason_code"]) == ("unavailable", "semantic_model_absent")

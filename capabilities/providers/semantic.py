@@ -94,9 +94,13 @@ def model_directory(choice: str) -> Path:
         directory = Path(choice).expanduser()
     missing = [name for name in MODEL_FILES if not (directory / name).is_file()]
     if missing:
+        # A FIFO, a device or a directory under the name is no file to read either.
+        odd = [name for name in missing if os.path.lexists(directory / name)]
         raise SemanticUnavailable(
-            f"the model directory lacks {', '.join(missing)}; point {SEMANTIC_ENV} at a "
-            "directory with config.json, vocab.txt and model.safetensors",
+            f"the model directory lacks {', '.join(missing)}"
+            + (f" ({', '.join(odd)}: not a regular file)" if odd else "")
+            + f"; point {SEMANTIC_ENV} at a directory with config.json, vocab.txt and "
+            "model.safetensors",
             "semantic_model_absent",
         )
     return directory
@@ -917,7 +921,7 @@ def readiness(
     try:
         if importlib.util.find_spec("numpy") is None:
             raise SemanticUnavailable(NO_NUMPY, "semantic_numpy_absent")
-        model = model_kind(model_directory(choice))
+        model = check_model(model_directory(choice))
     except SemanticUnavailable as exc:
         return {"state": "unavailable", "reason_code": exc.reason_code, "next_step": exc.message}
     problem = None if directory is None else cache_problem(directory)
@@ -933,13 +937,53 @@ def readiness(
     return {"state": "ready", "reason_code": None, "model": model}
 
 
-def model_kind(directory: Path) -> str | None:
-    """What ``status`` says of a model without loading it, from its config.json: its
-    architecture and width ("mpnet, 768 wide"), or ``None`` where that is unreadable
-    (the first search then reports why)."""
+def check_model(directory: Path) -> str:
+    """The model's architecture and width ("mpnet, 768 wide") once its files hold
+    together, read without numpy or the weights, so ``status`` stays fast: config.json
+    names its heads, layers and width; model.safetensors has a header whose tensors end
+    where the file does and include the architecture's word embeddings (MPNet's, its
+    bias by distance too).
+
+    :raises SemanticUnavailable: ``semantic_model_invalid``, saying which file.
+    """
     try:
         config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-        kind = "mpnet" if config.get("model_type") == "mpnet" else "bert"
-        return f"{kind}, {int(config['hidden_size'])} wide"
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+        names = _MPNET if config.get("model_type") == "mpnet" else _BERT
+        width = int(config["hidden_size"])
+        int(config["num_attention_heads"]), int(config["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SemanticUnavailable(
+            "the model's config.json is unreadable; reinstall the model",
+            "semantic_model_invalid",
+        ) from exc
+    needed = ["embeddings.word_embeddings.weight"]
+    if names is _MPNET:
+        needed.append("encoder.relative_attention_bias.weight")
+    try:
+        with (directory / "model.safetensors").open("rb") as handle:
+            (size,) = struct.unpack("<Q", handle.read(8))
+            if size > 100_000_000:
+                raise ValueError("header too large")
+            header = json.loads(handle.read(size))
+            length = os.fstat(handle.fileno()).st_size
+        tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
+        end = max((int(entry["data_offsets"][1]) for entry in tensors.values()), default=0)
+        if 8 + size + end != length or any(
+            name not in tensors and names.prefix + name not in tensors for name in needed
+        ):
+            raise ValueError("not the weights config.json describes")
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        struct.error,
+    ) as exc:
+        raise SemanticUnavailable(
+            "the model's weights are damaged or not of the model its config.json names; "
+            "reinstall the model",
+            "semantic_model_invalid",
+        ) from exc
+    return f"{'mpnet' if names is _MPNET else 'bert'}, {width} wide"
