@@ -128,15 +128,25 @@ def _numpy() -> Any:
     return numpy
 
 
+def _safetensors_header(path: Path) -> tuple[int, dict[str, Any]]:
+    """A safetensors file's header length and header (its tensors' dtypes, shapes and
+    offsets), read without the data. Raises ``OSError``, ``ValueError`` or
+    ``struct.error`` for a file that is not safetensors."""
+    with path.open("rb") as handle:
+        (size,) = struct.unpack("<Q", handle.read(8))
+        if size > 100_000_000:
+            raise ValueError("header too large")
+        header = json.loads(handle.read(size))
+    if not isinstance(header, dict):
+        raise ValueError("the header is no JSON object")
+    return size, header
+
+
 def read_safetensors(path: Path) -> dict[str, Array]:
     """Every tensor of a safetensors file, memory-mapped read-only (numpy alone)."""
     numpy = _numpy()
     try:
-        with path.open("rb") as handle:
-            (size,) = struct.unpack("<Q", handle.read(8))
-            if size > 100_000_000:
-                raise ValueError("header too large")
-            header = json.loads(handle.read(size))
+        size, header = _safetensors_header(path)
         data = numpy.memmap(path, dtype=numpy.uint8, mode="r", offset=8 + size)
         tensors = {}
         for name, entry in header.items():
@@ -294,6 +304,21 @@ MPNET_DISTANCE = 128
 """The distance from which MPNet gives all pairs of tokens one bias (its ``max_distance``)."""
 
 
+def _read_config(directory: Path) -> tuple[dict[str, Any], _Names]:
+    """A model's config.json, checked to name its heads, layers and width, and the
+    architecture it names (:data:`_MPNET` or :data:`_BERT`)."""
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        for key in ("num_attention_heads", "num_hidden_layers", "hidden_size"):
+            int(config[key])
+        return config, (_MPNET if config.get("model_type") == "mpnet" else _BERT)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SemanticUnavailable(
+            "the model's config.json is unreadable; reinstall the model",
+            "semantic_model_invalid",
+        ) from exc
+
+
 class Encoder:
     """A sentence encoder: texts to unit vectors whose dot product is their cosine.
 
@@ -307,13 +332,12 @@ class Encoder:
     def __init__(self, directory: Path) -> None:
         self.np = numpy = _numpy()
         self.directory = directory
+        config, names = _read_config(directory)
+        self.heads = int(config["num_attention_heads"])
+        layers = int(config["num_hidden_layers"])
         try:
-            config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-            self.heads = int(config["num_attention_heads"])
             self.eps = float(config.get("layer_norm_eps", 1e-12))
-            layers = int(config["num_hidden_layers"])
-            names = _MPNET if config.get("model_type") == "mpnet" else _BERT
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError) as exc:
             raise SemanticUnavailable(
                 "the model's config.json is unreadable", "semantic_model_invalid"
             ) from exc
@@ -946,26 +970,13 @@ def check_model(directory: Path) -> str:
 
     :raises SemanticUnavailable: ``semantic_model_invalid``, saying which file.
     """
-    try:
-        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-        names = _MPNET if config.get("model_type") == "mpnet" else _BERT
-        width = int(config["hidden_size"])
-        int(config["num_attention_heads"]), int(config["num_hidden_layers"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SemanticUnavailable(
-            "the model's config.json is unreadable; reinstall the model",
-            "semantic_model_invalid",
-        ) from exc
+    config, names = _read_config(directory)
     needed = ["embeddings.word_embeddings.weight"]
     if names is _MPNET:
         needed.append("encoder.relative_attention_bias.weight")
     try:
-        with (directory / "model.safetensors").open("rb") as handle:
-            (size,) = struct.unpack("<Q", handle.read(8))
-            if size > 100_000_000:
-                raise ValueError("header too large")
-            header = json.loads(handle.read(size))
-            length = os.fstat(handle.fileno()).st_size
+        size, header = _safetensors_header(directory / "model.safetensors")
+        length = (directory / "model.safetensors").stat().st_size
         tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
         end = max((int(entry["data_offsets"][1]) for entry in tensors.values()), default=0)
         if 8 + size + end != length or any(
@@ -986,4 +997,4 @@ def check_model(directory: Path) -> str:
             "reinstall the model",
             "semantic_model_invalid",
         ) from exc
-    return f"{'mpnet' if names is _MPNET else 'bert'}, {width} wide"
+    return f"{'mpnet' if names is _MPNET else 'bert'}, {int(config['hidden_size'])} wide"
