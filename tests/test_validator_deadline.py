@@ -339,6 +339,38 @@ def test_user_environment_takes_out_only_our_own_virtual_environment(tmp_path):
     )
 
 
+def test_a_validator_named_by_a_program_only_ours_has_still_starts(tmp_path):
+    """validators.md spells the built-in validator `turn-hooks validate command -- ...`.
+    The user's PATH (ours taken out) does not find `turn-hooks`, so our own bin does;
+    a program the user's PATH finds (`python3`) is still theirs."""
+    ours = make_venv(tmp_path / "ours")
+    project = make_venv(tmp_path / "project")
+    only_ours = ours / "bin" / "only-ours"
+    only_ours.write_text('#!/bin/sh\necho \'{"ran": "ours"}\'\n')
+    only_ours.chmod(0o755)
+    code = (
+        "import json, sys\n"
+        "from turn_hooks._external import run_external\n"
+        "for argv in json.loads(sys.argv[1]):\n"
+        "    run = run_external(argv, {}, timeout=60)\n"
+        "    print(json.dumps([run.reason, run.stdout.decode()]))\n"
+    )
+    prefix = "import json, sys; print(json.dumps({'ran': sys.prefix}))"
+    argvs = [["only-ours"], ["python3", "-c", prefix], ["no-such-program-anywhere"]]
+    imports = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
+    result = subprocess.run(
+        [str(ours / "bin" / "python"), "-S", "-c", code, json.dumps(argvs)],
+        env={"PYTHONPATH": imports, "PATH": f"{ours}/bin:{project}/bin:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seen = [json.loads(line) for line in result.stdout.splitlines()]
+    assert seen[0] == [None, '{"ran": "ours"}\n'], "our own program starts from our bin"
+    assert seen[1][0] is None and json.loads(seen[1][1]) == {"ran": str(project)}
+    assert seen[2] == ["external_unavailable", ""]
+
+
 def test_the_installed_stop_hook_runs_the_users_python3_not_ours(tmp_path):
     """The README's venv route: our venv's bin first on PATH, as its `export PATH`
     leaves it. The project's `make test` still runs the project's python3."""

@@ -123,6 +123,26 @@ def user_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]
     return environment
 
 
+def _program(name: str, path: str | None) -> str:
+    """``name``, or its file in our own ``bin`` when the user's ``path`` does not find
+    it and ours does.
+
+    The docs spell the built-in validator ``turn-hooks validate command -- ...``: a
+    bare name that only our own installation has, which :func:`user_environment`
+    takes out of ``PATH``. A program the user's ``PATH`` finds stays theirs, so the
+    project's ``python3`` is never replaced by ours.
+    """
+    import shutil
+
+    if not name or os.sep in name or shutil.which(name, path=path) is not None:
+        return name
+    for directory in sorted(_own_bin_directories()):
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return name
+
+
 def run_external(
     argv: list[str],
     request: Any,
@@ -152,7 +172,8 @@ def run_external(
     timeout or too much output, so a shell's children do not outlive it. Its
     environment is the user's (:func:`user_environment`), with
     ``PYTHONDONTWRITEBYTECODE=1``: a Python validator must not write caches into the
-    repository it checks.
+    repository it checks. A program only our own installation has (``turn-hooks``)
+    still starts from there.
     """
     import subprocess
 
@@ -160,8 +181,9 @@ def run_external(
         data = json.dumps(
             request, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys
         ).encode("utf-8")
+        environment = {**user_environment(), "PYTHONDONTWRITEBYTECODE": "1"}
         process = subprocess.Popen(
-            argv,
+            [_program(argv[0], environment.get("PATH")), *argv[1:]] if argv else argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr={
@@ -170,7 +192,7 @@ def run_external(
                 "tail": subprocess.PIPE,
             }[stderr],
             cwd=cwd,
-            env={**user_environment(), "PYTHONDONTWRITEBYTECODE": "1"},
+            env=environment,
             process_group=0,
             pass_fds=pass_fds,
         )
