@@ -336,7 +336,7 @@ def test_an_entry_that_no_longer_holds_the_callers_turn_is_parsed(tmp_path, monk
         delivered.append(turn.prompt)
         return deliver(pm, turn, *args, **kwargs)
 
-    def no_fork(pm, store, spool, reasons, turn):
+    def no_fork(pm, store, spool, reasons, turn, **_options):
         if edited:
             entry = spool.read()
             entry["turn"]["prompt"] = "changed since"

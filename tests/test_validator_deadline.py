@@ -125,14 +125,42 @@ def test_the_default_deadlines_agree():
     assert validate.MAX_TIMEOUT >= 30 * 60, "at least 30 minutes where settlement is detached"
 
 
-def test_an_inline_host_cuts_a_longer_deadline_logs_it_and_still_settles(tmp_path):
+def test_an_inline_host_cuts_a_longer_deadline_logs_it_and_still_settles(monkeypatch, tmp_path):
     registry = bound_goal(tmp_path)
     argv = [*hook_argv(registry), "--validation-timeout-seconds", "900"]
     event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
     result = run(argv, json.dumps(event))
     ingest = json.loads(result.stdout)["results"]["reward-memory.outcome-ingest"]
+    assert ingest["status"] == "activated", "the hook waited for its settling child"
+    assert logged() == [], "the child kept the declared deadline: nothing was cut"
+    monkeypatch.setenv(settlement.ENV_SETTLE, "inline")  # settled inside the hook itself
+    registry = bound_goal(tmp_path / "inline")
+    argv = [*hook_argv(registry), "--validation-timeout-seconds", "900"]
+    event["cwd"] = str(tmp_path / "inline" / "repo")
+    result = run(argv, json.dumps(event))
+    ingest = json.loads(result.stdout)["results"]["reward-memory.outcome-ingest"]
     assert ingest["status"] == "activated", "a quick validator passes within the cut deadline"
     assert ("adapter", "validation_timeout_clamped") in logged()
+
+
+def test_a_validator_longer_than_the_hooks_wait_runs_once_and_its_verdict_is_kept(tmp_path):
+    """The generic contract prints the receipt, so the hook waits for the child that
+    settles its Turn, but not past the inline deadline. A project's test suite that
+    takes longer is not cut off and run again by a later Turn's worker: the child
+    carries it to its end and learns from its verdict."""
+    registry = bound_goal(tmp_path)
+    marks = logging_validator_marks(tmp_path)
+    (marks / "gate-t1").touch()
+    argv = hook_argv(registry, validator=logging_validator(marks))
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
+    result = run(argv, json.dumps(event))  # returns once the wait is over
+    assert json.loads(result.stdout)["reason_code"] == "validation_pending"
+    assert runs(marks) == ["start t1"] and len(queue(registry)) == 1, "it runs on, queued"
+    (marks / "gate-t1").unlink()
+    wait_for(lambda: queue(registry) == [], "the child did not settle the Turn")
+    assert runs(marks) == ["start t1", "end t1"], "run once, to its end"
+    assert journal_states(registry) == ["completed"] and len(stored_records(registry)) == 1
+    assert ("validator", "external_timeout") not in logged()
 
 
 def test_install_writes_the_checks_deadline_into_the_built_in_validator(tmp_path):
@@ -260,6 +288,8 @@ def test_a_check_its_validator_left_behind_still_holds_the_goals_validator(tmp_p
     run(argv, json.dumps(event))
     assert ("validator", "external_timeout") in logged(), "the validator was cut off"
     assert ("adapter", "validation_pending") in logged(), "and nothing was delivered yet"
+    shown = run([TURN_HOOKS, "log", "--format", "markdown"]).stdout
+    assert "A validator ran past its deadline" in shown, "cut off is not failed"
     assert runs(marks) == ["start"] and len(queue(registry)) == 1, "its check runs on"
     settle = [TURN_HOOKS, "settle", "--pending", "--registry", str(registry)]
     settle += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT]

@@ -23,6 +23,7 @@ from hosts.facts.render import render, without_refs
 from hosts.settlement import after_reply, staged
 from hosts.settlement.hook_log import record, record_pre_turn
 from hosts.settlement.settlement import (
+    SETTLEMENT_WAIT,
     binding_store,
     settle,
     settlement_store,
@@ -321,7 +322,8 @@ def post_settlement(
         final_message=message,
         validation_argv=argv,
         validation_timeout=timeout,
-        detach=style.detached_settlement,
+        detach=style.detached_settlement or style.waits_for_settlement,
+        wait=SETTLEMENT_WAIT if style.waits_for_settlement else None,
         ahead=ahead,
     )
     return style.settlement_output(receipt or {})

@@ -431,11 +431,13 @@ def _cmd_log(args: argparse.Namespace) -> tuple[Any, str]:
     view = hook_log(args.limit)
     if not view["entries"]:
         args.markdown_note = "The hook log is empty: no hook has had a reason to log yet."
-    elif any(entry.get("source") == "validator" for entry in view["entries"]):
+    elif codes := {e.get("reason_code") for e in view["entries"] if e.get("source") == "validator"}:
         # The log holds codes only: the validator's own words are in the spool.
         view["last_validation"] = _last_validation()
         view["next_step"] = VALIDATOR_HINT
-        args.markdown_note = f"A validator did not pass: {VALIDATOR_HINT}."
+        # A check cut off by its deadline gave no verdict: it did not fail.
+        what = "ran past its deadline" if codes == {"external_timeout"} else "did not pass"
+        args.markdown_note = f"A validator {what}: {VALIDATOR_HINT}."
     return view, "Hook log"
 
 
@@ -542,6 +544,7 @@ def _add_host(commands: Any) -> None:
         BUILT_IN_MARGIN,
         INLINE_VALIDATION_TIMEOUT,
         MAX_VALIDATION_TIMEOUT,
+        SETTLEMENT_WAIT,
         VALIDATION_TIMEOUT,
     )
 
@@ -570,11 +573,12 @@ def _add_host(commands: Any) -> None:
             metavar=f"1..{MAX_VALIDATION_TIMEOUT}",
             help="the validator's deadline; by default the built-in validator's own "
             f"--timeout-seconds and {BUILT_IN_MARGIN} s for its start. Where neither is "
-            f"named: {VALIDATION_TIMEOUT} s where settlement is detached (Codex CLI, Claude "
-            f"Code, DSH), {INLINE_VALIDATION_TIMEOUT} s where it runs inside the hook "
-            "(generic, Gemini, TURN_HOOKS_SETTLE=inline). A longer deadline is cut to "
-            f"{INLINE_VALIDATION_TIMEOUT} s inside the hook and logged "
-            "(validation_timeout_clamped); the next Turn's worker runs it again in full",
+            f"named: {VALIDATION_TIMEOUT} s, granted in full in a child of the hook's "
+            "(generic hosts and Gemini wait for it up to "
+            f"{SETTLEMENT_WAIT} s, then print validation_pending while it runs on). "
+            f"With TURN_HOOKS_SETTLE=inline it runs inside the hook, cut to "
+            f"{INLINE_VALIDATION_TIMEOUT} s (logged validation_timeout_clamped), and the "
+            "next Turn's worker runs it again in full",
         )
         adapter.add_argument(
             "--no-prompt-in-recall",
@@ -625,6 +629,7 @@ def _add_install(commands: Any) -> None:
     from hosts.settlement.settlement import (
         BUILT_IN_MARGIN,
         MAX_VALIDATION_TIMEOUT,
+        SETTLEMENT_WAIT,
         VALIDATION_TIMEOUT,
     )
     from hosts.setup import install
@@ -688,9 +693,9 @@ def _add_install(commands: Any) -> None:
             type=seconds_between(1, longest),
             metavar=f"1..{longest}",
             help=f"with --validate-with: the check's deadline (default {default}, ten minutes: "
-            "room for a real test suite). Codex, Claude Code and DSH validate after the "
-            "Turn, off its path, and grant it in full; Gemini validates inside its hook, "
-            "cut to 20 s (logged), and the next Turn's worker runs it again in full",
+            "room for a real test suite), granted in full: every host validates in a "
+            "child of its hook, off the Turn's path (Gemini's hook waits for it up to "
+            f"{SETTLEMENT_WAIT} s, then lets it run on)",
         )
         declared.add_argument(
             "--recall-only",

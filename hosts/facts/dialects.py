@@ -38,6 +38,9 @@ class Dialect:
     """An end event without the final-text field is a failed Turn, not a settlement."""
     detached_settlement: bool = False
     """The Stop hook spools and returns; a forked child settles (validator, write)."""
+    waits_for_settlement: bool = False
+    """A forked child settles, and the hook waits for it a while (the inline
+    deadline): a validator that runs longer is never cut off and run again."""
 
     def pre_turn_output(self, text: str) -> dict[str, Any] | None:
         """What to print for a rendered context (``None``: print nothing)."""
@@ -55,7 +58,15 @@ class Dialect:
 
 
 DIALECTS = {
-    "plain": Dialect("plain", "generic_cli", None, "last_assistant_message", "receipt", {}),
+    "plain": Dialect(
+        "plain",
+        "generic_cli",
+        None,
+        "last_assistant_message",
+        "receipt",
+        {},
+        waits_for_settlement=True,
+    ),
     "claude-code": Dialect(
         "claude-code",
         "claude_code",
@@ -66,7 +77,15 @@ DIALECTS = {
         final_text_marks_success=True,
         detached_settlement=True,
     ),
-    "gemini": Dialect("gemini", "gemini", "BeforeAgent", "prompt_response", "empty-json", {}),
+    "gemini": Dialect(
+        "gemini",
+        "gemini",
+        "BeforeAgent",
+        "prompt_response",
+        "empty-json",
+        {},
+        waits_for_settlement=True,
+    ),
 }
 
 

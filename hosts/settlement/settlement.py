@@ -119,12 +119,17 @@ MAX_VALIDATION_TIMEOUT = 3600 + BUILT_IN_MARGIN
 """The longest deadline a declaration may name: the built-in validator's longest (an
 hour) and the margin."""
 INLINE_VALIDATION_TIMEOUT = 20
-"""The deadline of a validator run inside the hook (a host that settles inline, or
-``TURN_HOOKS_SETTLE=inline``): hosts give a hook 30 s, and dispatch and readback
+"""The deadline of a validator run inside the hook (``TURN_HOOKS_SETTLE=inline``, or
+a hook that could start no child to settle in): hosts give a hook 30 s, and dispatch and readback
 follow the validator. It is the default there; a longer deadline declared is cut to
 it and the hook log says so (``validation_timeout_clamped``). A validator cut off is
 ``inconclusive``, and the next PreTurn's worker, off the Turn's path, runs it again
 with its whole deadline."""
+SETTLEMENT_WAIT = INLINE_VALIDATION_TIMEOUT + 4
+"""How long a hook whose host reads its receipt (the generic CLI contract) waits for
+the child that settles its Turn: the inline deadline and the dispatch after it. A
+validator still running then is not cut off: the child carries it to its own
+deadline and keeps its verdict, and the hook prints :data:`VALIDATION_PENDING`."""
 VALIDATOR_DIR = "validator"
 STALE_SLOT_GRACE = 60
 """Seconds past the longest deadline after which a held validator lock is no
@@ -379,6 +384,7 @@ def settle(
     validation_argv: list[str] | None,
     validation_timeout: int | None = None,
     detach: bool = False,
+    wait: float | None = None,
     ahead: bool = False,
 ) -> dict[str, Any] | None:
     """Run the whole settlement of one successful Turn; returns the dispatcher receipt.
@@ -393,6 +399,10 @@ def settle(
     session carries the rest (validator, dispatch, receipt) under the entry's lock;
     the hook returns ``None`` as soon as the child holds that lock. A child killed at
     any point leaves the queue marker, so the next PreTurn's worker carries it on.
+    With ``wait`` as well, the hook waits up to that many seconds for the child and
+    returns the receipt it kept (:data:`VALIDATION_PENDING` while it still runs): a
+    host that reads the receipt gets it, and a long validator is never cut off and run
+    again.
 
     ``ahead``: the hook wrote this Turn's marker already (:func:`write_ahead`), so it
     is written again only to carry a value taken from the staging sidecar.
@@ -482,8 +492,11 @@ def settle(
         )
         if detached:
             assert spool is not None  # detached implies it
-            if _hand_off(pm, store, spool, tuple(reasons), turn):
-                return None  # the child holds the entry's lock; this process lets go
+            if _hand_off(pm, store, spool, tuple(reasons), turn, defer=wait is None):
+                if wait is None:
+                    return None  # the child holds the entry's lock; this process lets go
+                held.close()  # this process's hold on the entry: the child keeps its own
+                return _child_receipt(store, path, wait)
             # No child could be started: settle here, under the same lock.
             _, receipt = _replay_entry(
                 pm,
@@ -608,11 +621,14 @@ def _hand_off(
     spool: SidecarTransaction,
     reasons: tuple[tuple[str, str], ...],
     turn: TurnContext,
+    *,
+    defer: bool = True,
 ) -> bool:
     """Fork a child that settles the spooled entry of ``turn``, whose lock the caller
     holds; ``True`` once it is forked, or once this process has queued the settlement
     for after its reply (a resident server's child, :mod:`hosts.settlement.after_reply`: no fork
-    of that large a process on the Turn's path).
+    of that large a process on the Turn's path; with ``defer=False`` it forks there
+    too, for a caller that waits for the child).
 
     The child inherits the lock: ``flock(2)`` belongs to the open file, which the
     child shares, so the lock stays held when the hook closes its own descriptor and
@@ -626,7 +642,7 @@ def _hand_off(
     streams are ``/dev/null``, so a host reading the hook's output to its end is not
     held up by it.
     """
-    if after_reply.accepting():  # this process settles it once its host has the answer
+    if defer and after_reply.accepting():  # settled once its host has the answer
         try:
             held = os.dup(spool.lock_fd)  # the lock stays held when the transaction ends
         except OSError:  # no descriptor left: settle here, as when no fork could be made
@@ -659,6 +675,23 @@ def _reap_settlers() -> None:
             done = pid
         if done:
             _settlers.remove(pid)
+
+
+def _child_receipt(store: SidecarStore, path: Path, wait: float) -> dict[str, Any]:
+    """The receipt the settling child kept in the entry at ``path``, once it lets the
+    entry's lock go within ``wait`` seconds; :data:`VALIDATION_PENDING` when it still
+    holds it (its validator runs on) or ended with no receipt (a validator cut off by
+    its own deadline, another Turn's validator running, a kill: the queue marker
+    stays, and a later worker carries the Turn on)."""
+    try:
+        with SidecarStore(store.root, lock_timeout=wait).transaction(path) as entry:
+            kept = entry.read() or {}
+    except (SidecarError, OSError):  # still held, or unreadable: the worker's to report
+        return dict(VALIDATION_PENDING)
+    receipt = kept.get("post_settlement")
+    if not isinstance(receipt, dict) or "task_validation" not in kept:
+        return dict(VALIDATION_PENDING)
+    return receipt
 
 
 def _settle_in_child(

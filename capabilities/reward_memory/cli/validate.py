@@ -280,11 +280,11 @@ def add_validate(commands: argparse._SubParsersAction[Any]) -> None:
         default=DEFAULT_TIMEOUT,
         metavar=f"1..{MAX_TIMEOUT}",
         help=f"ARGV's deadline in seconds (default {DEFAULT_TIMEOUT}, ten minutes: room "
-        "for a real test suite). Codex CLI, Claude Code and DSH settle after the Turn, "
-        "off its path, and give the validator all of it; hosts that settle inside their "
-        "hook (generic hosts, Gemini, TURN_HOOKS_SETTLE=inline) cut the validator off at "
-        "20 s (logged validation_timeout_clamped when you chose longer), and the next "
-        "Turn's worker runs it again in full",
+        "for a real test suite). Hooks settle in a child of their own and give the "
+        "validator all of it (generic hosts and Gemini wait for that child a while, "
+        "then let it run on); with TURN_HOOKS_SETTLE=inline the hook settles itself "
+        "and cuts the validator off at 20 s (logged validation_timeout_clamped when you "
+        "chose longer), and the next Turn's worker runs it again in full",
     )
     command.add_argument(
         "--check",
