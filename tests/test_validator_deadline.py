@@ -199,6 +199,29 @@ def test_the_codex_app_refuses_a_deadline_its_call_cannot_hold(capsys, tmp_path)
     assert code == 0
 
 
+def test_the_settle_receipt_says_why_a_replayed_turn_taught_nothing(tmp_path):
+    """A Turn whose validator was cut off is carried on by `settle --pending`; when
+    the check then fails, the receipt names the validator's and the plugin's codes
+    rather than an empty list beside `settled_count: 1`."""
+    registry = bound_goal(tmp_path)
+    slow = tmp_path / "slow"
+    slow.touch()
+    validator = ["sh", "-c", f'if [ -f "{slow}" ]; then sleep 5; fi; exit 1']
+    argv = [*hook_argv(registry, validator=validator), "--validation-timeout-seconds", "1"]
+    event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
+    result = run(argv, json.dumps(event))
+    assert json.loads(result.stdout)["reason_code"] == "validation_pending"
+    slow.unlink()
+    wait_for(lambda: slot_free(registry), "the cut-off validator kept the lock")
+    settle = [TURN_HOOKS, "settle", "--pending", "--registry", str(registry)]
+    settle += ["--goal-id", f1.GOAL, "--agent-id", f1.AGENT]
+    receipt = json.loads(run(settle).stdout)
+    assert receipt["settled_count"] == 1 and receipt["failed_count"] == 0
+    assert "validator_failed" in receipt["reason_codes"], receipt
+    store = Path(registry).parent / "repo" / ".local" / "turn-hooks" / "memory.sqlite3"
+    assert not store.exists(), "a failed check teaches nothing"
+
+
 # --- one validator at a time per Goal ------------------------------------------------
 
 

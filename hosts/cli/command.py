@@ -573,7 +573,7 @@ def _add_host(commands: Any) -> None:
             metavar=f"1..{MAX_VALIDATION_TIMEOUT}",
             help="the validator's deadline; by default the built-in validator's own "
             f"--timeout-seconds and {BUILT_IN_MARGIN} s for its start. Where neither is "
-            f"named: {VALIDATION_TIMEOUT} s, granted in full in a child of the hook's "
+            f"named: {VALIDATION_TIMEOUT} s, granted in full: the hook settles in a child "
             "(generic hosts and Gemini wait for it up to "
             f"{SETTLEMENT_WAIT} s, then print validation_pending while it runs on). "
             f"With TURN_HOOKS_SETTLE=inline it runs inside the hook, cut to "

@@ -1186,6 +1186,8 @@ def replay_pending(
     marker that carries no entry, whose entry was never written: an older hook died
     before it spooled anything; a marker's copy is spooled and delivered instead),
     ``busy`` and ``failed`` (its sidecar is unusable; the reason codes say why).
+    ``reason_codes`` also holds why a delivered entry taught nothing: its validator's
+    code (``validated_command_failed``...) and each plugin's, once each.
     """
     markers = queued(store, goal_id, agent_id)
     summary: dict[str, Any] = {
@@ -1199,7 +1201,8 @@ def replay_pending(
     for marker in markers if limit is None else markers[:limit]:
         spool = leased.path(*goal_agent_parts(SPOOL_DIR, goal_id, agent_id), marker.name)
         try:
-            outcome = _replay_one(pm, leased, spool, marker)
+            outcome, codes = _replay_one(pm, leased, spool, marker)
+            summary["reason_codes"].extend(c for c in codes if c not in summary["reason_codes"])
         except SidecarLockTimeout:
             outcome = "busy"
         except SidecarError as exc:
@@ -1213,9 +1216,12 @@ def replay_pending(
 REPLAY_OUTCOMES = ("settled", "open", "terminal", "dropped", "busy", "failed")
 
 
-def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path, marker: Path) -> str:
-    """Carry the entry at ``path`` on; where it was never written or can no longer be
-    read, the copy its ``marker`` carries (:func:`carried_entry`) replaces it."""
+def _replay_one(
+    pm: pluggy.PluginManager, store: SidecarStore, path: Path, marker: Path
+) -> tuple[str, list[str]]:
+    """Carry the entry at ``path`` on: its outcome, and the reason codes of its
+    validator and plugins. Where it was never written or can no longer be read, the
+    copy its ``marker`` carries (:func:`carried_entry`) replaces it."""
     carried = None
     try:
         # Lock-free: what can never be read must not be retried for ever.
@@ -1227,9 +1233,19 @@ def _replay_one(pm: pluggy.PluginManager, store: SidecarStore, path: Path, marke
         carried = carried_entry(pm, store, marker)
         if carried is None:
             _dequeue(store, path)
-            return "terminal"
+            return "terminal", []
     with store.transaction(path) as spool:
-        return _replay_entry(pm, store, spool, event="settlement_replay", carried=carried)[0]
+        outcome, receipt = _replay_entry(
+            pm, store, spool, event="settlement_replay", carried=carried
+        )
+        if receipt is None:
+            return outcome, []
+        validation = (spool.read() or {}).get("task_validation")
+    codes = validator_reasons(validation) if isinstance(validation, dict) else []
+    codes += reasons_in(receipt.get("results") or {})
+    if isinstance(receipt.get("reason_code"), str):  # validation_pending
+        codes.append(("adapter", receipt["reason_code"]))
+    return outcome, [code for _, code in codes]
 
 
 def _replay_entry(
