@@ -137,6 +137,21 @@ def test_doctor_with_nothing_installed_still_checks_a_validator_it_is_given(proj
     assert (code, doctor["reason_code"]) == (2, "validator_not_found")
 
 
+def test_doctor_with_nothing_installed_checks_the_check_init_recorded(project, tmp_path):
+    """A generic host's hooks run the check `init --validate-with` recorded: doctor
+    checks that one too, rather than pass a typo no Turn could ever run."""
+    home = tmp_path / "home"
+    assert turn_hooks(project, "init", "--validate-with", "nosuchcmd --run", home=home)[0] == 0
+    code, doctor = turn_hooks(project, "doctor", home=home)
+    assert (code, doctor["reason_code"]) == (2, "validator_not_found"), doctor
+    [row] = [check for check in doctor["checks"] if check["check"] == "validator"]
+    assert "`nosuchcmd`" in row["message"]
+    assert turn_hooks(project, "init", "--validate-with", "true", home=home)[0] == 0
+    code, doctor = turn_hooks(project, "doctor", "--run-validator", home=home)
+    assert (code, doctor["status"]) == (0, "nothing_installed"), doctor
+    assert any(check["check"] == "validator_run" and check["ok"] for check in doctor["checks"])
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [

@@ -668,12 +668,16 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
             installed["claude-code-plugin"] = 1
             checks += plugin
     if not installed:  # nothing installed (yet, or any more): what install would check
+        from sidecars import name_binding
+
         subject = args.host or "turn-hooks"
-        planned, binding = install_checks(subject, args)
-        checks += [
-            _nothing_installed(subject) if check["reason_code"] == "validator_missing" else check
-            for check in planned
-        ]
+        named = name_binding(args.registry, args.goal_id, args.agent_id)
+        # The check `init --validate-with` recorded is what install would take, and
+        # what a generic host's hooks run: doctor checks it as they would run it.
+        adopt_recorded_validator(args, named)
+        planned, binding = install_checks(subject, args, named)
+        rows = [check for check in planned if check["reason_code"] != "validator_missing"]
+        checks += [*rows, _nothing_installed(subject)]
         if args.run_validator and all(check["ok"] for check in planned):
             checks += run_validator_once(subject, args, binding)
     elif args.registry or args.goal_id or args.agent_id:
