@@ -10,6 +10,7 @@ and `doctor` then says "nothing installed" and exits 0.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from test_codex_real import CODEX
@@ -150,6 +151,18 @@ def test_doctor_with_nothing_installed_checks_the_check_init_recorded(project, t
     code, doctor = turn_hooks(project, "doctor", "--run-validator", home=home)
     assert (code, doctor["status"]) == (0, "nothing_installed"), doctor
     assert any(check["check"] == "validator_run" and check["ok"] for check in doctor["checks"])
+
+
+def test_doctor_names_a_recorded_check_it_cannot_read(project, tmp_path):
+    home = tmp_path / "home"
+    assert turn_hooks(project, "init", "--validate-with", "true", home=home)[0] == 0
+    record = project / ".local" / "turn-hooks" / "validator.json"
+    record.unlink()
+    os.mkfifo(record)
+    code, doctor = turn_hooks(project, "doctor", home=home)
+    assert (code, doctor["reason_code"]) == (2, "sidecar_not_regular"), doctor
+    [row] = [check for check in doctor["checks"] if check["check"] == "validator"]
+    assert "validator.json" in row["message"] and "init --validate-with" in row["message"]
 
 
 @pytest.mark.parametrize(

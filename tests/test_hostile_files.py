@@ -190,10 +190,9 @@ def test_the_config_is_read_bounded_and_without_blocking(tmp_path, make, reason)
     assert outcome["error"].reason_code == reason
     # A command that resolves the binding returns promptly and says the config is bad.
     result = turn_hooks("reward-memory", "recall", *binding_args(registry), "--query", "q")
-    assert (result.returncode, json.loads(result.stdout)["reason_code"]) == (
-        2,
-        "experiment_unavailable",
-    )
+    refused = json.loads(result.stdout)
+    assert (result.returncode, refused["reason_code"]) == (2, "experiment_unavailable")
+    assert "`turn-hooks init`" in json.dumps(refused), "it says how to set the config up again"
 
 
 @pytest.mark.parametrize(("command", "schema"), INPUT_COMMANDS)

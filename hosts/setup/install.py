@@ -674,10 +674,11 @@ def cmd_doctor(args: argparse.Namespace) -> tuple[Any, str]:
         named = name_binding(args.registry, args.goal_id, args.agent_id)
         # The check `init --validate-with` recorded is what install would take, and
         # what a generic host's hooks run: doctor checks it as they would run it.
+        unreadable = _unreadable_record(subject, named)
         adopt_recorded_validator(args, named)
         planned, binding = install_checks(subject, args, named)
         rows = [check for check in planned if check["reason_code"] != "validator_missing"]
-        checks += [*rows, _nothing_installed(subject)]
+        checks += [*rows, *unreadable, _nothing_installed(subject)]
         if args.run_validator and all(check["ok"] for check in planned):
             checks += run_validator_once(subject, args, binding)
     elif args.registry or args.goal_id or args.agent_id:
@@ -747,6 +748,31 @@ def plugin_checks(args: argparse.Namespace) -> list[dict[str, Any]]:
                 rows += run_validator_once(subject, args, binding)
     rows.append(tool_channel_check("claude-code", args))
     return rows
+
+
+def _unreadable_record(subject: str, named: Any) -> list[dict[str, Any]]:
+    """A failed ``validator`` row when the repository's recorded check cannot be read
+    (a FIFO, a link or a damaged file where ``init`` keeps it), or none: a hook that
+    takes it would learn nothing, and only its code would reach the hook log."""
+    from hosts.setup import doctor
+    from sidecars import VALIDATOR_FILE, goal_repository, read_validator
+    from turn_hooks.errors import TurnHooksError
+
+    repo = goal_repository(named.registry, named.goal_id)
+    try:
+        if repo is not None:
+            read_validator(repo)
+    except TurnHooksError as exc:
+        return [
+            doctor.row(
+                "validator",
+                subject,
+                exc.reason_code,
+                f"the check `init` recorded (.local/turn-hooks/{VALIDATOR_FILE}) cannot be "
+                "read: remove that file, then run `turn-hooks init --validate-with 'CHECK'`",
+            )
+        ]
+    return []
 
 
 def _nothing_installed(subject: str) -> dict[str, Any]:

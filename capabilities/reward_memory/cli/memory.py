@@ -33,6 +33,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
     )
     from capabilities.reward_memory.contract.fixture import normalise_fixture_binding
     from capabilities.reward_memory.memory.ingest import ingest_scoped_event
+    from capabilities.reward_memory.memory.inventory import bound_config
 
     source = read_input(args.input)
     if (args.goal_id is None) != (args.agent_id is None):
@@ -65,13 +66,7 @@ def ingest_event(args: argparse.Namespace) -> Result:
     route = v.exact_keys(source, "input", _ROUTE_KEYS, frozenset({"adapter"}) | _OBSERVED_AT)
     resolution = resolve_binding(args)
     status = resolution.status
-    if not status["available"] or resolution.config is None:
-        v.fail(
-            "agent_id",
-            f"has no available experiment ({status['status']})",
-            "experiment_unavailable",
-        )
-    config = resolution.config
+    config = bound_config(resolution)
     event = v.mapping(route["event"], "input.event")
     surface = v.lookup(config["surfaces"], event.get("surface_id"))
     if surface is None:
@@ -102,14 +97,10 @@ def recall(args: argparse.Namespace) -> Result:
     """``recall``: the automatic recall hook for one surface of a bound Goal/Agent."""
     from capabilities.reward_memory.contract import values as v
     from capabilities.reward_memory.memory.hook import run_automatic_recall
+    from capabilities.reward_memory.memory.inventory import bound_config
 
     resolution = resolve_binding(args)
-    if not resolution.status["available"] or resolution.config is None:
-        v.fail(
-            "agent_id",
-            f"has no available experiment ({resolution.status['status']})",
-            "experiment_unavailable",
-        )
+    bound_config(resolution)
     # The caller's own arguments are refused as input errors (exit 2) before any
     # provider call, rather than surfacing as a guard rejection without a receipt.
     if args.surface_id not in resolution.config["surfaces"]:

@@ -54,9 +54,13 @@ class StoredRecord:
 def bound_config(resolution: Resolution) -> dict[str, Any]:
     """The binding's config, or a typed error when the binding is not available."""
     if resolution.config is None or not resolution.status["available"]:
+        # The Agent named is fine; its Goal's config is what cannot be used (a FIFO
+        # or a damaged file where experiment.json should be, a disabled binding).
         v.fail(
             "agent_id",
-            f"has no available experiment ({resolution.status['status']})",
+            f"has no available experiment ({resolution.status['status']}): "
+            "`turn-hooks status` says why, and `turn-hooks init` in the repository "
+            "writes its config again",
             "experiment_unavailable",
         )
     return resolution.config
