@@ -25,7 +25,17 @@ def read_registry(path: str | Path) -> dict[str, Any]:
         ``registry_invalid`` when it is not JSON or not an object with a ``goals`` list
         (the message names the registry, so a capability can pass it on unchanged).
     """
-    raw = read_bounded(path, reason_prefix="registry", name="registry")
+    try:
+        raw = read_bounded(path, reason_prefix="registry", name="registry")
+    except InvalidInputError as exc:
+        if exc.reason_code != "registry_not_regular":
+            raise
+        # A FIFO, a device or a directory where the registry should be: say the way out.
+        raise InvalidInputError(
+            f"{exc.message}: move it aside, then `turn-hooks init` in each repository "
+            "writes its Goal into a new one",
+            reason_code=exc.reason_code,
+        ) from exc
     try:
         document = loads_bounded(raw)
     except InvalidInputError as exc:

@@ -151,6 +151,8 @@ def test_the_registry_is_read_bounded_and_without_blocking(tmp_path, make, reaso
     outcome = promptly(lambda: read_registry(path), path)
     assert outcome["error"].reason_code == reason
     assert "registry" in outcome["error"].message
+    if reason == "registry_not_regular":
+        assert "move it aside" in outcome["error"].message, "it says the way out"
 
 
 def test_a_fifo_registry_is_exit_2_for_a_command_and_exit_0_for_a_hook(tmp_path):
