@@ -120,11 +120,11 @@ MAX_VALIDATION_TIMEOUT = 3600 + BUILT_IN_MARGIN
 hour) and the margin."""
 INLINE_VALIDATION_TIMEOUT = 20
 """The deadline of a validator run inside the hook (``TURN_HOOKS_SETTLE=inline``, or
-a hook that could start no child to settle in): hosts give a hook 30 s, and dispatch and readback
-follow the validator. It is the default there; a longer deadline declared is cut to
-it and the hook log says so (``validation_timeout_clamped``). A validator cut off is
-``inconclusive``, and the next PreTurn's worker, off the Turn's path, runs it again
-with its whole deadline."""
+a hook that could start no child to settle in): hosts give a hook 30 s, and dispatch
+and readback follow the validator. It is the default there; a longer deadline
+declared is cut to it and the hook log says so (``validation_timeout_clamped``). A
+validator cut off is ``inconclusive``, and the next PreTurn's worker, off the Turn's
+path, runs it again with its whole deadline."""
 SETTLEMENT_WAIT = INLINE_VALIDATION_TIMEOUT + 4
 """How long a hook whose host reads its receipt (the generic CLI contract) waits for
 the child that settles its Turn: the inline deadline and the dispatch after it. A
