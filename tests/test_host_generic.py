@@ -696,10 +696,14 @@ def test_one_host_has_one_spelling_in_the_hook_log():
     hook_log.record("codex_cli", "pre_turn", [("reward_memory", "a_reason")])
     hook_log.record("codex-cli", "pre_turn", [("adapter", "b_reason")])
     hook_log.record("claude_code", "post_settlement", [("adapter", "c_reason")])
+    hook_log.record("generic_cli", "post_settlement", [("validator", "d_reason")])
+    hook_log.record("generic", "post_settlement", [("adapter", "e_reason")])
     assert [entry["host"] for entry in hook_log_entries()] == [
         "codex-cli",
         "codex-cli",
         "claude-code",
+        "generic",
+        "generic",
     ]
 
 

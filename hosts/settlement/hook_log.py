@@ -98,7 +98,12 @@ def _safe(code: str) -> str:
     return code if _CODE.fullmatch(code) else "unrecognised"
 
 
-_HOST_NAMES = {"codex_cli": "codex-cli", "codex_app": "codex-app", "claude_code": "claude-code"}
+_HOST_NAMES = {
+    "codex_cli": "codex-cli",
+    "codex_app": "codex-app",
+    "claude_code": "claude-code",
+    "generic_cli": "generic",
+}
 """A Turn's host id (``TurnContext.host``) spelt as the command line names the host,
 so one host has one spelling in the log whichever part of a hook logged the entry."""
 
