@@ -84,6 +84,9 @@ def test_a_plugin_writing_to_stdout_never_reaches_the_host_protocol(tmp_path, mo
     registry = bound_goal(tmp_path)
     document = {"turn_id": "t1", "prompt": "p", "last_assistant_message": reflection_message()}
     document["cwd"] = str(tmp_path / "repo")
+    # Settled in the hook itself: a settler's streams are /dev/null, and this checks
+    # where the hook process puts a plugin's stdout.
+    monkeypatch.setenv("TURN_HOOKS_SETTLE", "inline")
     result = run_process(hook_argv(registry, event), json.dumps(document))
     assert result.returncode == 0
     assert LEAK not in result.stdout

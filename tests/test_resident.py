@@ -44,13 +44,18 @@ def run_dir():
     assert stubborn == [], "a resident server ignored SIGTERM"
 
 
-def environment(run_dir, **extra):
+def environment(run_dir, *, inline=True, **extra):
     env = dict(os.environ)  # carries this test's TURN_HOOKS_STATE_DIR
     env.update(
         TURN_HOOKS_RESIDENT="1",
         TURN_HOOKS_RESIDENT_DIR=str(run_dir),
         TURN_HOOKS_RESIDENT_IDLE_SECONDS="120",
+        # The validator probes which process served a call: settled inline, the call
+        # runs it itself rather than in a settler it forks and waits for.
+        TURN_HOOKS_SETTLE="inline",
     )
+    if not inline:  # as installed: Stop hooks settle in a child
+        del env["TURN_HOOKS_SETTLE"]
     env.update(extra)
     return env
 
@@ -106,7 +111,7 @@ def hook(registry, event, payload, env, *extra):
 
 
 def cold_env():
-    return dict(os.environ, TURN_HOOKS_RESIDENT="0")
+    return dict(os.environ, TURN_HOOKS_RESIDENT="0", TURN_HOOKS_SETTLE="inline")
 
 
 def log_reasons():
@@ -761,7 +766,7 @@ def test_a_warm_codex_stop_replies_first_then_settles_in_its_own_child(tmp_path,
     server does not kill it when its client exits, and the settlement completes."""
     from test_settlement_faults import journal_states, queue
 
-    env = environment(run_dir)
+    env = environment(run_dir, inline=False)
     server = started_server(tmp_path, run_dir, env)
     registry, marks = bound_goal(tmp_path / "goal"), tmp_path / "marks"
     binding = ("--goal-id", f1.GOAL, "--agent-id", f1.AGENT, "--registry", str(registry))
@@ -788,6 +793,22 @@ def test_a_warm_codex_stop_replies_first_then_settles_in_its_own_child(tmp_path,
     wait_for(lambda: queue(registry) == [], what="the settlement")
     assert journal_states(registry) == ["completed"]
     wait_for(lambda: not alive(settler), what="the child to end with its work")
+    assert servers(run_dir) == [server], "served warm"
+
+
+def test_a_warm_generic_stop_waits_for_the_settler_it_forks_and_its_log_is_kept(tmp_path, run_dir):
+    """The generic host prints the receipt, so its warm call forks a settler and waits
+    for it. The settler replies to no one: what it logs (a failing validator) is
+    written, not queued for a reply it never gives."""
+    env = environment(run_dir, inline=False)
+    server = started_server(tmp_path, run_dir, env)
+    registry = bound_goal(tmp_path / "goal")
+    failing = ("--validation-command-json", json.dumps(["sh", "-c", "exit 1"]))
+    event = {"turn_id": "t1", "last_assistant_message": MESSAGE}
+    result = hook(registry, "post-settlement", event, env, *failing)
+    receipt = json.loads(result.stdout)
+    assert receipt["results"] and receipt.get("reason_code") != "validation_pending", receipt
+    assert "validator_failed" in log_reasons(), "the settler's own log entries are written"
     assert servers(run_dir) == [server], "served warm"
 
 

@@ -57,6 +57,14 @@ def accept(on_first: Callable[[], object] | None = None) -> None:
     _queue, _on_first = [], on_first
 
 
+def leave() -> None:
+    """Forget the work this process queued: a child forked from it (a settler) replies
+    to no one, so nothing it logs may wait for a reply, and the parent's queue is the
+    parent's to run."""
+    global _queue, _on_first
+    _queue, _on_first = None, None
+
+
 def pending() -> bool:
     """Whether work waits for the reply."""
     return bool(_queue)

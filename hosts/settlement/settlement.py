@@ -709,6 +709,7 @@ def _settle_in_child(
         # signal that lands before this line leaves the queue marker for the next PreTurn.
         os.setsid()
         _settlers.clear()  # the parent's, not this process's children
+        after_reply.leave()  # forked from a resident server's child: its log writes now
         devnull = os.open(os.devnull, os.O_RDWR | os.O_NOCTTY)
         for stream in (0, 1, 2):
             os.dup2(devnull, stream)

@@ -787,7 +787,8 @@ def _nothing_installed(subject: str) -> dict[str, Any]:
         subject,
         None,
         f"nothing installed; `turn-hooks install {host} --validate-with 'make test'` "
-        "installs the hooks (`doctor --validate-with ...` checks that validator first)",
+        "installs the hooks (`doctor --validate-with ...` checks that validator first); "
+        "a generic host needs none: it runs `turn-hooks host generic ...` itself",
     )
 
 

@@ -48,7 +48,8 @@ def init(args: argparse.Namespace) -> Result:
             # The check is recorded: install takes it from the repository.
             "next_step": "install the hooks, which take the check recorded here: "
             "turn-hooks install codex (or claude-code, gemini or dsh), or add the "
-            "turn-hooks plugin in Claude Code",
+            "turn-hooks plugin in Claude Code; a generic host needs no install: its "
+            "`turn-hooks host generic` commands run this check (docs/generic-cli.md)",
         }
     if document.get("ok", True) and document.get("goal_id") and document.get("agent_id"):
         settings = _settings(document["goal_id"], document["agent_id"], args, evaluator)
