@@ -32,8 +32,9 @@ def read_registry(path: str | Path) -> dict[str, Any]:
             raise
         # A FIFO, a device or a directory where the registry should be: say the way out.
         raise InvalidInputError(
-            f"{exc.message}: move it aside, then `turn-hooks init` in each repository "
-            "writes its Goal into a new one",
+            f"{exc.message} (--registry, $TURN_HOOKS_REGISTRY, or by default "
+            "$XDG_CONFIG_HOME/turn-hooks/registry.json, that is ~/.config/...): move it "
+            "aside, then `turn-hooks init` in each repository writes its Goal into a new one",
             reason_code=exc.reason_code,
         ) from exc
     try:
