@@ -8,6 +8,7 @@ and a timeout killed only the command itself, so a shell's children lived on.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -221,3 +222,22 @@ def test_the_evaluator_reasons_are_unchanged(argv, reason):
 
 def test_the_evaluator_gets_the_facts_as_json():
     assert run_evaluator(ECHO, {"goal": f1.GOAL}, 20) == ({"goal": f1.GOAL}, None)
+
+
+def test_a_program_only_our_installation_has_starts_from_our_bin(monkeypatch, tmp_path):
+    """A bare name the user's PATH does not find runs from our own bin when it is an
+    executable file there (`turn-hooks`, as validators.md spells the validator)."""
+    from turn_hooks import _external
+
+    ours = tmp_path / "venv" / "bin"
+    ours.mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (ours / "only-ours").write_text("#!/bin/sh\n")
+    (ours / "only-ours").chmod(0o755)
+    (ours / "not-executable").write_text("")
+    monkeypatch.setattr(sys, "executable", str(ours / "python3"))
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    assert _external._program("only-ours", str(tmp_path / "none")) == str(ours / "only-ours")
+    assert _external._program("not-executable", str(tmp_path / "none")) == "not-executable"
+    assert _external._program("sh", os.environ["PATH"]) == "sh", "the user's PATH finds it"
+    assert _external._program("./only-ours", None) == "./only-ours", "a path is as written"
