@@ -117,9 +117,12 @@ def gated_validator(tmp_path):
 
 
 def kill_during_validation(tmp_path, registry):
+    """Kill -9 the process that runs the validator: the hook itself, settling inline
+    (by default it forks a settler, which a kill of the hook leaves running)."""
     validator = gated_validator(tmp_path)
     event = {"turn_id": "t1", "last_assistant_message": message(), "cwd": str(tmp_path / "repo")}
-    process = start_hook(hook_argv(registry, validator=validator), event)
+    inline = {**os.environ, "TURN_HOOKS_SETTLE": "inline"}
+    process = start_hook(hook_argv(registry, validator=validator), event, env=inline)
     deadline = time.monotonic() + 30
     while not (tmp_path / "started").exists():
         assert time.monotonic() < deadline, "the validator never started"
